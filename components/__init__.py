@@ -1,0 +1,1 @@
+"""ck8s-gpu: Pulumi components for GPU Kubernetes on Canonical Kubernetes."""

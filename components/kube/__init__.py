@@ -1,0 +1,1 @@
+"""Talking to a cluster from inside the Pulumi program (dynamic resources) and the CLI."""

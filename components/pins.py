@@ -1,0 +1,132 @@
+"""The one pin table: every chart, image, snap track, kind node image and tool version lives here.
+
+Nothing else in the project hard-codes a version; `tests/unit/test_pins.py` rejects floating
+versions and duplicates. Per-stack overrides (`gpuStack.addons.<name>.version`) are validated
+against the same rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    """A Helm chart at an exact version. `repo` is an https Helm repo or an `oci://` prefix."""
+
+    name: str
+    repo: str
+    version: str
+
+    @property
+    def is_oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    """A container image at an exact tag, with its digest where known (preferred for pulls)."""
+
+    repository: str
+    tag: str
+    digest: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.repository}:{self.tag}@{self.digest}" if self.digest else f"{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class SnapTrack:
+    """A Canonical Kubernetes snap track and facts the rest of the project derives behaviour from."""
+
+    track: str
+    kubernetes: str
+    containerd_major: int
+    dra_ga: bool  # resource.k8s.io/v1 served and DRA on by default
+    cdi: bool  # containerd can do CDI (the GPU operator's cdi.enabled)
+
+    @property
+    def channel(self) -> str:
+        return f"{self.track}/stable"
+
+    @property
+    def minor(self) -> int:
+        return int(self.kubernetes.split(".")[1])
+
+
+SNAP_TRACKS: dict[str, SnapTrack] = {
+    t.track: t
+    for t in (
+        SnapTrack("1.32-classic", "v1.32.13", 1, dra_ga=False, cdi=False),
+        SnapTrack("1.33-classic", "v1.33.13", 1, dra_ga=False, cdi=True),
+        SnapTrack("1.34-classic", "v1.34.11", 1, dra_ga=True, cdi=True),
+        SnapTrack("1.35-classic", "v1.35.7", 2, dra_ga=True, cdi=True),
+        SnapTrack("1.36-classic", "v1.36.4", 2, dra_ga=True, cdi=True),
+    )
+}
+DEFAULT_TRACK = "1.34-classic"
+
+CHARTS: dict[str, ChartPin] = {
+    "gpu-operator": ChartPin("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),
+    "dra-driver-nvidia-gpu": ChartPin(
+        "dra-driver-nvidia-gpu", "oci://registry.k8s.io/dra-driver-nvidia/charts", "0.4.1"
+    ),
+    "kai-scheduler": ChartPin("kai-scheduler", "oci://ghcr.io/kai-scheduler/kai-scheduler", "v0.17.0"),
+    "fake-gpu-operator": ChartPin("fake-gpu-operator", "oci://ghcr.io/run-ai/fake-gpu-operator", "0.2.0"),
+    "kube-prometheus-stack": ChartPin(
+        "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "79.10.0"
+    ),
+    "aws-cloud-controller-manager": ChartPin(
+        "aws-cloud-controller-manager", "https://kubernetes.github.io/cloud-provider-aws", "0.0.10"
+    ),
+    "velero": ChartPin("velero", "https://vmware-tanzu.github.io/helm-charts", "11.1.1"),
+}
+
+IMAGES: dict[str, ImagePin] = {
+    # The smoke test's container: nvidia-smi is injected through CDI (real driver) or by the
+    # simulated driver, so a plain Ubuntu base is enough and small.
+    "smoke-test": ImagePin(
+        "docker.io/library/ubuntu",
+        "24.04",
+        "sha256:66460d557b25769b102175144d538d88219c077c678a49af4afca6fbfc1b5252",
+    ),
+    "kind-node": ImagePin(
+        "docker.io/kindest/node",
+        "v1.34.0",
+        "sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a",
+    ),
+}
+
+# Tools the `local` tier builds from Go modules (tools/go.mod pins the same versions; a test
+# keeps the two in step).
+TOOLS: dict[str, str] = {
+    "pulumi": "v3.272.0",
+    "pulumi-resource-kubernetes": "v4.34.2",
+    "kubernetes": "v1.34.2",
+}
+
+# Canonical's Ubuntu AMIs are resolved per region from this SSM public parameter family,
+# never hard-coded ids.
+UBUNTU_AMI_SSM_PARAMETER = "/aws/service/canonical/ubuntu/server/24.04/stable/current/{arch}/hvm/ebs-gp3/ami-id"
+
+
+def chart(name: str) -> ChartPin:
+    return CHARTS[name]
+
+
+def image(name: str) -> ImagePin:
+    return IMAGES[name]
+
+
+def track(name: str) -> SnapTrack:
+    return SNAP_TRACKS[name]
+
+
+_EXACT = re.compile(r"^v?\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?$")
+
+
+def is_exact_version(version: str) -> bool:
+    """True for an exact release (`1.2.3`, `v1.2.3`, `v1.2.3-rc.1`); false for `latest`, ranges, ``."""
+    return bool(_EXACT.match(version))

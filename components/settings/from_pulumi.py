@@ -1,0 +1,35 @@
+"""Read settings from the running Pulumi program's config (the real engine or the mock engine)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+from pulumi.runtime.config import CONFIG, get_config_env
+
+from components.settings.load import PROJECT, SETTINGS_KEY, SettingsError, settings_from_config
+from components.settings.model import Settings
+
+
+def _config() -> dict[str, Any]:
+    raw = {**get_config_env(), **CONFIG.get()}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not key.startswith(f"{PROJECT}:"):
+            continue
+        if key == SETTINGS_KEY and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass  # reported by validation as "must be a mapping"
+        out[key] = value
+    return out
+
+
+def load_settings() -> Settings:
+    """Validated settings, or a clean RunError (message only, no traceback) before any resource."""
+    try:
+        return settings_from_config(_config(), f"stack {pulumi.get_stack()}")
+    except SettingsError as exc:
+        raise pulumi.RunError(exc.message) from None

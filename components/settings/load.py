@@ -1,0 +1,98 @@
+"""The config boundary: raw stack config -> validated Settings, or ONE error listing every problem."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from components.settings.model import Settings
+from components.settings.rules import ROOT, Problem, check
+
+PROJECT = "ck8s-gpu"
+SETTINGS_KEY = f"{PROJECT}:settings"
+KUBECONFIG_KEY = f"{PROJECT}:kubeconfig"
+KNOWN_KEYS = {SETTINGS_KEY, KUBECONFIG_KEY}
+
+
+class SettingsError(Exception):
+    """Bad stack settings. `str()` is the whole user-facing message; no traceback is wanted."""
+
+    def __init__(self, source: str, problems: Iterable[Problem]) -> None:
+        self.source = source
+        self.problems = sorted(set(problems))
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        n = len(self.problems)
+        lines = [f"invalid settings in {self.source} ({n} problem{'s' if n != 1 else ''}):"]
+        lines += [f"  {path}: {reason}" for path, reason in self.problems]
+        return "\n".join(lines)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ROOT
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _reason(err: Mapping[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown setting (check the spelling; settings are camelCase)"
+    if kind == "missing":
+        return "required"
+    return str(err["msg"])
+
+
+def parse_settings(raw: Any, source: str = "stack config") -> Settings:
+    """Validate raw settings (camelCase mapping). Raises SettingsError naming every bad path."""
+    if not isinstance(raw, Mapping):
+        raise SettingsError(source, [(ROOT, f"must be a mapping, got {type(raw).__name__}")])
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        # Structural problems first: cross-field rules need a well-typed model to run on.
+        raise SettingsError(source, [(_path(e["loc"]), _reason(e)) for e in exc.errors()]) from None
+    problems = check(settings)
+    if problems:
+        raise SettingsError(source, problems)
+    return settings
+
+
+def settings_from_config(config: Mapping[str, Any], source: str) -> Settings:
+    """From a stack's `config:` mapping (keys `ck8s-gpu:*`; other namespaces belong to providers)."""
+    unknown = [k for k in config if k.startswith(f"{PROJECT}:") and k not in KNOWN_KEYS]
+    problems = [(f"config.{k}", f"unknown key; known: {', '.join(sorted(KNOWN_KEYS))}") for k in unknown]
+    if SETTINGS_KEY not in config:
+        problems.append((f"config.{SETTINGS_KEY}", "required"))
+    if problems:
+        raise SettingsError(source, problems)
+    settings = parse_settings(config[SETTINGS_KEY], source)
+    if settings.platform == "existing" and KUBECONFIG_KEY not in config:
+        raise SettingsError(
+            source, [(f"config.{KUBECONFIG_KEY}", "required for platform existing (set it with --secret)")]
+        )
+    return settings
+
+
+def read_stack_file(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi stack file. Raises SettingsError on unreadable YAML."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise SettingsError(str(path), [("file", "does not exist")]) from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(str(path), [("file", f"not valid YAML: {exc}")]) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
+        raise SettingsError(str(path), [("config", "a stack file needs a `config:` mapping")])
+    return dict(doc.get("config") or {})
+
+
+def load_stack(path: Path) -> Settings:
+    return settings_from_config(read_stack_file(path), str(path))

@@ -1,0 +1,209 @@
+"""Typed stack settings. Every default of the project lives in this file.
+
+Stack files hold one structured key, `ck8s-gpu:settings`, in camelCase (Pulumi's convention);
+Python code reads snake_case attributes. Models are frozen and reject unknown keys so a typo
+in a stack file is an error with its path, never a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from components import pins
+
+Platform = Literal["aws", "kind", "existing", "local"]
+Allocation = Literal["dra", "device-plugin"]
+DriverMode = Literal["operator", "host"]
+MigStrategy = Literal["none", "single", "mixed"]
+CapacityType = Literal["on-demand", "spot"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+Scheduler = Literal["kai", "default"]
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class KubernetesSettings(_Model):
+    track: str = pins.DEFAULT_TRACK
+    # Stop the snap refreshing inside its track behind our back; upgrades are deliberate.
+    hold_snap_refresh: bool = True
+    # Extra feature gates, e.g. ["DynamicResourceAllocation=true"] to run DRA on 1.32/1.33.
+    feature_gates: tuple[str, ...] = ()
+    pod_cidr: str = "10.1.0.0/16"
+    service_cidr: str = "10.152.183.0/24"
+
+
+class ControlPlaneSettings(_Model):
+    count: int = 1
+    instance_type: str = "m7i.xlarge"
+    root_volume_gib: int = Field(default=100, ge=30, le=16384)
+    api_load_balancer: Literal["internal", "internet-facing"] = "internal"
+
+
+class Taint(_Model):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: TaintEffect = "NoSchedule"
+
+
+class GpuFactsSettings(_Model):
+    """GPU facts for an instance type the built-in table does not know."""
+
+    count: int = Field(ge=1, le=64)
+    product_name: str = Field(min_length=1)
+    memory_gib: int = Field(ge=1)
+    mig_capable: bool = False
+
+
+DEFAULT_GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+
+
+class NodePoolSettings(_Model):
+    name: str = Field(pattern=DNS_LABEL)
+    instance_type: str = "g6.xlarge"
+    min_size: int = Field(default=1, ge=0)
+    desired_size: int = Field(default=1, ge=0)
+    max_size: int = Field(default=2, ge=0)
+    capacity_type: CapacityType = "on-demand"
+    root_volume_gib: int = Field(default=200, ge=50, le=16384)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: tuple[Taint, ...] = (DEFAULT_GPU_TAINT,)
+    gpu: GpuFactsSettings | None = None
+
+
+class AddonSettings(_Model):
+    """Per add-on switch. `enabled: null` means the platform's default (see addons catalog)."""
+
+    enabled: bool | None = None
+    version: str | None = None
+    # Merged over the computed values; cross-field rules still apply to the result.
+    values: dict[str, Any] = Field(default_factory=dict)
+
+
+class AddonsSettings(_Model):
+    gpu_operator: AddonSettings = AddonSettings()
+    dra_driver: AddonSettings = AddonSettings()
+    kai_scheduler: AddonSettings = AddonSettings()
+    kai_queues: AddonSettings = AddonSettings()
+    observability: AddonSettings = AddonSettings()
+    kube_prometheus_stack: AddonSettings = AddonSettings()
+    fake_gpu_operator: AddonSettings = AddonSettings()
+    aws_cloud_controller_manager: AddonSettings = AddonSettings()
+    velero: AddonSettings = AddonSettings()
+
+
+class GpuStackSettings(_Model):
+    allocation: Allocation = "dra"
+    driver: DriverMode = "operator"
+    mig_strategy: MigStrategy = "none"
+    # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver; off unless asked.
+    compute_domains: bool = False
+    addons: AddonsSettings = AddonsSettings()
+
+
+class QueueResource(_Model):
+    quota: float = -1  # -1 = unlimited
+    limit: float = -1
+    over_quota_weight: float = 1
+
+
+class QueueSettings(_Model):
+    name: str = Field(pattern=DNS_LABEL)
+    parent: str | None = None
+    display_name: str | None = None
+    priority: int | None = None
+    gpu: QueueResource = QueueResource()
+    cpu: QueueResource = QueueResource()
+    memory: QueueResource = QueueResource()
+
+
+DEFAULT_QUEUES: tuple[QueueSettings, ...] = (
+    QueueSettings(name="gpu-root", display_name="All GPU work"),
+    QueueSettings(name="default", parent="gpu-root", display_name="Default"),
+    QueueSettings(name="smoke-test", parent="gpu-root", display_name="Platform smoke test", priority=100),
+)
+
+
+class SmokeTestSettings(_Model):
+    enabled: bool = True
+    namespace: str = Field(default="gpu-smoke-test", pattern=DNS_LABEL)
+    # Number of single-GPU pods; each must get a distinct GPU.
+    gpus: int = Field(default=1, ge=1, le=256)
+    device_class: str = "gpu.nvidia.com"
+    # CEL selectors derived from these; null = no constraint.
+    product_name_pattern: str | None = None
+    min_memory_gib: int | None = Field(default=None, ge=1)
+    scheduler: Scheduler = "kai"
+    queue: str = "smoke-test"
+    shared_claim: bool = False
+    gang: bool = False
+    mig: bool = False
+    timeout_seconds: int = Field(default=900, ge=60, le=7200)
+    # Change this value to re-run the smoke test without touching anything else.
+    trigger: str = ""
+
+
+class ExistingNetwork(_Model):
+    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]{8,17}$")
+    private_subnet_ids: tuple[str, ...]
+    public_subnet_ids: tuple[str, ...] = ()
+
+
+class NetworkSettings(_Model):
+    vpc_cidr: str = "10.0.0.0/16"
+    az_count: int = Field(default=2, ge=2, le=3)
+    existing: ExistingNetwork | None = None
+    # CIDRs that may reach the Kubernetes API (6443) through the load balancer.
+    api_allow_list: tuple[str, ...] = ()
+    nat_gateways: Literal["single", "per-az"] = "single"
+
+
+class ProtectionSettings(_Model):
+    """What a disaster-recovery rebuild must not lose: applied to state-bearing resources."""
+
+    protect: bool = False
+    retain_on_delete: bool = False
+
+
+class BackupSettings(_Model):
+    """Velero backups to a bucket in ANOTHER region than the cluster."""
+
+    region: str | None = None
+    schedule: str = "0 */6 * * *"
+    ttl_hours: int = Field(default=720, ge=1)
+
+
+class KindSettings(_Model):
+    # The AWS pool whose GPUs the simulated nodes mirror (instance type from this stack's pools).
+    mirror_pool: str | None = None
+    cluster_name: str = Field(default="ck8s-gpu", pattern=DNS_LABEL)
+
+
+class Settings(_Model):
+    platform: Platform
+    environment: str = Field(default="dev", pattern=DNS_LABEL)
+    region: str | None = None
+    kubernetes: KubernetesSettings = KubernetesSettings()
+    control_plane: ControlPlaneSettings = ControlPlaneSettings()
+    node_pools: tuple[NodePoolSettings, ...] = (NodePoolSettings(name="gpu"),)
+    gpu_stack: GpuStackSettings = GpuStackSettings()
+    queues: tuple[QueueSettings, ...] = DEFAULT_QUEUES
+    smoke_test: SmokeTestSettings = SmokeTestSettings()
+    network: NetworkSettings = NetworkSettings()
+    tags: dict[str, str] = Field(default_factory=dict)
+    protection: ProtectionSettings = ProtectionSettings()
+    backup: BackupSettings | None = None
+    kind: KindSettings = KindSettings()
+
+    @property
+    def cluster_name(self) -> str:
+        """Unique per (environment, region): used for AWS ownership tags and resource names."""
+        return f"ck8s-{self.environment}-{self.region}" if self.region else f"ck8s-{self.environment}"

@@ -1,0 +1,216 @@
+"""Cross-field rules. Each rule appends every problem it finds; none stops at the first."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterator
+
+from components import pins
+from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
+from components.settings.model import QueueSettings, Settings
+
+Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
+Rule = Callable[[Settings], Iterator[Problem]]
+
+REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
+ROOT = "settings"
+
+
+def _region(s: Settings) -> Iterator[Problem]:
+    if s.region is not None and not REGION.match(s.region):
+        yield f"{ROOT}.region", f"'{s.region}' is not an AWS region name (like eu-west-1)"
+    if s.platform == "aws" and s.region is None:
+        yield f"{ROOT}.region", "required when platform is aws"
+
+
+def _control_plane(s: Settings) -> Iterator[Problem]:
+    if s.control_plane.count not in (1, 3):
+        yield (f"{ROOT}.controlPlane.count",
+               f"must be 1 or 3 (etcd quorum), got {s.control_plane.count}")
+
+
+def _kubernetes(s: Settings) -> Iterator[Problem]:
+    k = s.kubernetes
+    if k.track not in pins.SNAP_TRACKS:
+        yield f"{ROOT}.kubernetes.track", f"unknown track '{k.track}'; known: {', '.join(pins.SNAP_TRACKS)}"
+    for i, gate in enumerate(k.feature_gates):
+        if not FEATURE_GATE.match(gate):
+            yield f"{ROOT}.kubernetes.featureGates[{i}]", f"'{gate}' is not Name=true|false"
+
+
+def _pools(s: Settings) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for i, p in enumerate(s.node_pools):
+        path = f"{ROOT}.nodePools[{i}]"
+        if p.name in seen:
+            yield f"{path}.name", f"duplicate pool name '{p.name}'"
+        seen.add(p.name)
+        if not p.min_size <= p.desired_size <= p.max_size:
+            yield (f"{path}.desiredSize",
+                   f"needs minSize <= desiredSize <= maxSize, got {p.min_size}/{p.desired_size}/{p.max_size}")
+        if pool_gpus(p) is None:
+            yield (f"{path}.instanceType",
+                   f"'{p.instance_type}' is not in the GPU instance-type table; declare its GPUs under "
+                   f"{path}.gpu (count, productName, memoryGiB)")
+
+
+def _networks(s: Settings) -> Iterator[Problem]:
+    nets: dict[str, ipaddress.IPv4Network | ipaddress.IPv6Network] = {}
+    named = {
+        f"{ROOT}.kubernetes.podCidr": s.kubernetes.pod_cidr,
+        f"{ROOT}.kubernetes.serviceCidr": s.kubernetes.service_cidr,
+    }
+    if s.platform == "aws" and s.network.existing is None:
+        named[f"{ROOT}.network.vpcCidr"] = s.network.vpc_cidr
+    for path, cidr in named.items():
+        try:
+            nets[path] = ipaddress.ip_network(cidr)
+        except ValueError:
+            yield path, f"'{cidr}' is not a valid CIDR"
+    items = list(nets.items())
+    for a in range(len(items)):
+        for b in range(a + 1, len(items)):
+            if items[a][1].overlaps(items[b][1]):
+                yield items[b][0], f"{items[b][1]} overlaps {items[a][0]} ({items[a][1]})"
+    for i, cidr in enumerate(s.network.api_allow_list):
+        try:
+            ipaddress.ip_network(cidr)
+        except ValueError:
+            yield f"{ROOT}.network.apiAllowList[{i}]", f"'{cidr}' is not a valid CIDR"
+    ex = s.network.existing
+    if ex is not None and len(ex.private_subnet_ids) < 2:
+        yield (f"{ROOT}.network.existing.privateSubnetIds",
+               "needs at least 2 private subnets in different availability zones")
+
+
+def _one_advertiser(s: Settings) -> Iterator[Problem]:
+    """Exactly one whole-GPU advertiser per node: device plugin XOR DRA GPU allocation."""
+    addons = s.gpu_stack.addons
+    base = f"{ROOT}.gpuStack.addons"
+    if s.gpu_stack.allocation == "dra":
+        if not dra_enabled_by_track(s):
+            yield (f"{ROOT}.gpuStack.allocation",
+                   f"dra needs track >= 1.34 or kubernetes.featureGates with DynamicResourceAllocation=true "
+                   f"(track is {s.kubernetes.track})")
+        for addon, key in (("gpuOperator", "devicePlugin.enabled"), ("fakeGpuOperator", "devicePlugin.enabled")):
+            if nested(getattr(addons, _snake(addon)).values, key) is True:
+                yield (f"{base}.{addon}.values.{key}",
+                       "the device plugin cannot run with DRA GPU allocation (GPUs would be handed out twice)")
+    else:
+        for key in ("resources.gpus.enabled", "gpuResourcesEnabledOverride"):
+            if nested(addons.dra_driver.values, key) is True:
+                yield (f"{base}.draDriver.values.{key}",
+                       "DRA GPU allocation cannot run with allocation: device-plugin (GPUs would be handed out twice)")
+        if nested(addons.fake_gpu_operator.values, "draPlugin.enabled") is True:
+            yield (f"{base}.fakeGpuOperator.values.draPlugin.enabled",
+                   "the simulated DRA plugin cannot run with allocation: device-plugin")
+
+
+def _snake(camel: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+
+
+def _addon_versions(s: Settings) -> Iterator[Problem]:
+    for name in type(s.gpu_stack.addons).model_fields:
+        addon = getattr(s.gpu_stack.addons, name)
+        if addon.version is not None and not pins.is_exact_version(addon.version):
+            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+            yield (f"{ROOT}.gpuStack.addons.{camel}.version",
+                   f"'{addon.version}' is not an exact version (no 'latest', ranges or empty)")
+
+
+def _queues(s: Settings) -> Iterator[Problem]:
+    by_name: dict[str, QueueSettings] = {}
+    for i, q in enumerate(s.queues):
+        if q.name in by_name:
+            yield f"{ROOT}.queues[{i}].name", f"duplicate queue name '{q.name}'"
+        by_name[q.name] = q
+    index = {q.name: i for i, q in enumerate(s.queues)}
+    for i, q in enumerate(s.queues):
+        if q.parent is not None and q.parent not in by_name:
+            yield f"{ROOT}.queues[{i}].parent", f"parent queue '{q.parent}' does not exist"
+        if q.gpu.quota != -1 and q.gpu.limit != -1 and q.gpu.limit < q.gpu.quota:
+            yield f"{ROOT}.queues[{i}].gpu.limit", f"limit {q.gpu.limit} is below quota {q.gpu.quota}"
+    # Cycles: walk up from each queue; revisiting a queue means a loop.
+    reported: set[str] = set()
+    for q in s.queues:
+        seen = [q.name]
+        cur = q
+        while cur.parent is not None and cur.parent in by_name:
+            if cur.parent in seen:
+                loop = frozenset(seen[seen.index(cur.parent):])
+                if not loop & reported:
+                    reported |= loop
+                    yield (f"{ROOT}.queues[{index[cur.parent]}].parent",
+                           f"queue parents form a cycle: {' -> '.join([*seen[seen.index(cur.parent):], cur.parent])}")
+                break
+            seen.append(cur.parent)
+            cur = by_name[cur.parent]
+    for name, parent in by_name.items():
+        if parent.gpu.quota == -1:
+            continue
+        children = [q for q in s.queues if q.parent == name]
+        total = sum(c.gpu.quota for c in children if c.gpu.quota != -1)
+        unlimited = [c.name for c in children if c.gpu.quota == -1]
+        if total > parent.gpu.quota or unlimited:
+            detail = f"unlimited children {unlimited}" if unlimited else f"children's quota sums to {total:g}"
+            yield (f"{ROOT}.queues[{index[name]}].gpu.quota",
+                   f"{detail}, above queue '{name}' GPU quota {parent.gpu.quota:g}")
+
+
+def leaf_queues(s: Settings) -> set[str]:
+    parents = {q.parent for q in s.queues if q.parent is not None}
+    return {q.name for q in s.queues if q.name not in parents}
+
+
+def _smoke(s: Settings) -> Iterator[Problem]:
+    t = s.smoke_test
+    if not t.enabled:
+        return
+    path = f"{ROOT}.smokeTest"
+    available = gpus_provided(s)
+    needed = t.gpus * (2 if t.gang else 1)
+    if needed > available:
+        yield (f"{path}.gpus",
+               f"needs {needed} GPUs but the node pools provide {available} at their desired size")
+    if t.scheduler == "kai":
+        if s.gpu_stack.addons.kai_scheduler.enabled is False:
+            yield f"{path}.scheduler", "is kai but gpuStack.addons.kaiScheduler.enabled is false"
+        if t.queue not in leaf_queues(s):
+            yield f"{path}.queue", f"'{t.queue}' is not a leaf queue of settings.queues (only leaf queues schedule)"
+    if t.gang and t.scheduler != "kai":
+        yield f"{path}.gang", "gang scheduling needs scheduler: kai"
+    if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):
+        yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
+
+
+def _mig(s: Settings) -> Iterator[Problem]:
+    if s.gpu_stack.mig_strategy != "none" and not any(
+        (f := pool_gpus(p)) is not None and f.mig_capable for p in s.node_pools
+    ):
+        yield f"{ROOT}.gpuStack.migStrategy", "no node pool has MIG-capable GPUs (A100, H100, H200, B200)"
+
+
+def _platform(s: Settings) -> Iterator[Problem]:
+    names = [p.name for p in s.node_pools]
+    if s.kind.mirror_pool is not None and s.kind.mirror_pool not in names:
+        yield f"{ROOT}.kind.mirrorPool", f"'{s.kind.mirror_pool}' is not a node pool ({', '.join(names)})"
+    if s.backup is not None:
+        if s.backup.region is None:
+            yield f"{ROOT}.backup.region", "required: backups go to another region than the cluster's"
+        elif s.backup.region == s.region:
+            yield f"{ROOT}.backup.region", "must differ from settings.region (a regional disaster takes both)"
+        elif not REGION.match(s.backup.region):
+            yield f"{ROOT}.backup.region", f"'{s.backup.region}' is not an AWS region name"
+
+
+RULES: tuple[Rule, ...] = (
+    _region, _control_plane, _kubernetes, _pools, _networks, _one_advertiser, _addon_versions,
+    _queues, _smoke, _mig, _platform,
+)
+
+
+def check(settings: Settings) -> list[Problem]:
+    return [problem for rule in RULES for problem in rule(settings)]

@@ -1,0 +1,185 @@
+"""A real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler v1.34)
+with KWOK GPU nodes: the real scheduler must allocate DRA claims for `gpu.nvidia.com` devices.
+
+Needs the binaries built by `bash tools/build.sh`. Skips (with the missing binary named) when they
+are absent, unless CK8S_GPU_REQUIRE_TOOLS=1, where it fails instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+def _load(name: str):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+lc = _load("localcluster")
+dra = _load("dra_publisher")
+
+NS = "dra-e2e"
+NODES = 2
+GPUS_PER_NODE = 2
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    bin_dir = lc.tools_bin_dir()
+    missing = lc.missing_binaries(bin_dir)
+    if missing:
+        msg = (
+            f"tools not built: missing {', '.join(missing)} in {bin_dir}; "
+            f"build them once with `bash tools/build.sh` (cold: tens of minutes on 2 cores)"
+        )
+        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
+            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
+        pytest.skip(msg)
+    c = lc.LocalCluster(tmp_path_factory.mktemp("localcluster"), nodes=NODES, bin_dir=bin_dir)
+    with c:
+        print(f"\ncluster start: {c.start_seconds:.1f}s")
+        yield c
+
+
+def _claim_template() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": NS},
+        "spec": {"spec": {"devices": {"requests": [{
+            "name": "gpu",
+            "exactly": {"deviceClassName": dra.DEVICE_CLASS, "allocationMode": "ExactCount",
+                        "count": 1},
+        }]}}},
+    }
+
+
+def _job() -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "gpu-job", "namespace": NS},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "backoffLimit": 0,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                "containers": [{
+                    "name": "cuda",
+                    "image": "nvcr.io/nvidia/cuda:12.9.1-base-ubuntu24.04",  # never pulled (KWOK)
+                    "command": ["nvidia-smi", "-L"],
+                    "resources": {"claims": [{"name": "gpu"}]},
+                }],
+            }},
+        },
+    }
+
+
+def test_scheduler_allocates_dra_gpus_and_job_succeeds(cluster):
+    t0 = time.monotonic()
+    nodes = {n: GPUS_PER_NODE for n in cluster.node_names}
+    dra.publish(str(cluster.kubeconfig), nodes, kubectl=str(cluster.bin_dir / "kubectl"))
+    slices = cluster.get_json("resourceslices")["items"]
+    assert {s["spec"]["nodeName"] for s in slices} == set(nodes)
+
+    cluster.kubectl("create", "namespace", NS)
+    cluster.create(_claim_template())
+    # Claims generated from the template are released and deleted once their pod is done,
+    # and KWOK finishes Job pods immediately: record every version of them while it happens.
+    with cluster.watch("resourceclaims", NS) as claims_w:
+        cluster.create(_job())
+
+        def job_done():
+            st = cluster.get_json("job", "gpu-job", "-n", NS).get("status", {})
+            if st.get("failed"):
+                raise AssertionError(f"job failed: {st}")
+            return st.get("succeeded") == 2
+
+        cluster.wait_for("job gpu-job to succeed", job_done, timeout=120)
+        time.sleep(1)  # let the watch catch up with the last updates
+        claim_versions = claims_w.objects()
+
+    pods = cluster.get_json("pods", "-n", NS, "-l", "job-name=gpu-job")["items"]
+    assert len(pods) == 2
+    allocated: dict[str, dict[str, Any]] = {}
+    for c in claim_versions:
+        alloc = c.get("status", {}).get("allocation")
+        if alloc:
+            allocated[c["metadata"]["name"]] = {"allocation": alloc,
+                                                "reservedFor": c["status"].get("reservedFor", [])}
+
+    seen_devices = set()
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        assert pod["status"]["phase"] == "Succeeded", (name, pod["status"])
+        node = pod["spec"].get("nodeName")
+        assert node in nodes, (name, node)
+        statuses = pod["status"].get("resourceClaimStatuses", [])
+        assert len(statuses) == 1 and statuses[0]["name"] == "gpu", statuses
+        claim = statuses[0]["resourceClaimName"]
+        assert claim in allocated, f"claim {claim} of {name} was never seen allocated"
+        alloc = allocated[claim]["allocation"]
+        results = alloc["devices"]["results"]
+        assert len(results) == 1, results
+        r = results[0]
+        assert r["driver"] == dra.DRIVER
+        assert r["pool"] == node, f"{claim} allocated from pool {r['pool']}, pod ran on {node}"
+        assert r["device"] in {f"gpu-{i}" for i in range(GPUS_PER_NODE)}
+        assert r["request"] == "gpu"
+        # The allocation pins the claim to the node it was allocated on.
+        assert node in str(alloc.get("nodeSelector")), alloc.get("nodeSelector")
+        assert any(ref.get("name") == name for ref in allocated[claim]["reservedFor"]), (
+            f"{claim} never reserved for {name}")
+        seen_devices.add((r["pool"], r["device"]))
+    assert len(seen_devices) == 2, f"two pods got the same device: {seen_devices}"
+    print(f"\nDRA job test: {time.monotonic() - t0:.1f}s; devices: {sorted(seen_devices)}")
+
+
+def test_claim_larger_than_any_node_stays_unschedulable(cluster):
+    """3 GPUs in one claim: no node advertises 3, so the real scheduler must refuse."""
+    ns = "dra-neg"
+    cluster.kubectl("create", "namespace", ns)
+    tmpl = _claim_template()
+    tmpl["metadata"] = {"name": "three-gpus", "namespace": ns}
+    tmpl["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 3
+    pod = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "too-big", "namespace": ns},
+        "spec": {
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "three-gpus"}],
+            "containers": [{"name": "c", "image": "busybox",
+                            "resources": {"claims": [{"name": "gpu"}]}}],
+        },
+    }
+    cluster.create([tmpl, pod])
+
+    def unschedulable():
+        p = cluster.get_json("pod", "too-big", "-n", ns)
+        conds = {c["type"]: c for c in p.get("status", {}).get("conditions", [])}
+        sched = conds.get("PodScheduled")
+        return sched if sched and sched.get("reason") == "Unschedulable" else None
+
+    cond = cluster.wait_for("pod too-big to be reported Unschedulable", unschedulable, timeout=60)
+    assert "cannot allocate all claims" in cond.get("message", "") or cond.get("message"), cond
+    p = cluster.get_json("pod", "too-big", "-n", ns)
+    assert not p["spec"].get("nodeName")
