@@ -77,7 +77,7 @@ class RecordingMonitor(pmocks.MockMonitor):
         super().__init__(mocks)
         self.recorded: list[Recorded] = []
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response

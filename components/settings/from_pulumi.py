@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -19,10 +20,8 @@ def _config() -> dict[str, Any]:
         if not key.startswith(f"{PROJECT}:"):
             continue
         if key == SETTINGS_KEY and isinstance(value, str):
-            try:
+            with contextlib.suppress(json.JSONDecodeError):  # validation reports "must be a mapping"
                 value = json.loads(value)
-            except json.JSONDecodeError:
-                pass  # reported by validation as "must be a mapping"
         out[key] = value
     return out
 

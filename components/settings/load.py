@@ -65,8 +65,10 @@ def parse_settings(raw: Any, source: str = "stack config") -> Settings:
     return settings
 
 
-def settings_from_config(config: Mapping[str, Any], source: str) -> Settings:
-    """From a stack's `config:` mapping (keys `ck8s-gpu:*`; other namespaces belong to providers)."""
+def settings_from_config(config: Mapping[str, Any], source: str, *, offline: bool = False) -> Settings:
+    """From a stack's `config:` mapping (keys `ck8s-gpu:*`; other namespaces belong to providers).
+
+    `offline` (the plan) tolerates a missing kubeconfig: it is needed only to deploy."""
     unknown = [k for k in config if k.startswith(f"{PROJECT}:") and k not in KNOWN_KEYS]
     problems = [(f"config.{k}", f"unknown key; known: {', '.join(sorted(KNOWN_KEYS))}") for k in unknown]
     if SETTINGS_KEY not in config:
@@ -74,7 +76,7 @@ def settings_from_config(config: Mapping[str, Any], source: str) -> Settings:
     if problems:
         raise SettingsError(source, problems)
     settings = parse_settings(config[SETTINGS_KEY], source)
-    if settings.platform == "existing" and KUBECONFIG_KEY not in config:
+    if settings.platform == "existing" and KUBECONFIG_KEY not in config and not offline:
         raise SettingsError(
             source, [(f"config.{KUBECONFIG_KEY}", "required for platform existing (set it with --secret)")]
         )

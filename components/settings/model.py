@@ -44,7 +44,7 @@ class KubernetesSettings(_Model):
 class ControlPlaneSettings(_Model):
     count: int = 1
     instance_type: str = "m7i.xlarge"
-    root_volume_gib: int = Field(default=100, ge=30, le=16384)
+    root_volume_gib: int = Field(default=100, ge=30, le=16384, alias="rootVolumeGiB")
     api_load_balancer: Literal["internal", "internet-facing"] = "internal"
 
 
@@ -59,7 +59,7 @@ class GpuFactsSettings(_Model):
 
     count: int = Field(ge=1, le=64)
     product_name: str = Field(min_length=1)
-    memory_gib: int = Field(ge=1)
+    memory_gib: int = Field(ge=1, alias="memoryGiB")
     mig_capable: bool = False
 
 
@@ -73,7 +73,7 @@ class NodePoolSettings(_Model):
     desired_size: int = Field(default=1, ge=0)
     max_size: int = Field(default=2, ge=0)
     capacity_type: CapacityType = "on-demand"
-    root_volume_gib: int = Field(default=200, ge=50, le=16384)
+    root_volume_gib: int = Field(default=200, ge=50, le=16384, alias="rootVolumeGiB")
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = (DEFAULT_GPU_TAINT,)
     gpu: GpuFactsSettings | None = None
@@ -140,7 +140,7 @@ class SmokeTestSettings(_Model):
     device_class: str = "gpu.nvidia.com"
     # CEL selectors derived from these; null = no constraint.
     product_name_pattern: str | None = None
-    min_memory_gib: int | None = Field(default=None, ge=1)
+    min_memory_gib: int | None = Field(default=None, ge=1, alias="minMemoryGiB")
     scheduler: Scheduler = "kai"
     queue: str = "smoke-test"
     shared_claim: bool = False

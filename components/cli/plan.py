@@ -1,0 +1,61 @@
+"""`ck8s-gpu plan`: the offline plan of a stack (no Pulumi CLI, no network, no credentials)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from components.settings.load import SettingsError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("plan", help="offline plan of a stack under the mock engine (like `cdk synth`)")
+    p.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
+    p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
+    p.add_argument("--out", type=Path, default=None, help="write resources.json, manifests, user-data here")
+    p.add_argument("--diff", type=Path, default=None, metavar="OLD.json", help="compare with an earlier resources.json")
+    p.add_argument("--quiet", action="store_true", help="counts only, no tree")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here so `ck8s-gpu --help` stays fast (the SDKs take a second to import).
+    from components.plan import artifacts
+    from components.plan.diff import diff_resources, format_diff
+    from components.plan.run import plan_stack, stack_file
+    from components.plan.tree import count_lines, tree_lines
+    from components.settings.load import KUBECONFIG_KEY, read_stack_file
+
+    old: list[dict[str, Any]] | None = None
+    if args.diff is not None:
+        try:
+            old = json.loads(args.diff.read_text())["resources"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"ck8s-gpu plan: --diff {args.diff}: not a resources.json ({exc})", file=sys.stderr)
+            return 2
+    try:
+        plan = plan_stack(args.stack, args.stacks_dir)
+    except SettingsError as exc:
+        print(f"ck8s-gpu plan: {exc.message}", file=sys.stderr)
+        return 2
+    config = read_stack_file(stack_file(args.stack, args.stacks_dir))
+    if plan.settings.platform == "existing" and KUBECONFIG_KEY not in config:
+        print(f"note: config.{KUBECONFIG_KEY} is not set: `pulumi up` needs it "
+              f"(pulumi config set --secret {KUBECONFIG_KEY} < kubeconfig)", file=sys.stderr)
+    if not args.quiet:
+        where = f", {plan.settings.region}" if plan.settings.region else ""
+        print(f"Stack {plan.stack} ({plan.settings.platform}{where}):")
+        print("\n".join(tree_lines(plan.resources)))
+        print()
+    print("\n".join(count_lines(plan.resources)))
+    if args.out is not None:
+        written = artifacts.write(plan, args.out)
+        print(f"\nwrote {len(written)} files to {args.out}")
+    if old is not None:
+        new = artifacts.resources_document(plan)["resources"]
+        print(f"\nChanges against {args.diff}:")
+        print("\n".join(format_diff(diff_resources(old, new))))
+    return 0

@@ -1,0 +1,110 @@
+"""Files an offline plan writes: resources.json, rendered manifests, release values, user-data."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.charts import CHARTS_DIR, render
+from components.cli.mockengine import MASK, Recorded
+from components.plan.run import PROJECT_DIR, Plan
+from components.plan.tree import counts
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+USER_DATA_TYPES = {"aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/instance:Instance"}
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _portable(value: Any) -> Any:
+    """Strip this checkout's absolute path so plans from two machines compare equal."""
+    if isinstance(value, str):
+        return value.replace(f"{PROJECT_DIR}/", "")
+    if isinstance(value, dict):
+        return {k: _portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    return value
+
+
+def resources_document(plan: Plan) -> dict[str, Any]:
+    return {
+        "project": "ck8s-gpu",
+        "stack": plan.stack,
+        "counts": counts(plan.resources),
+        "outputs": _portable(plan.outputs),
+        "resources": [_portable(r.to_json()) for r in plan.resources],
+    }
+
+
+def user_data(r: Recorded) -> str | None:
+    """Decoded user-data of a launch template (base64) or instance (plain); None when absent/secret."""
+    value = r.inputs.get("userData")
+    if not isinstance(value, str) or value in ("", MASK, "<computed>"):
+        return None
+    if r.type == "aws:ec2/launchTemplate:LaunchTemplate":
+        try:
+            return base64.b64decode(value, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return value
+    return value
+
+
+def _dump_all(objects: list[Any]) -> str:
+    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)
+
+
+def local_chart(r: Recorded) -> str | None:
+    chart = r.inputs.get("chart")
+    if not isinstance(chart, str):
+        return None
+    path = Path(chart) if Path(chart).is_absolute() else PROJECT_DIR / chart
+    try:
+        path.resolve().relative_to(CHARTS_DIR)
+    except ValueError:
+        return None
+    return path.name if (path / "Chart.yaml").is_file() else None
+
+
+def kubernetes_object(r: Recorded) -> dict[str, Any] | None:
+    """The manifest of a raw Kubernetes resource (not Helm, not a provider)."""
+    if not r.type.startswith("kubernetes:") or r.type == RELEASE or r.type.startswith("pulumi:providers"):
+        return None
+    return {k: v for k, v in r.inputs.items() if k in ("apiVersion", "kind", "metadata", "spec", "data",
+                                                        "stringData", "rules", "roleRef", "subjects", "type")}
+
+
+def write(plan: Plan, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def put(rel: str, text: str) -> None:
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+
+    put("resources.json", json.dumps(resources_document(plan), indent=2, sort_keys=True) + "\n")
+    objects: list[dict[str, Any]] = []
+    for r in plan.resources:
+        name = _SAFE.sub("_", r.name)
+        if r.type in USER_DATA_TYPES and (text := user_data(r)) is not None:
+            put(f"user-data/{name}.yaml", text)
+        elif r.type == RELEASE:
+            values = _portable(r.inputs.get("values") or {})
+            put(f"releases/{name}.values.yaml", yaml.safe_dump(values, sort_keys=True))
+            chart = local_chart(r)
+            if chart is not None:
+                rendered = render(chart, values, release=str(r.inputs.get("name") or r.name),
+                                  namespace=str(r.inputs.get("namespace") or "default"))
+                put(f"manifests/{name}.yaml", _dump_all(rendered))
+        elif (obj := kubernetes_object(r)) is not None:
+            objects.append(obj)
+    if objects:
+        put("manifests/objects.yaml", _dump_all(objects))
+    return written
