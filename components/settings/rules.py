@@ -171,7 +171,7 @@ def _smoke(s: Settings) -> Iterator[Problem]:
         return
     path = f"{ROOT}.smokeTest"
     available = gpus_provided(s)
-    needed = t.gpus * (2 if t.gang else 1)
+    needed = t.gpus
     known = all(pool_gpus(p) is not None for p in s.node_pools)  # unknown pools are reported already
     if known and needed > available:
         yield (f"{path}.gpus",
@@ -183,6 +183,8 @@ def _smoke(s: Settings) -> Iterator[Problem]:
             yield f"{path}.queue", f"'{t.queue}' is not a leaf queue of settings.queues (only leaf queues schedule)"
     if t.gang and t.scheduler != "kai":
         yield f"{path}.gang", "gang scheduling needs scheduler: kai"
+    if t.gang and t.gpus < 2:
+        yield f"{path}.gpus", "the gang case needs at least 2 pods (gpus >= 2): a gang of one proves nothing"
     if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):
         yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
 

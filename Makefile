@@ -1,0 +1,43 @@
+# The two commands of the README, and the pieces they are made of. Every target installs what it
+# needs itself, so each works first on a fresh machine (Python 3.11+, Go for the real-engine tier).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STACK ?= kind
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+
+.PHONY: plan test lint types unit setup debs tools bench docs
+
+plan: $(STAMP)                 ## offline plan of the default stack (kind): no cloud, no Pulumi CLI
+	$(BIN)/ck8s-gpu plan --stack $(STACK) --out out/plan-$(STACK)
+
+test: $(STAMP) debs tools lint types unit   ## everything CI runs
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $@
+
+setup: $(STAMP)
+
+debs:                          ## cloud-init and shellcheck validate the rendered user-data
+	@bash scripts/install-debs.sh
+
+tools:                         ## real engine tier: Pulumi CLI, control plane, KWOK (cached by version)
+	@bash scripts/tools.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+types: $(STAMP)
+	$(BIN)/mypy components
+
+unit: $(STAMP)
+	@bash scripts/pytest.sh
+
+bench: $(STAMP)
+	$(BIN)/python scripts/bench_plan.py --write docs/benchmarks.md
+
+docs: $(STAMP)
+	$(BIN)/python -m components.addons.docs

@@ -1,0 +1,98 @@
+"""Cross-field rules, one behaviour each (the bad stack files cover the file/CLI path)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.settings import SettingsError, parse_settings
+from components.settings.facts import gpus_provided, pool_gpus
+from components.settings.load import settings_from_config
+
+
+def problems(raw: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(SettingsError) as err:
+        parse_settings(raw)
+    return dict(err.value.problems)
+
+
+AWS = {"platform": "aws", "region": "eu-west-1"}
+
+
+def test_defaults_are_valid_on_every_platform() -> None:
+    for platform in ("aws", "kind", "local", "existing"):
+        s = parse_settings({"platform": platform, "region": "eu-west-1"})
+        assert s.gpu_stack.allocation == "dra"
+        assert s.kubernetes.track == "1.34-classic"
+
+
+def test_cluster_name_derives_from_environment_and_region() -> None:
+    a = parse_settings({**AWS, "environment": "prod"})
+    b = parse_settings({**AWS, "environment": "prod", "region": "us-east-1"})
+    assert a.cluster_name == "ck8s-prod-eu-west-1"
+    assert a.cluster_name != b.cluster_name
+
+
+def test_device_plugin_mode_refuses_dra_gpu_allocation() -> None:
+    p = problems({**AWS, "gpuStack": {"allocation": "device-plugin",
+                                      "addons": {"draDriver": {"values": {"gpuResourcesEnabledOverride": True}}}}})
+    assert "settings.gpuStack.addons.draDriver.values.gpuResourcesEnabledOverride" in p
+
+
+def test_dra_on_old_track_is_allowed_with_explicit_gates() -> None:
+    raw = {**AWS, "kubernetes": {"track": "1.33-classic"}}
+    assert "settings.gpuStack.allocation" in problems(raw)
+    ok = parse_settings({**AWS, "kubernetes": {"track": "1.33-classic",
+                                               "featureGates": ["DynamicResourceAllocation=true"]}})
+    assert ok.kubernetes.track == "1.33-classic"
+
+
+def test_declared_gpu_facts_make_an_unknown_instance_type_acceptable() -> None:
+    s = parse_settings({**AWS, "nodePools": [{"name": "x", "instanceType": "g7.xlarge", "desiredSize": 2,
+                                                "gpu": {"count": 2, "productName": "NVIDIA X", "memoryGiB": 32}}]})
+    facts = pool_gpus(s.node_pools[0])
+    assert facts is not None and facts.count == 2 and facts.memory_mib == 32 * 1024
+    assert gpus_provided(s) == 4
+
+
+def test_children_quota_must_fit_the_parent_and_unlimited_children_do_not() -> None:
+    base = [{"name": "root", "gpu": {"quota": 4}}, {"name": "smoke-test", "parent": "root", "gpu": {"quota": 1}}]
+    assert parse_settings({"platform": "kind", "queues": base}).queues[0].gpu.quota == 4
+    p = problems({"platform": "kind", "queues": [*base, {"name": "team", "parent": "root"}]})
+    assert "unlimited children ['team']" in p["settings.queues[0].gpu.quota"]
+
+
+def test_smoke_queue_must_be_a_leaf_and_kai_must_be_on() -> None:
+    p = problems({"platform": "kind", "smokeTest": {"queue": "gpu-root"},
+                  "gpuStack": {"addons": {"kaiScheduler": {"enabled": False}}}})
+    assert set(p) == {"settings.smokeTest.queue", "settings.smokeTest.scheduler"}
+    ok = parse_settings({"platform": "kind", "smokeTest": {"scheduler": "default", "queue": "gpu-root"},
+                         "gpuStack": {"addons": {"kaiScheduler": {"enabled": False}}}})
+    assert ok.smoke_test.scheduler == "default"
+
+
+def test_gang_needs_two_gpus_per_member_count_and_kai() -> None:
+    p = problems({"platform": "kind", "nodePools": [{"name": "g", "instanceType": "g6.xlarge"}],
+                  "smokeTest": {"gang": True, "scheduler": "default"}})
+    assert set(p) == {"settings.smokeTest.gang", "settings.smokeTest.gpus"}
+
+
+def test_existing_network_needs_two_private_subnets() -> None:
+    p = problems({**AWS, "network": {"existing": {"vpcId": "vpc-0123456789abcdef0",
+                                                   "privateSubnetIds": ["subnet-1"]}}})
+    assert "settings.network.existing.privateSubnetIds" in p
+
+
+def test_existing_platform_needs_a_kubeconfig_to_deploy_but_not_to_plan() -> None:
+    config = {"ck8s-gpu:settings": {"platform": "existing"}}
+    with pytest.raises(SettingsError) as err:
+        settings_from_config(config, "t")
+    assert err.value.problems == [("config.ck8s-gpu:kubeconfig", "required for platform existing (set it with --secret)")]
+    assert settings_from_config(config, "t", offline=True).platform == "existing"
+
+
+def test_settings_are_immutable() -> None:
+    s = parse_settings(AWS)
+    with pytest.raises(Exception):  # noqa: B017 (pydantic raises ValidationError on frozen models)
+        s.region = "us-east-1"  # type: ignore[misc]
