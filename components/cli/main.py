@@ -11,6 +11,9 @@ from collections.abc import Sequence
 SUBCOMMANDS = (
     "components.cli.plan",
     "components.cli.smoke",
+    "components.cli.stamp",
+    "components.cli.preflight",
+    "components.cli.rebuild_plan",
 )
 
 
