@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -177,6 +178,8 @@ def run_program(
     monitor = RecordingMonitor(PlanMocks(region))
     # Each run gets a fresh event loop: the SDK keeps per-loop state between runs otherwise.
     asyncio.set_event_loop(asyncio.new_event_loop())
+    # A fresh root stack per run, so exports of an earlier run in this process never leak in.
+    pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=preview, monitor=monitor)
     wire = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     pulumi.runtime.set_all_config(wire, secret_keys or [])

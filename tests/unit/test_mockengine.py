@@ -1,0 +1,60 @@
+"""The recording mock engine keeps parent, dependencies, flags and masks secrets."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+
+from components.cli.mockengine import MASK, run_program
+
+
+class Box(pulumi.ComponentResource):
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("ck8s-gpu:index:Box", name, None, opts)
+        self.first = pulumi.CustomResource(
+            "test:index:Thing", f"{name}-first",
+            {"password": pulumi.Output.secret("hunter2-very-secret"), "size": 3},
+            pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        self.second = pulumi.CustomResource(
+            "test:index:Thing", f"{name}-second", {"peer": self.first.id},
+            pulumi.ResourceOptions(parent=self, depends_on=[self.first], retain_on_delete=True,
+                                   custom_timeouts=pulumi.CustomTimeouts(create="20m")),
+        )
+        self.register_outputs({})
+
+
+def test_records_graph_flags_and_masks_secrets() -> None:
+    run = run_program(lambda: Box("box"), {}, stack="t")
+    by_name = {r.name: r for r in run.resources}
+    assert set(by_name) == {"box", "box-first", "box-second"}
+    box, first, second = by_name["box"], by_name["box-first"], by_name["box-second"]
+    assert not box.custom and first.custom
+    assert first.parent == box.urn and second.parent == box.urn
+    assert first.urn in second.dependencies
+    assert first.protect and not first.retain_on_delete
+    assert second.retain_on_delete and second.timeouts == {"create": "20m"}
+    assert first.inputs["password"] == MASK and first.secret_paths == ["password"]
+    assert first.raw_inputs["password"] == "hunter2-very-secret"
+    assert "hunter2" not in json.dumps([r.to_json() for r in run.resources])
+
+
+def test_exports_are_resolved_and_secret_exports_masked() -> None:
+    def program() -> None:
+        pulumi.export("plain", "value")
+        pulumi.export("hidden", pulumi.Output.secret("s3cr3t"))
+
+    run = run_program(program, {}, stack="t")
+    assert run.outputs == {"plain": "value", "hidden": MASK}
+
+
+def test_runs_are_independent() -> None:
+    first = run_program(lambda: pulumi.export("only-in-first", 1), {}, stack="zero")
+    assert first.outputs == {"only-in-first": 1}
+    a = run_program(lambda: Box("a"), {}, stack="one")
+    assert a.outputs == {}
+    b = run_program(lambda: Box("b"), {}, stack="two")
+    assert [r.name for r in b.resources] == ["b", "b-first", "b-second"]
+    assert all("::two::" not in r.urn for r in a.resources)
+    assert all(r.urn.startswith("urn:pulumi:two::") for r in b.resources)
