@@ -149,6 +149,10 @@ class SmokeTestSettings(_Model):
     timeout_seconds: int = Field(default=900, ge=60, le=7200)
     # Change this value to re-run the smoke test without touching anything else.
     trigger: str = ""
+    # Air-gapped sites: pull the pinned smoke-test image (same path and digest) from this mirror.
+    registry: str | None = Field(
+        default=None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$"
+    )
 
 
 class ExistingNetwork(_Model):
