@@ -1,0 +1,149 @@
+"""What the verifier expects, from settings and ClusterFacts (pure, JSON round-trippable).
+
+The same object travels into the Pulumi dynamic resource as plain JSON, so everything here is
+a frozen dataclass of strings, numbers and tuples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from components.cluster import ClusterFacts
+from components.settings.facts import pool_gpus
+from components.settings.model import Settings
+
+# Both the NVIDIA DRA driver and fake-gpu-operator's DRA plugin register this driver name.
+DRIVER = "gpu.nvidia.com"
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+SCHEDULER_NAMES: dict[str, str] = {"kai": "kai-scheduler", "default": "default-scheduler"}
+NO_KUBELET = "no kubelet on simulated nodes"
+
+# Labels and annotations shared by the chart, the runner and the verifier.
+RUN_LABEL = "ck8s-gpu.io/smoke-run"
+CASE_LABEL = "ck8s-gpu.io/smoke-case"
+QUEUE_LABEL = "kai.scheduler/queue"
+RELEASE_ANNOTATION = "ck8s-gpu.io/smoke-release"
+RELEASE_VALUE = "go"
+POD_GROUP_ANNOTATION = "pod-group-name"
+# Well-known node labels: set by the kubelet/cloud provider and by GPU feature discovery.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+GFD_COUNT_LABEL = "nvidia.com/gpu.count"
+
+# Chart object names: "<release[:30]>-<part>-<runId>" (templates/_helpers.tpl "gpu-smoke-test.name").
+PREFIX_MAX = 30
+
+
+def object_name(release: str, part: str, run_id: str) -> str:
+    return f"{release[:PREFIX_MAX].rstrip('-')}-{part}-{run_id}"
+
+
+@dataclass(frozen=True)
+class PoolExpectation:
+    name: str
+    instance_type: str
+    nodes: int
+    gpus_per_node: int
+    product_name: str
+
+
+@dataclass(frozen=True)
+class CaseExpectation:
+    case: str  # gpus | shared | gang | mig
+    job: str
+    pods: int
+    containers: tuple[str, ...]
+    device_class: str
+    distinct: bool  # the case's pods must hold different devices at the same time
+    pod_group: str = ""
+
+
+@dataclass(frozen=True)
+class Expectations:
+    namespace: str
+    run_id: str
+    resource_api: str
+    driver: str
+    device_class: str
+    scheduler: str  # schedulerName, e.g. kai-scheduler
+    queue: str  # "" unless KAI
+    # None: unknown (CLI without a stack file): GFD's nvidia.com/gpu.count label, else >= 1 device.
+    pools: tuple[PoolExpectation, ...] | None
+    cases: tuple[CaseExpectation, ...]
+    in_container: bool  # a kubelet runs the containers (false on KWOK nodes)
+    probe_expect: str  # nvidia-smi | env
+    dcgm: bool | None  # True: required, False: off, None: checked when an exporter exists
+
+    def case(self, name: str) -> CaseExpectation | None:
+        return next((c for c in self.cases if c.case == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Expectations:
+        d = dict(data)
+        pools = d.get("pools")
+        d["pools"] = None if pools is None else tuple(PoolExpectation(**p) for p in pools)
+        d["cases"] = tuple(
+            CaseExpectation(**{**c, "containers": tuple(c["containers"])}) for c in d["cases"]
+        )
+        return cls(**d)
+
+
+def pool_expectations(settings: Settings, facts: ClusterFacts) -> tuple[PoolExpectation, ...]:
+    """Per pool: how many nodes and how many GPUs each must advertise (instance table or pool.gpu)."""
+    by_name = {p.name: p for p in settings.node_pools}
+    out = []
+    for pool in facts.pools:
+        declared = by_name.get(pool.name)
+        instance_type = declared.instance_type if declared is not None else ""
+        gpu = pool_gpus(declared) if declared is not None else None
+        product = gpu.product_name if gpu is not None else pool.product_name
+        out.append(PoolExpectation(pool.name, instance_type, pool.nodes, pool.gpus_per_node, product))
+    return tuple(out)
+
+
+def case_expectations(settings: Settings, *, release: str, run_id: str) -> tuple[CaseExpectation, ...]:
+    t = settings.smoke_test
+
+    def name(part: str) -> str:
+        return object_name(release, part, run_id)
+
+    cases = [CaseExpectation("gpus", name("gpus"), t.gpus, ("probe",), t.device_class, distinct=True)]
+    if t.shared_claim:
+        cases.append(CaseExpectation("shared", name("shared"), 1, ("probe-a", "probe-b"), t.device_class,
+                                     distinct=False))
+    if t.gang:
+        cases.append(CaseExpectation("gang", name("gang"), t.gpus, ("probe",), t.device_class, distinct=True,
+                                     pod_group=name("gang")))
+    if t.mig:
+        cases.append(CaseExpectation("mig", name("mig"), 1, ("probe",), MIG_DEVICE_CLASS, distinct=False))
+    return tuple(cases)
+
+
+def expectations_for(
+    settings: Settings,
+    facts: ClusterFacts,
+    *,
+    release: str,
+    run_id: str,
+    resource_api: str,
+    pools_known: bool = True,
+    dcgm: bool | None = None,
+) -> Expectations:
+    t = settings.smoke_test
+    return Expectations(
+        namespace=t.namespace,
+        run_id=run_id,
+        resource_api=resource_api,
+        driver=DRIVER,
+        device_class=t.device_class,
+        scheduler=SCHEDULER_NAMES[t.scheduler],
+        queue=t.queue if t.scheduler == "kai" else "",
+        pools=pool_expectations(settings, facts) if pools_known else None,
+        cases=case_expectations(settings, release=release, run_id=run_id),
+        in_container=facts.has_kubelet,
+        probe_expect="env" if facts.simulated_gpus else "nvidia-smi",
+        dcgm=dcgm,
+    )

@@ -1,0 +1,67 @@
+"""One smoke run, fully described: chart values, run id and what the verifier expects (pure).
+
+The SmokeTest component and `ck8s-gpu smoke` both start here, so a run by hand after a
+disaster-recovery rebuild tests exactly what `pulumi up` tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components import pins
+from components.cluster import ClusterFacts
+from components.settings.model import Settings
+from components.smoke.expectations import Expectations, expectations_for
+from components.smoke.values import chart_digest, chart_values, resource_api, run_id
+
+RELEASE = "gpu-smoke-test"
+# Readiness of the GPU nodes' slices is awaited for at most this share of the run's budget.
+SLICE_WAIT_SHARE = 3
+
+
+@dataclass(frozen=True)
+class SmokePlan:
+    release: str
+    namespace: str
+    values: dict[str, Any]
+    expectations: Expectations
+    timeout_seconds: int
+    slice_wait_seconds: int
+
+    @property
+    def run_id(self) -> str:
+        return self.expectations.run_id
+
+    def spec(self) -> dict[str, Any]:
+        """Plain JSON for the Pulumi dynamic resource (everything the runner needs but a kubeconfig)."""
+        return {
+            "release": self.release,
+            "namespace": self.namespace,
+            "runId": self.run_id,
+            "timeoutSeconds": self.timeout_seconds,
+            "sliceWaitSeconds": self.slice_wait_seconds,
+            "expectations": self.expectations.to_dict(),
+        }
+
+
+def smoke_plan(
+    settings: Settings,
+    facts: ClusterFacts,
+    image: pins.ImagePin,
+    *,
+    release: str = RELEASE,
+    nonce: str = "",
+    pools_known: bool = True,
+    dcgm: bool | None = None,
+) -> SmokePlan:
+    """`nonce` joins settings.smokeTest.trigger in the run id: the CLI passes a fresh one per run."""
+    t = settings.smoke_test
+    draft = chart_values(settings, facts, image, run_id="")
+    rid = run_id(draft, t.trigger + nonce, chart_digest())
+    values = {**draft, "runId": rid}
+    exp = expectations_for(settings, facts, release=release, run_id=rid, resource_api=resource_api(
+        facts.kubernetes_minor), pools_known=pools_known, dcgm=dcgm)
+    return SmokePlan(release=release, namespace=t.namespace, values=values, expectations=exp,
+                     timeout_seconds=t.timeout_seconds,
+                     slice_wait_seconds=max(30, t.timeout_seconds // SLICE_WAIT_SHARE))

@@ -1,0 +1,158 @@
+"""The plain objects the verifier reads, and accessors for their Kubernetes JSON shapes.
+
+Objects are dicts exactly as the API server returns them (camelCase JSON), so test fixtures
+can be copied from `kubectl get -o json` of real clusters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Snapshot:
+    device_classes: list[Obj] = field(default_factory=list)
+    slices: list[Obj] = field(default_factory=list)
+    nodes: list[Obj] = field(default_factory=list)
+    # The last version of each claim of the run that carried an allocation (claims generated
+    # from templates are deleted once their pod finishes, so the runner records them as it goes).
+    claims: list[Obj] = field(default_factory=list)
+    pods: list[Obj] = field(default_factory=list)
+    jobs: list[Obj] = field(default_factory=list)
+    events: list[Obj] = field(default_factory=list)
+    pod_groups: list[Obj] = field(default_factory=list)
+    logs: dict[str, str] = field(default_factory=dict)  # "pod/container" -> log text
+    log_errors: dict[str, str] = field(default_factory=dict)  # "pod/container" -> why no log
+    # node -> DCGM exporter metrics text; None: no exporter found (see metrics_note).
+    metrics: dict[str, str] | None = None
+    metrics_note: str = ""
+
+
+def name(obj: Obj) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def labels(obj: Obj) -> dict[str, str]:
+    return dict(obj.get("metadata", {}).get("labels") or {})
+
+
+def annotations_of(obj: Obj) -> dict[str, str]:
+    return dict(obj.get("metadata", {}).get("annotations") or {})
+
+
+def attribute(device: Obj, key: str, domain: str) -> Any:
+    """A device attribute's value. Unqualified names belong to the driver's domain, so both
+    `uuid` (NVIDIA DRA driver) and `gpu.nvidia.com/uuid` (fake-gpu-operator) answer `uuid`."""
+    attrs = device.get("attributes") or {}
+    for k in (key, f"{domain}/{key}"):
+        value = attrs.get(k)
+        if isinstance(value, dict) and value:
+            return next(iter(value.values()))
+    return None
+
+
+@dataclass(frozen=True)
+class SliceDevice:
+    node: str
+    pool: str
+    name: str
+    device: Obj
+
+
+def slice_devices(slices: list[Obj], driver: str) -> dict[tuple[str, str], SliceDevice]:
+    """(pool, device) -> device, from the newest generation of each of the driver's pools."""
+    newest: dict[str, int] = {}
+    for s in slices:
+        spec = s.get("spec", {})
+        if spec.get("driver") == driver:
+            pool = spec.get("pool", {})
+            newest[pool.get("name", "")] = max(newest.get(pool.get("name", ""), 0), int(pool.get("generation", 0)))
+    out: dict[tuple[str, str], SliceDevice] = {}
+    for s in slices:
+        spec = s.get("spec", {})
+        pool = spec.get("pool", {})
+        pool_name = pool.get("name", "")
+        if spec.get("driver") != driver or int(pool.get("generation", 0)) != newest.get(pool_name):
+            continue
+        for d in spec.get("devices") or []:
+            out[(pool_name, d.get("name", ""))] = SliceDevice(spec.get("nodeName") or "", pool_name, d["name"], d)
+    return out
+
+
+def pod_claim_name(pod: Obj, claim: str = "gpu") -> str | None:
+    for status in pod.get("status", {}).get("resourceClaimStatuses") or []:
+        if status.get("name") == claim:
+            value = status.get("resourceClaimName")
+            return str(value) if value else None
+    for ref in pod.get("spec", {}).get("resourceClaims") or []:
+        if ref.get("name") == claim and ref.get("resourceClaimName"):
+            return str(ref["resourceClaimName"])
+    return None
+
+
+def allocation_results(claim: Obj) -> list[Obj]:
+    alloc = claim.get("status", {}).get("allocation") or {}
+    return list((alloc.get("devices") or {}).get("results") or [])
+
+
+def allocation_nodes(claim: Obj) -> set[str]:
+    """Node names an allocation's nodeSelector pins the claim to (metadata.name match fields)."""
+    alloc = claim.get("status", {}).get("allocation") or {}
+    nodes: set[str] = set()
+    for term in (alloc.get("nodeSelector") or {}).get("nodeSelectorTerms") or []:
+        for f in term.get("matchFields") or []:
+            if f.get("key") == "metadata.name" and f.get("operator") == "In":
+                nodes.update(f.get("values") or [])
+    return nodes
+
+
+def events_for(events: list[Obj], kind: str, obj_name: str) -> list[Obj]:
+    def about(e: Obj) -> Obj:
+        return e.get("involvedObject") or e.get("regarding") or {}
+
+    found = [e for e in events if about(e).get("kind") == kind and about(e).get("name") == obj_name]
+    return sorted(found, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+def reporter(event: Obj) -> str:
+    """Who emitted an event: kube-scheduler sets reportingComponent, KAI the legacy source."""
+    return str(event.get("reportingComponent") or event.get("reportingController")
+               or (event.get("source") or {}).get("component") or "")
+
+
+def event_message(events: list[Obj], *reasons: str) -> str:
+    """The newest message among events with one of `reasons` ("" when none)."""
+    picked = [e for e in events if e.get("reason") in reasons]
+    return str(picked[-1].get("message") or picked[-1].get("note") or "") if picked else ""
+
+
+def pod_containers(pod: Obj) -> list[str]:
+    return [c.get("name", "") for c in pod.get("spec", {}).get("containers") or []]
+
+
+def container_state(pod: Obj, container: str) -> str:
+    """One phrase for a container's state: `exited 1 (Error)`, `waiting (ImagePullBackOff: ...)`."""
+    for cs in pod.get("status", {}).get("containerStatuses") or []:
+        if cs.get("name") != container:
+            continue
+        state = cs.get("state") or {}
+        if "terminated" in state:
+            t = state["terminated"]
+            return f"exited {t.get('exitCode')} ({t.get('reason', '')})"
+        if "waiting" in state:
+            w = state["waiting"]
+            msg = f": {w['message']}" if w.get("message") else ""
+            return f"waiting ({w.get('reason', '')}{msg})"
+        if "running" in state:
+            return "running"
+    return "not started"
+
+
+def condition(obj: Obj, kind: str) -> Obj | None:
+    for c in obj.get("status", {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return None

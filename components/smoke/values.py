@@ -1,0 +1,111 @@
+"""Values for charts/gpu-smoke-test and the run id that names its objects (pure functions)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from components import pins
+from components.charts import chart_dir
+from components.cluster import ClusterFacts
+from components.settings.model import Settings, SmokeTestSettings
+from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES
+
+CHART = "gpu-smoke-test"
+RUN_ID_LENGTH = 8
+
+
+class SmokeConfigError(ValueError):
+    """The smoke test cannot run against this cluster shape (message names the setting)."""
+
+
+def resource_api(kubernetes_minor: int) -> str:
+    """The DRA API the chart renders: v1 from 1.34 (GA), v1beta2 on 1.33 (same claim shape)."""
+    if kubernetes_minor >= 34:
+        return "resource.k8s.io/v1"
+    if kubernetes_minor == 33:
+        return "resource.k8s.io/v1beta2"
+    raise SmokeConfigError(
+        f"the smoke test needs Kubernetes >= 1.33 (resource.k8s.io/v1beta2 or v1), the cluster is 1.{kubernetes_minor}"
+    )
+
+
+def image_values(pin: pins.ImagePin, registry: str | None = None) -> dict[str, Any]:
+    """Split a pinned image into registry and repository so a mirror can replace the registry only."""
+    head, _, rest = pin.repository.partition("/")
+    # A first path part with a dot or port is a registry host (docker.io, ghcr.io, mirror:5000).
+    own_registry, repository = (head, rest) if rest and ("." in head or ":" in head) else ("", pin.repository)
+    return {
+        "registry": registry if registry is not None else own_registry,
+        "repository": repository,
+        "tag": pin.tag,
+        "digest": pin.digest,
+        "pullPolicy": "IfNotPresent",
+    }
+
+
+def tolerations(settings: Settings) -> list[dict[str, str]]:
+    """Tolerate every GPU pool taint (by key and effect), so the pods reach the GPU nodes."""
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for pool in settings.node_pools:
+        for taint in pool.taints:
+            seen.setdefault((taint.key, taint.effect),
+                            {"key": taint.key, "operator": "Exists", "effect": taint.effect})
+    return [seen[k] for k in sorted(seen)]
+
+
+def chart_values(
+    settings: Settings, facts: ClusterFacts, image: pins.ImagePin, *, run_id: str
+) -> dict[str, Any]:
+    t: SmokeTestSettings = settings.smoke_test
+    kai = t.scheduler == "kai"
+    return {
+        "runId": run_id,
+        "image": image_values(image, t.registry),
+        "imagePullSecrets": [],
+        "resourceApi": resource_api(facts.kubernetes_minor),
+        "deviceClassName": t.device_class,
+        "attributeDomain": DRIVER,
+        "selectors": {
+            "productNamePattern": t.product_name_pattern or "",
+            "minMemoryGiB": t.min_memory_gib or 0,
+            "cel": [],
+        },
+        "gpus": t.gpus,
+        "scheduler": {"name": SCHEDULER_NAMES[t.scheduler], "queue": t.queue if kai else ""},
+        "probe": {
+            "expect": "env" if facts.simulated_gpus else "nvidia-smi",
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+        },
+        "barrier": {"enabled": True, "timeoutSeconds": t.timeout_seconds},
+        "activeDeadlineSeconds": t.timeout_seconds,
+        "suspend": True,
+        "tolerations": tolerations(settings),
+        "nodeSelector": {},
+        "cases": {
+            "sharedClaim": t.shared_claim,
+            "gang": t.gang,
+            "mig": {"enabled": t.mig, "deviceClassName": MIG_DEVICE_CLASS, "profile": ""},
+        },
+    }
+
+
+def chart_digest(path: Path | None = None) -> str:
+    """sha256 over the chart's files: a template change re-runs the test like a value change does."""
+    root = path or chart_dir(CHART)
+    h = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def run_id(values: dict[str, Any], trigger: str, digest: str) -> str:
+    """Stable while nothing changes; new when the values, the chart or settings.smokeTest.trigger do.
+
+    Lowercase hex, so it is a valid suffix for every Kubernetes name it ends up in.
+    """
+    body = {k: v for k, v in values.items() if k != "runId"}
+    doc = json.dumps({"values": body, "trigger": trigger, "chart": digest}, sort_keys=True)
+    return hashlib.sha256(doc.encode()).hexdigest()[:RUN_ID_LENGTH]

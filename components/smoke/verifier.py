@@ -1,0 +1,544 @@
+"""One check per hop of the DRA allocation path, over plain objects (pure).
+
+DeviceClass -> ResourceSlices -> ResourceClaims -> scheduler -> node placement -> kubelet/CDI
+(what the container saw) -> distinct GPUs -> Job outcome -> optional cases -> DCGM exporter.
+Every check passes, fails or skips with a reason; a check that found nothing to look at fails
+instead of passing vacuously.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.smoke import probe
+from components.smoke.expectations import (
+    CASE_LABEL,
+    GFD_COUNT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NO_KUBELET,
+    POD_GROUP_ANNOTATION,
+    QUEUE_LABEL,
+    RUN_LABEL,
+    CaseExpectation,
+    Expectations,
+)
+from components.smoke.snapshot import (
+    Obj,
+    SliceDevice,
+    allocation_nodes,
+    allocation_results,
+    annotations_of,
+    attribute,
+    condition,
+    container_state,
+    event_message,
+    events_for,
+    labels,
+    name,
+    pod_claim_name,
+    reporter,
+    slice_devices,
+)
+from components.smoke.snapshot import (
+    Snapshot as Snapshot,  # re-exported: callers build snapshots next to verify()
+)
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+SCHEDULING_REASONS = ("FailedScheduling", "Unschedulable", "FailedBinding", "BindingError")
+
+
+@dataclass
+class CheckResult:
+    name: str
+    hop: str
+    status: str
+    message: str
+    duration_ms: float = 0.0
+    details: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _outcome(check: str, hop: str, problems: list[str], ok: str) -> CheckResult:
+    if not problems:
+        return CheckResult(check, hop, PASSED, ok)
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    return CheckResult(check, hop, FAILED, problems[0] + more, details=problems)
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+class _View:
+    """Indexes over a snapshot, computed once for all checks."""
+
+    def __init__(self, exp: Expectations, snap: Snapshot) -> None:
+        self.exp, self.snap = exp, snap
+        self.slices = slice_devices(snap.slices, exp.driver)
+        self.claims = {name(c): c for c in snap.claims}
+        self.nodes = {name(n): n for n in snap.nodes}
+        wanted = {c.case for c in exp.cases}
+        self.by_case: dict[str, list[Obj]] = {c.case: [] for c in exp.cases}
+        for pod in sorted(snap.pods, key=name):
+            lb = labels(pod)
+            if lb.get(RUN_LABEL) == exp.run_id and lb.get(CASE_LABEL) in wanted:
+                self.by_case[lb[CASE_LABEL]].append(pod)
+
+    def pods(self) -> list[tuple[CaseExpectation, Obj]]:
+        return [(c, p) for c in self.exp.cases for p in self.by_case[c.case]]
+
+    def claim(self, pod: Obj) -> tuple[str | None, Obj | None]:
+        cname = pod_claim_name(pod)
+        return cname, self.claims.get(cname) if cname else None
+
+    def allocated(self, pod: Obj) -> list[tuple[Obj, SliceDevice | None]]:
+        _, claim = self.claim(pod)
+        results = allocation_results(claim) if claim else []
+        return [(r, self.slices.get((r.get("pool", ""), r.get("device", "")))) for r in results]
+
+    def pod_events(self, pod: Obj) -> list[Obj]:
+        return events_for(self.snap.events, "Pod", name(pod))
+
+    def why_pending(self, pod: Obj) -> str:
+        msg = event_message(self.pod_events(pod), *SCHEDULING_REASONS)
+        if not msg:
+            cond = condition(pod, "PodScheduled") or {}
+            msg = str(cond.get("message") or "")
+        return msg or "no scheduling event recorded"
+
+    def attr(self, sd: SliceDevice | None, key: str) -> Any:
+        return attribute(sd.device, key, self.exp.driver) if sd else None
+
+
+# --- hops -------------------------------------------------------------------------------------
+
+
+def check_device_class(v: _View) -> CheckResult:
+    present = {name(dc) for dc in v.snap.device_classes}
+    wanted = _unique([v.exp.device_class, *(c.device_class for c in v.exp.cases)])
+    problems = [f"DeviceClass {w} does not exist (is the DRA driver installed with GPU resources enabled?)"
+                for w in wanted if w not in present]
+    return _outcome("device-class", "DeviceClass", problems, f"DeviceClass {', '.join(wanted)} exists")
+
+
+def _physical_gpus(devices: Iterable[SliceDevice], domain: str) -> set[str]:
+    """Whole GPUs behind a node's devices: a MIG device counts as its parent GPU."""
+    gpus: set[str] = set()
+    for sd in devices:
+        kind = attribute(sd.device, "type", domain)
+        if kind == "gpu":
+            gpus.add(str(attribute(sd.device, "uuid", domain) or sd.name))
+        elif kind == "mig":
+            gpus.add(str(attribute(sd.device, "parentUUID", domain) or sd.name))
+    return gpus
+
+
+def check_slices(v: _View) -> CheckResult:
+    exp, hop = v.exp, "ResourceSlice"
+    per_node: dict[str, list[SliceDevice]] = {}
+    for sd in v.slices.values():
+        per_node.setdefault(sd.node, []).append(sd)
+    per_node.pop("", None)  # network-attached pools have no node: not GPU nodes
+    if not per_node:
+        return CheckResult("resource-slices", hop, FAILED,
+                           f"no node publishes a {exp.driver} ResourceSlice (is the DRA kubelet plugin running "
+                           "on the GPU nodes?)")
+    problems = _incomplete_pools(v)
+    counts = {n: len(_physical_gpus(devs, exp.driver)) for n, devs in sorted(per_node.items())}
+    if exp.pools is not None:
+        by_type: dict[str, set[int]] = {}
+        for p in exp.pools:
+            by_type.setdefault(p.instance_type, set()).add(p.gpus_per_node)
+        uniform = {p.gpus_per_node for p in exp.pools}
+        for node, count in counts.items():
+            itype = labels(v.nodes.get(node, {})).get(INSTANCE_TYPE_LABEL, "")
+            options = by_type.get(itype) or uniform
+            if len(options) != 1:
+                problems.append(f"node {node}: cannot tell its pool (instance type '{itype or 'unlabelled'}' "
+                                f"matches none of {sorted(by_type)})")
+                continue
+            expected = next(iter(options))
+            if count != expected:
+                pool = next((p for p in exp.pools if p.gpus_per_node == expected
+                             and (p.instance_type == itype or len(uniform) == 1)), None)
+                where = f" (pool {pool.name}, {pool.instance_type})" if pool else ""
+                problems.append(f"node {node} advertises {count} GPU(s), expected {expected}{where}")
+        wanted_nodes = sum(p.nodes for p in exp.pools)
+        if len(counts) < wanted_nodes:
+            pools = ", ".join(f"{p.name}: {p.nodes} x {p.instance_type}" for p in exp.pools)
+            problems.append(f"{len(counts)} node(s) publish {exp.driver} slices, expected {wanted_nodes} "
+                            f"({pools}); publishing: {', '.join(counts) or 'none'}")
+    else:
+        for node, count in counts.items():
+            gfd = labels(v.nodes.get(node, {})).get(GFD_COUNT_LABEL)
+            if gfd is not None and gfd.isdigit() and int(gfd) != count:
+                problems.append(f"node {node} advertises {count} GPU(s) but GPU feature discovery counts {gfd} "
+                                f"(label {GFD_COUNT_LABEL})")
+            elif count < 1:
+                problems.append(f"node {node} publishes {exp.driver} slices without any GPU")
+    ok = "; ".join(f"{n}: {c} GPU(s)" for n, c in counts.items())
+    return _outcome("resource-slices", hop, problems, ok)
+
+
+def _incomplete_pools(v: _View) -> list[str]:
+    seen: dict[str, tuple[int, int]] = {}  # pool -> (slices seen, slices announced), newest generation
+    newest: dict[str, int] = {}
+    for s in v.snap.slices:
+        spec = s.get("spec", {})
+        if spec.get("driver") == v.exp.driver:
+            pool = spec.get("pool", {})
+            newest[pool.get("name", "")] = max(newest.get(pool.get("name", ""), 0), int(pool.get("generation", 0)))
+    for s in v.snap.slices:
+        spec = s.get("spec", {})
+        pool = spec.get("pool", {})
+        pname = pool.get("name", "")
+        if spec.get("driver") == v.exp.driver and int(pool.get("generation", 0)) == newest.get(pname):
+            n, total = seen.get(pname, (0, int(pool.get("resourceSliceCount", 1))))
+            seen[pname] = (n + 1, total)
+    return [f"pool {p} is incomplete: {n} of {total} ResourceSlices published"
+            for p, (n, total) in sorted(seen.items()) if n < total]
+
+
+def check_claims(v: _View) -> CheckResult:
+    exp, problems, done = v.exp, [], []
+    pods = v.pods()
+    if not pods:
+        return CheckResult("claims-allocated", "ResourceClaim", FAILED,
+                           f"no smoke-test pod of run {exp.run_id} exists (did the Jobs start?)")
+    for _case, pod in pods:
+        p = name(pod)
+        cname, claim = v.claim(pod)
+        if cname is None:
+            problems.append(f"pod {p} has no ResourceClaim (resourceClaimStatuses is empty): {v.why_pending(pod)}")
+            continue
+        results = allocation_results(claim) if claim else []
+        if not results:
+            problems.append(f"claim {cname} of pod {p} was never allocated: {v.why_pending(pod)}")
+            continue
+        for r in results:
+            where = f"{r.get('pool')}/{r.get('device')}"
+            if r.get("driver") != exp.driver:
+                problems.append(f"claim {cname} of pod {p} was allocated by driver '{r.get('driver')}', "
+                                f"expected '{exp.driver}'")
+            elif (r.get("pool", ""), r.get("device", "")) not in v.slices:
+                problems.append(f"claim {cname} of pod {p} got {where}, which no {exp.driver} ResourceSlice advertises")
+            else:
+                done.append(f"{p} -> {where}")
+    return _outcome("claims-allocated", "ResourceClaim", problems, "allocated: " + ", ".join(done))
+
+
+def check_scheduler(v: _View) -> CheckResult:
+    exp, problems = v.exp, []
+    pods = v.pods()
+    for _case, pod in pods:
+        p = name(pod)
+        asked = pod.get("spec", {}).get("schedulerName") or "default-scheduler"
+        bound = [e for e in v.pod_events(pod) if e.get("reason") == "Scheduled"]
+        by = reporter(bound[-1]) if bound else ""
+        if asked != exp.scheduler or (by and by != exp.scheduler):
+            problems.append(f"pod {p} was scheduled by '{by or asked}', expected '{exp.scheduler}'")
+        if exp.queue and labels(pod).get(QUEUE_LABEL) != exp.queue:
+            problems.append(f"pod {p} has queue label '{labels(pod).get(QUEUE_LABEL, '')}', expected '{exp.queue}' "
+                            f"({QUEUE_LABEL})")
+        if not pod.get("spec", {}).get("nodeName"):
+            problems.append(f"pod {p} was never scheduled: {v.why_pending(pod)}")
+    if not pods:
+        problems.append(f"no smoke-test pod of run {exp.run_id} exists")
+    queue = f" (queue {exp.queue})" if exp.queue else ""
+    return _outcome("scheduler", "scheduler", problems, f"{len(pods)} pod(s) bound by {exp.scheduler}{queue}")
+
+
+def check_claim_node(v: _View) -> CheckResult:
+    problems, compared = [], 0
+    for _case, pod in v.pods():
+        node = pod.get("spec", {}).get("nodeName")
+        cname, claim = v.claim(pod)
+        if not node or claim is None:
+            continue
+        for r, sd in v.allocated(pod):
+            compared += 1
+            device_node = sd.node if sd else r.get("pool", "")
+            if device_node and device_node != node:
+                problems.append(f"pod {name(pod)} ran on node {node} but its claim {cname} holds "
+                                f"{r.get('pool')}/{r.get('device')} on node {device_node}")
+        pinned = allocation_nodes(claim)
+        if pinned and node not in pinned:
+            problems.append(f"pod {name(pod)} ran on node {node} but claim {cname} is pinned to {sorted(pinned)}")
+    if not compared and not problems:
+        return CheckResult("claim-node", "node placement", FAILED,
+                           "no scheduled pod with an allocated claim to compare")
+    return _outcome("claim-node", "node placement", problems,
+                    f"{compared} allocation(s) on the node their pod ran on")
+
+
+def _observed(out: probe.ProbeOutput, mode: str) -> set[str]:
+    if mode == "env":
+        return {d.lower() for d in out.env_devices}
+    return set(out.uuids)
+
+
+def _wanted(v: _View, allocated: list[tuple[Obj, SliceDevice | None]], mode: str) -> tuple[set[str], set[str]]:
+    """(identities the container must see, identities it may also see: a MIG device's parent GPU)."""
+    must: set[str] = set()
+    may: set[str] = set()
+    for r, sd in allocated:
+        if mode == "env":
+            must.add(str(r.get("device", "")).lower())
+            if (uuid := v.attr(sd, "uuid")) is not None:
+                may.add(str(uuid).lower())
+            continue
+        uuid = v.attr(sd, "uuid")
+        must.add(str(uuid) if uuid is not None else f"<no uuid attribute on {r.get('pool')}/{r.get('device')}>")
+        if v.attr(sd, "type") == "mig" and (parent := v.attr(sd, "parentUUID")) is not None:
+            may.add(str(parent))
+    return must, may
+
+
+def _describe(allocated: list[tuple[Obj, SliceDevice | None]], v: _View) -> str:
+    parts = []
+    for r, sd in allocated:
+        uuid = v.attr(sd, "uuid")
+        parts.append(f"{r.get('pool')}/{r.get('device')}" + (f" (uuid {uuid})" if uuid else ""))
+    return ", ".join(parts) or "nothing"
+
+
+def check_container_device(v: _View) -> CheckResult:
+    hop = "kubelet/CDI"
+    if not v.exp.in_container:
+        return CheckResult("container-device", hop, SKIPPED, NO_KUBELET)
+    mode, problems, seen = v.exp.probe_expect, [], 0
+    for case, pod in v.pods():
+        p = name(pod)
+        allocated = v.allocated(pod)
+        for c in case.containers:
+            key = f"{p}/{c}"
+            text = v.snap.logs.get(key)
+            if text is None:
+                why = v.snap.log_errors.get(key) or container_state(pod, c)
+                problems.append(f"no log from {key}: {why}")
+                continue
+            out = probe.parse(text)
+            if not out.began:
+                tail = " | ".join(text.strip().splitlines()[-3:]) or "empty log"
+                problems.append(f"{key} printed no probe output ({container_state(pod, c)}): {tail}")
+                continue
+            if mode == "nvidia-smi" and out.nvidia_smi_rc != 0:
+                detail = " | ".join(out.other_lines[-2:]) or "no output"
+                rc = "missing" if out.nvidia_smi_rc is None else f"rc={out.nvidia_smi_rc}"
+                problems.append(f"{key}: nvidia-smi -L failed ({rc}): {detail}")
+                continue
+            if not allocated:
+                problems.append(f"{key}: cannot compare, its claim was never allocated")
+                continue
+            must, may = _wanted(v, allocated, mode)
+            got = _observed(out, mode)
+            seen += 1
+            if not must <= got or not got <= must | may:
+                shown = ", ".join(sorted(got)) or "no device"
+                problems.append(f"{key} saw {shown}, but its claim was allocated {_describe(allocated, v)}")
+    if not seen and not problems:
+        problems.append("no container output to compare")
+    return _outcome("container-device", hop, problems,
+                    f"{seen} container(s) saw exactly their allocated device")
+
+
+def check_distinct(v: _View) -> CheckResult:
+    problems, compared = [], 0
+    cases = [c for c in v.exp.cases if c.distinct]
+    for case in cases:
+        holders: dict[tuple[str, str, str], str] = {}
+        saw: dict[str, str] = {}
+        for pod in v.by_case[case.case]:
+            p = name(pod)
+            for r, _sd in v.allocated(pod):
+                compared += 1
+                key = (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+                if key in holders:
+                    problems.append(f"pods {holders[key]} and {p} were both allocated {key[1]}/{key[2]}")
+                holders.setdefault(key, p)
+            text = v.snap.logs.get(f"{p}/{case.containers[0]}")
+            if v.exp.in_container and text is not None:
+                for ident in _observed(probe.parse(text), v.exp.probe_expect):
+                    if ident in saw and saw[ident] != p:
+                        problems.append(f"pods {saw[ident]} and {p} both saw {ident}")
+                    saw.setdefault(ident, p)
+    if compared < 2 and not problems:
+        if sum(c.pods for c in cases) < 2:
+            return CheckResult("distinct-gpus", "allocation", SKIPPED, "one GPU pod per case: nothing to compare")
+        return CheckResult("distinct-gpus", "allocation", FAILED,
+                           f"only {compared} allocated claim(s): cannot show the pods held distinct GPUs")
+    return _outcome("distinct-gpus", "allocation", problems, f"{compared} allocations, all on different devices")
+
+
+def _pod_trouble(v: _View, pod: Obj, containers: tuple[str, ...]) -> str:
+    phase = pod.get("status", {}).get("phase", "Unknown")
+    if not pod.get("spec", {}).get("nodeName"):
+        return f"pod {name(pod)} {phase}: {v.why_pending(pod)}"
+    states = ", ".join(f"{c} {container_state(pod, c)}" for c in containers)
+    prepare = event_message(v.pod_events(pod), "FailedPrepareDynamicResources", "FailedCreatePodSandBox")
+    return f"pod {name(pod)} {phase} on {pod['spec']['nodeName']}: {states}" + (f"; {prepare}" if prepare else "")
+
+
+def check_jobs(v: _View) -> CheckResult:
+    problems, done = [], []
+    jobs = {name(j): j for j in v.snap.jobs}
+    for case in v.exp.cases:
+        job = jobs.get(case.job)
+        if job is None:
+            problems.append(f"Job {case.job} does not exist")
+            continue
+        status = job.get("status", {})
+        failed, complete = condition(job, "Failed"), condition(job, "Complete")
+        bad = [_pod_trouble(v, p, case.containers) for p in v.by_case[case.case]
+               if p.get("status", {}).get("phase") != "Succeeded"]
+        tail = ("; " + "; ".join(bad)) if bad else ""
+        if failed and failed.get("status") == "True":
+            problems.append(f"Job {case.job} failed ({failed.get('reason', '')}: {failed.get('message', '')}){tail}")
+        elif job.get("spec", {}).get("suspend"):
+            problems.append(f"Job {case.job} is still suspended (the runner never resumed it)")
+        elif not (complete and complete.get("status") == "True") or int(status.get("succeeded", 0)) < case.pods:
+            problems.append(f"Job {case.job} did not complete: {status.get('succeeded', 0)}/{case.pods} succeeded, "
+                            f"{status.get('active', 0)} active, {status.get('failed', 0)} failed{tail}")
+        else:
+            done.append(f"{case.job} {case.pods}/{case.pods}")
+    return _outcome("jobs-complete", "Job", problems, "completed: " + ", ".join(done))
+
+
+# --- optional cases ---------------------------------------------------------------------------
+
+
+def check_shared(v: _View) -> CheckResult:
+    case = v.exp.case("shared")
+    if case is None:
+        return CheckResult("case-shared-claim", "shared claim", SKIPPED, "smokeTest.sharedClaim is off")
+    pods = v.by_case["shared"]
+    if not pods:
+        return CheckResult("case-shared-claim", "shared claim", FAILED, f"no pod of Job {case.job} exists")
+    problems = []
+    pod = pods[0]
+    p = name(pod)
+    for c in pod.get("spec", {}).get("containers") or []:
+        refs = [r.get("name") for r in (c.get("resources") or {}).get("claims") or []]
+        if refs != ["gpu"]:
+            problems.append(f"container {p}/{c.get('name')} references claims {refs}, expected the shared 'gpu'")
+    allocated = v.allocated(pod)
+    if len(allocated) != 1:
+        problems.append(f"pod {p}'s shared claim holds {len(allocated)} device(s), expected 1")
+    if v.exp.in_container and not problems:
+        seen = {c: _observed(probe.parse(v.snap.logs.get(f"{p}/{c}", "")), v.exp.probe_expect)
+                for c in case.containers}
+        if len({frozenset(s) for s in seen.values()}) != 1 or not next(iter(seen.values())):
+            shown = "; ".join(f"{c}: {', '.join(sorted(s)) or 'nothing'}" for c, s in seen.items())
+            problems.append(f"containers of pod {p} did not see the same device ({shown})")
+    where = _describe(allocated, v)
+    inside = "both containers saw it" if v.exp.in_container else f"containers not checked: {NO_KUBELET}"
+    return _outcome("case-shared-claim", "shared claim", problems, f"one claim on {where}; {inside}")
+
+
+def check_gang(v: _View) -> CheckResult:
+    case = v.exp.case("gang")
+    if case is None:
+        return CheckResult("case-gang", "gang", SKIPPED, "smokeTest.gang is off")
+    problems = []
+    group = next((g for g in v.snap.pod_groups if name(g) == case.pod_group), None)
+    if group is None:
+        problems.append(f"PodGroup {case.pod_group} does not exist")
+    elif int(group.get("spec", {}).get("minMember", 0)) != case.pods:
+        problems.append(f"PodGroup {case.pod_group} has minMember {group['spec'].get('minMember')}, "
+                        f"expected {case.pods}")
+    pods = v.by_case["gang"]
+    for pod in pods:
+        if annotations_of(pod).get(POD_GROUP_ANNOTATION) != case.pod_group:
+            problems.append(f"pod {name(pod)} is in PodGroup '{annotations_of(pod).get(POD_GROUP_ANNOTATION, '')}', "
+                            f"expected {case.pod_group}")
+    scheduled = [p for p in pods if p.get("spec", {}).get("nodeName")]
+    if len(pods) < case.pods:
+        problems.append(f"only {len(pods)} of {case.pods} gang pods exist")
+    elif 0 < len(scheduled) < case.pods:
+        problems.append(f"gang split: {len(scheduled)} of {case.pods} pods were scheduled")
+    elif not scheduled:
+        problems.append(f"no gang pod was scheduled: {v.why_pending(pods[0]) if pods else 'no pods'}")
+    return _outcome("case-gang", "gang", problems,
+                    f"PodGroup {case.pod_group} (minMember {case.pods}) bound all {case.pods} pods")
+
+
+def check_mig(v: _View) -> CheckResult:
+    case = v.exp.case("mig")
+    if case is None:
+        return CheckResult("case-mig", "MIG", SKIPPED, "smokeTest.mig is off")
+    problems, done = [], []
+    pods = v.by_case["mig"]
+    if not pods:
+        problems.append(f"no pod of Job {case.job} exists")
+    for pod in pods:
+        allocated = v.allocated(pod)
+        if not allocated:
+            problems.append(f"pod {name(pod)}'s MIG claim was never allocated: {v.why_pending(pod)}")
+        for r, sd in allocated:
+            kind = v.attr(sd, "type")
+            if kind != "mig":
+                problems.append(f"pod {name(pod)} got {r.get('pool')}/{r.get('device')} of type '{kind}', "
+                                "expected a MIG device")
+            else:
+                done.append(f"{r.get('pool')}/{r.get('device')} ({v.attr(sd, 'profile')})")
+    return _outcome("case-mig", "MIG", problems, "MIG device " + ", ".join(done))
+
+
+def check_dcgm(v: _View) -> CheckResult:
+    hop = "DCGM exporter"
+    if v.exp.dcgm is False:
+        return CheckResult("dcgm-metrics", hop, SKIPPED, "DCGM check is off for this run")
+    if v.snap.metrics is None:
+        note = v.snap.metrics_note or "no nvidia-dcgm-exporter Service found"
+        if v.exp.dcgm:
+            return CheckResult("dcgm-metrics", hop, FAILED, f"DCGM exporter required but unavailable: {note}")
+        return CheckResult("dcgm-metrics", hop, SKIPPED, note)
+    problems, found = [], 0
+    for _case, pod in v.pods():
+        for _r, sd in v.allocated(pod):
+            gpu = v.attr(sd, "parentUUID") if v.attr(sd, "type") == "mig" else v.attr(sd, "uuid")
+            node = sd.node if sd else ""  # where the GPU is, whatever the pod placement says
+            if gpu is None or not node:
+                continue
+            text = v.snap.metrics.get(node)
+            if text is None:
+                problems.append(f"no DCGM exporter endpoint on node {node}")
+            elif f'UUID="{gpu}"' not in text:
+                problems.append(f"DCGM exporter on {node} does not report {gpu} (allocated to pod {name(pod)})")
+            else:
+                found += 1
+    if not found and not problems:
+        problems.append("no allocated GPU to look up in the DCGM metrics")
+    return _outcome("dcgm-metrics", hop, _unique(problems), f"DCGM exporter reports all {found} allocated GPU(s)")
+
+
+CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
+    check_device_class,
+    check_slices,
+    check_claims,
+    check_scheduler,
+    check_claim_node,
+    check_container_device,
+    check_distinct,
+    check_jobs,
+    check_shared,
+    check_gang,
+    check_mig,
+    check_dcgm,
+)
+
+
+def verify(exp: Expectations, snap: Snapshot) -> list[CheckResult]:
+    view = _View(exp, snap)
+    results = []
+    for check in CHECKS:
+        t0 = time.perf_counter()
+        result = check(view)
+        result.duration_ms = round((time.perf_counter() - t0) * 1000, 3)
+        results.append(result)
+    return results

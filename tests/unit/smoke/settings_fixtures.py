@@ -1,0 +1,55 @@
+"""Settings for the smoke tests, written like stack files (camelCase), independent of stacks/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components import pins
+from components.cluster import cluster_facts
+from components.settings.load import parse_settings
+from components.settings.model import Settings
+from components.smoke.plan import SmokePlan, smoke_plan
+
+AWS: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "nodePools": [{"name": "l4", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 2, "maxSize": 3}],
+    "smokeTest": {"gpus": 2},
+}
+
+AWS_ALL_CASES: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "gpuStack": {"migStrategy": "mixed"},
+    "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1,
+                   "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                              {"key": "dedicated", "value": "training", "effect": "NoExecute"}]}],
+    "smokeTest": {"gpus": 4, "sharedClaim": True, "gang": True, "mig": True,
+                  "productNamePattern": "^NVIDIA H100.*'s \\d", "minMemoryGiB": 80,
+                  "registry": "mirror.internal:5000/dockerhub", "timeoutSeconds": 1200, "trigger": "2026-11-30"},
+}
+
+LOCAL: dict[str, Any] = {
+    "platform": "local",
+    "environment": "ci",
+    "nodePools": [{"name": "gpu", "instanceType": "g6.12xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2}],
+    "smokeTest": {"gpus": 2, "scheduler": "default", "timeoutSeconds": 300},
+}
+
+KIND: dict[str, Any] = {
+    "platform": "kind",
+    "environment": "preview",
+    "nodePools": [{"name": "gpu", "instanceType": "g6.12xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2}],
+    "kind": {"mirrorPool": "gpu"},
+    "smokeTest": {"gpus": 2},
+}
+
+
+def settings(raw: dict[str, Any], **smoke: Any) -> Settings:
+    doc = {**raw, "smokeTest": {**raw.get("smokeTest", {}), **smoke}}
+    return parse_settings(doc, "test")
+
+
+def plan(raw: dict[str, Any], **smoke: Any) -> SmokePlan:
+    s = settings(raw, **smoke)
+    return smoke_plan(s, cluster_facts(s), pins.image("smoke-test"))

@@ -1,0 +1,216 @@
+"""charts/gpu-smoke-test: lint, strict schemas for Kubernetes 1.34-1.36, golden renders, guards."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from components.charts import chart_dir, render
+from components.smoke.expectations import RELEASE_ANNOTATION, RELEASE_VALUE
+from components.smoke.plan import SmokePlan
+from tests.helpers.golden import assert_golden
+from tests.helpers.k8s_schema import VERSIONS, schema_errors
+from tests.unit.smoke import settings_fixtures as sf
+
+PLANS = {
+    "aws": lambda: sf.plan(sf.AWS),
+    "aws-all-cases": lambda: sf.plan(sf.AWS_ALL_CASES),
+    "kind": lambda: sf.plan(sf.KIND),
+    "local": lambda: sf.plan(sf.LOCAL),
+}
+# KAI's PodGroup (scheduling.run.ai/v2alpha2, KAI v0.17.0 pkg/apis/scheduling/v2alpha2/podgroup_types.go)
+# has no upstream OpenAPI schema in kubernetes-validate: its spec is checked against these fields.
+PODGROUP_SPEC_FIELDS = {"minMember", "minSubGroup", "queue", "priorityClassName", "preemptibility",
+                        "topologyConstraint", "subGroups", "markUnschedulable", "schedulingBackoff",
+                        "preemptionDelay", "stalenessGracePeriod"}
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (the probe script) as literal blocks, so golden diffs stay readable."""
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def rendered(plan: SmokePlan) -> list[dict[str, Any]]:
+    return render("gpu-smoke-test", plan.values, release=plan.release, namespace=plan.namespace)
+
+
+@pytest.mark.parametrize("stack", sorted(PLANS))
+def test_golden_render(stack: str) -> None:
+    objs = rendered(PLANS[stack]())
+    text = yaml.dump_all(objs, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+    assert_golden(Path(f"charts/gpu-smoke-test/{stack}.yaml"), text)
+
+
+@pytest.mark.parametrize("stack", sorted(PLANS))
+@pytest.mark.parametrize("version", VERSIONS)
+def test_render_validates_strictly(stack: str, version: str) -> None:
+    errors = []
+    for obj in rendered(PLANS[stack]()):
+        if obj["kind"] == "PodGroup":
+            assert obj["apiVersion"] == "scheduling.run.ai/v2alpha2"
+            assert set(obj["spec"]) <= PODGROUP_SPEC_FIELDS, obj["spec"]
+            assert isinstance(obj["spec"]["minMember"], int) and obj["spec"]["queue"]
+            continue
+        err = schema_errors(obj, version)
+        if err:
+            errors.append(err)
+    assert errors == []
+
+
+def test_v1beta2_claims_validate_for_kubernetes_1_33_style_clusters() -> None:
+    values = copy.deepcopy(sf.plan(sf.AWS).values)
+    values["resourceApi"] = "resource.k8s.io/v1beta2"
+    objs = render("gpu-smoke-test", values, release="gpu-smoke-test", namespace="gpu-smoke-test")
+    rct = [o for o in objs if o["kind"] == "ResourceClaimTemplate"]
+    assert rct and all(o["apiVersion"] == "resource.k8s.io/v1beta2" for o in rct)
+    assert [schema_errors(o, "1.34.0") for o in rct] == [None]
+
+
+@pytest.mark.parametrize("stack", sorted(PLANS))
+def test_lint_is_clean(stack: str) -> None:
+    import helm_python
+
+    report = helm_python.lint(chart_dir("gpu-smoke-test"), PLANS[stack]().values, strict=True)
+    serious = [m for m in report["messages"] if m["severity"] >= 2]
+    assert report["errors"] == [] and serious == []
+
+
+@pytest.mark.parametrize("stack", sorted(PLANS))
+def test_rendered_names_are_what_the_verifier_expects(stack: str) -> None:
+    plan = PLANS[stack]()
+    objs = rendered(plan)
+    jobs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Job"}
+    assert set(jobs) == {c.job for c in plan.expectations.cases}
+    for case in plan.expectations.cases:
+        job = jobs[case.job]
+        assert job["spec"]["suspend"] is True  # the runner resumes each case itself
+        assert job["spec"]["parallelism"] == job["spec"]["completions"] == case.pods
+        assert job["spec"]["backoffLimit"] == 0
+        tpl = job["spec"]["template"]
+        assert tpl["metadata"]["labels"]["ck8s-gpu.io/smoke-run"] == plan.run_id
+        assert tpl["metadata"]["labels"]["ck8s-gpu.io/smoke-case"] == case.case
+        assert [c["name"] for c in tpl["spec"]["containers"]] == list(case.containers)
+        if case.pod_group:
+            assert tpl["metadata"]["annotations"]["pod-group-name"] == case.pod_group
+    groups = [o for o in objs if o["kind"] == "PodGroup"]
+    assert [g["metadata"]["name"] for g in groups] == [c.pod_group for c in plan.expectations.cases if c.pod_group]
+
+
+def test_scheduler_and_queue_follow_settings() -> None:
+    kai = {o["kind"]: o for o in rendered(sf.plan(sf.AWS))}["Job"]["spec"]["template"]
+    assert kai["spec"]["schedulerName"] == "kai-scheduler"
+    assert kai["metadata"]["labels"]["kai.scheduler/queue"] == "smoke-test"
+    default = {o["kind"]: o for o in rendered(sf.plan(sf.LOCAL))}["Job"]["spec"]["template"]
+    assert "schedulerName" not in default["spec"]
+    assert "kai.scheduler/queue" not in default["metadata"]["labels"]
+
+
+def test_selectors_become_escaped_cel() -> None:
+    objs = rendered(sf.plan(sf.AWS_ALL_CASES))
+    gpu = next(o for o in objs if o["kind"] == "ResourceClaimTemplate" and "-gpu-" in o["metadata"]["name"])
+    exprs = [s["cel"]["expression"] for s in gpu["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]]
+    assert exprs == [
+        "device.attributes['gpu.nvidia.com'].productName.matches('^NVIDIA H100.*\\'s \\\\d')",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0",
+    ]
+    mig = next(o for o in objs if o["kind"] == "ResourceClaimTemplate" and "-mig-" in o["metadata"]["name"])
+    assert mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "mig.nvidia.com"
+
+
+def test_image_is_pinned_by_digest_and_registry_is_overridable() -> None:
+    from components import pins
+
+    pin = pins.image("smoke-test")
+    images = {c["image"] for o in rendered(sf.plan(sf.AWS_ALL_CASES)) if o["kind"] == "Job"
+              for c in o["spec"]["template"]["spec"]["containers"]}
+    assert images == {f"mirror.internal:5000/dockerhub/library/ubuntu:{pin.tag}@{pin.digest}"}
+    images = {c["image"] for o in rendered(sf.plan(sf.AWS)) if o["kind"] == "Job"
+              for c in o["spec"]["template"]["spec"]["containers"]}
+    assert images == {pin.ref}
+
+
+def test_pods_meet_the_restricted_pod_security_standard() -> None:
+    for obj in rendered(sf.plan(sf.AWS_ALL_CASES)):
+        if obj["kind"] != "Job":
+            continue
+        spec = obj["spec"]["template"]["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert spec["automountServiceAccountToken"] is False
+        for c in spec["containers"]:
+            assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}}
+            assert c["resources"]["claims"] == [{"name": "gpu"}]
+        assert {v["name"] for v in spec["volumes"]} == {"probe", "podinfo", "tmp"}
+
+
+def test_barrier_reads_the_annotation_the_runner_sets() -> None:
+    cm = next(o for o in rendered(sf.plan(sf.AWS)) if o["kind"] == "ConfigMap")
+    assert f"'^{RELEASE_ANNOTATION}=\"{RELEASE_VALUE}\"$'" in cm["data"]["probe.sh"]
+
+
+def _values(**changes: Any) -> dict[str, Any]:
+    values = copy.deepcopy(sf.plan(sf.AWS).values)
+    for dotted, value in changes.items():
+        node = values
+        *head, last = dotted.split("__")
+        for part in head:
+            node = node[part]
+        node[last] = value
+    return values
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"cases__gang": True, "scheduler__name": "default-scheduler", "scheduler__queue": ""},
+     'cases.gang needs scheduler.name kai-scheduler, got "default-scheduler"'),
+    ({"cases__gang": True, "gpus": 1}, "cases.gang needs gpus >= 2"),
+    ({"scheduler__queue": ""}, "scheduler.queue is required with kai-scheduler"),
+    ({"barrier__timeoutSeconds": 1000, "activeDeadlineSeconds": 900},
+     "barrier.timeoutSeconds (1000) exceeds activeDeadlineSeconds (900)"),
+    ({"runId": ""}, "runId must be 4-12 lowercase letters/digits"),
+    ({"image__tag": ""}, "image.repository and image.tag are required"),
+    ({"cases__mig": {"enabled": True, "deviceClassName": "", "profile": ""}}, "cases.mig.deviceClassName is required"),
+])
+def test_fail_guards_reject_impossible_values(changes: dict[str, Any], message: str) -> None:
+    import helm_python
+
+    with pytest.raises(helm_python.HelmError) as err:
+        render("gpu-smoke-test", _values(**changes), release="gpu-smoke-test", namespace="gpu-smoke-test")
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(("changes", "fragment"), [
+    ({"gpus": 0}, "gpus"),
+    ({"image__digest": "sha256:abc"}, "digest"),
+    ({"probe__expect": "cuda"}, "expect"),
+    ({"surprise": True}, "surprise"),
+    ({"resourceApi": "resource.k8s.io/v1alpha3"}, "resourceApi"),
+])
+def test_schema_rejects_bad_values(changes: dict[str, Any], fragment: str) -> None:
+    import helm_python
+
+    with pytest.raises(helm_python.HelmError) as err:
+        render("gpu-smoke-test", _values(**changes), release="gpu-smoke-test", namespace="gpu-smoke-test")
+    assert fragment in str(err.value)
+
+
+def test_schema_requires_every_value_the_builder_sets() -> None:
+    import json
+
+    schema = json.loads((chart_dir("gpu-smoke-test") / "values.schema.json").read_text())
+    assert set(sf.plan(sf.AWS).values) == set(schema["properties"])
+    with pytest.raises(kubernetes_validate.ValidationError):  # sanity: the helper itself is strict
+        kubernetes_validate.validate({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+                                      "bogus": 1}, "1.34.0", strict=True)
