@@ -128,7 +128,6 @@ def gpu_node_manifest(
         "status": {
             "allocatable": resources,
             "capacity": resources,
-            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux"},
         },
     }
 

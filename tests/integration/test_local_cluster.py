@@ -58,6 +58,17 @@ def cluster(tmp_path_factory):
         yield c
 
 
+@pytest.fixture(scope="module")
+def gpu_nodes(cluster) -> dict[str, int]:
+    """DeviceClass + one ResourceSlice per node, GPUS_PER_NODE devices each."""
+    nodes = {n: GPUS_PER_NODE for n in cluster.node_names}
+    dra.publish(str(cluster.kubeconfig), nodes, kubectl=str(cluster.bin_dir / "kubectl"))
+    slices = cluster.get_json("resourceslices")["items"]
+    assert {s["spec"]["nodeName"] for s in slices} == set(nodes)
+    assert all(s["spec"]["pool"]["name"] == s["spec"]["nodeName"] for s in slices)
+    return nodes
+
+
 def _claim_template() -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -95,12 +106,9 @@ def _job() -> dict[str, Any]:
     }
 
 
-def test_scheduler_allocates_dra_gpus_and_job_succeeds(cluster):
+def test_scheduler_allocates_dra_gpus_and_job_succeeds(cluster, gpu_nodes):
     t0 = time.monotonic()
-    nodes = {n: GPUS_PER_NODE for n in cluster.node_names}
-    dra.publish(str(cluster.kubeconfig), nodes, kubectl=str(cluster.bin_dir / "kubectl"))
-    slices = cluster.get_json("resourceslices")["items"]
-    assert {s["spec"]["nodeName"] for s in slices} == set(nodes)
+    nodes = gpu_nodes
 
     cluster.kubectl("create", "namespace", NS)
     cluster.create(_claim_template())
@@ -155,7 +163,7 @@ def test_scheduler_allocates_dra_gpus_and_job_succeeds(cluster):
     print(f"\nDRA job test: {time.monotonic() - t0:.1f}s; devices: {sorted(seen_devices)}")
 
 
-def test_claim_larger_than_any_node_stays_unschedulable(cluster):
+def test_claim_larger_than_any_node_stays_unschedulable(cluster, gpu_nodes):
     """3 GPUs in one claim: no node advertises 3, so the real scheduler must refuse."""
     ns = "dra-neg"
     cluster.kubectl("create", "namespace", ns)
@@ -180,6 +188,6 @@ def test_claim_larger_than_any_node_stays_unschedulable(cluster):
         return sched if sched and sched.get("reason") == "Unschedulable" else None
 
     cond = cluster.wait_for("pod too-big to be reported Unschedulable", unschedulable, timeout=60)
-    assert "cannot allocate all claims" in cond.get("message", "") or cond.get("message"), cond
+    assert "cannot allocate all claims" in cond.get("message", ""), cond
     p = cluster.get_json("pod", "too-big", "-n", ns)
     assert not p["spec"].get("nodeName")
