@@ -105,6 +105,9 @@ TOOLS: dict[str, str] = {
     "pulumi": "v3.272.0",
     "pulumi-resource-kubernetes": "v4.34.2",
     "kubernetes": "v1.34.2",
+    # The kind CLI release whose default node image is IMAGES["kind-node"] (kind v0.30.0,
+    # pkg/apis/config/defaults/image.go): the oldest CLI the kind stack accepts.
+    "kind": "v0.30.0",
 }
 
 # Canonical's Ubuntu AMIs are resolved per region from this SSM public parameter family,
