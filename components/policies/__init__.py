@@ -1,0 +1,40 @@
+"""The ck8s-gpu policy pack's policies, importable without starting a policy server.
+
+`POLICIES` is what the pack (policy/__main__.py) assembles and what the offline run
+(`components.policies.offline`) evaluates over a plan. Enforcement levels live on each policy:
+mandatory ones block `pulumi up/preview --policy-pack`, advisory ones warn.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import EnforcementLevel, Policy
+
+from components.policies.aws_nodes import ENCRYPTED_VOLUMES, IMDSV2_REQUIRED, NO_SPOT_IN_PROD
+from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
+from components.policies.iam import NO_WILDCARD_IAM
+from components.policies.namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
+from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_SSH
+from components.policies.secrets import NO_PLAINTEXT_SECRETS, USER_DATA_WITHOUT_SECRETS
+from components.policies.stack import PROD_PROTECTS_DR_STATE, PROD_SINGLE_CONTROL_PLANE, SMOKE_TEST_REQUIRED
+
+PACK_NAME = "ck8s-gpu-guardrails"
+
+POLICIES: tuple[Policy, ...] = (
+    IMDSV2_REQUIRED,
+    ENCRYPTED_VOLUMES,
+    NO_WORLD_INGRESS,
+    NO_WORLD_SSH,
+    NO_WILDCARD_IAM,
+    NO_PLAINTEXT_SECRETS,
+    USER_DATA_WITHOUT_SECRETS,
+    HELM_RELEASE_PINNED,
+    ONE_GPU_ADVERTISER,
+    GPU_NAMESPACE_POD_SECURITY,
+    SMOKE_TEST_REQUIRED,
+    SMOKE_TEST_ISOLATED,
+    PROD_PROTECTS_DR_STATE,
+    NO_SPOT_IN_PROD,
+    PROD_SINGLE_CONTROL_PLANE,
+)
+MANDATORY = frozenset(p.name for p in POLICIES if p.enforcement_level == EnforcementLevel.MANDATORY)
+ADVISORY = frozenset(p.name for p in POLICIES if p.enforcement_level == EnforcementLevel.ADVISORY)

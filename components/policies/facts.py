@@ -1,0 +1,82 @@
+"""What policies need to know about the stack beyond one resource: its settings, condensed.
+
+Offline (the plan) the facts come from the validated settings the plan ran with. In the real
+policy pack they come from the stack's own config: the engine hands every policy pack process the
+stack config as `PULUMI_CONFIG` (pulumi sdk/go/common/resource/plugin/analyzer_plugin.go,
+`constructEnv`), so `ck8s-gpu:settings` is readable there without any extra configuration.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from components.settings.load import SETTINGS_KEY, SettingsError, parse_settings
+from components.settings.model import Settings
+
+API_PORT = 6443  # Canonical Kubernetes' kube-apiserver port, the only port an allow-list opens
+
+
+@dataclass(frozen=True)
+class StackFacts:
+    environment: str
+    platform: str
+    api_allow_list: tuple[str, ...]
+    control_plane_count: int
+    spot_pools: tuple[str, ...]
+    gpu_pools: tuple[str, ...]
+    smoke_enabled: bool
+    smoke_namespace: str
+    protect: bool
+    retain_on_delete: bool
+    backup_region: str | None
+
+    @property
+    def prod(self) -> bool:
+        return self.environment == "prod"
+
+    @property
+    def gpu_stack(self) -> bool:
+        return bool(self.gpu_pools)
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> StackFacts:
+        return cls(
+            environment=s.environment,
+            platform=s.platform,
+            api_allow_list=tuple(s.network.api_allow_list),
+            control_plane_count=s.control_plane.count,
+            spot_pools=tuple(p.name for p in s.node_pools if p.capacity_type == "spot"),
+            gpu_pools=tuple(p.name for p in s.node_pools),
+            smoke_enabled=s.smoke_test.enabled,
+            smoke_namespace=s.smoke_test.namespace,
+            protect=s.protection.protect,
+            retain_on_delete=s.protection.retain_on_delete,
+            backup_region=s.backup.region if s.backup else None,
+        )
+
+
+def facts_of(args: Any) -> StackFacts | None:
+    """The facts attached by the offline adapter, else the running stack's config; None if neither."""
+    attached = getattr(args, "facts", None)
+    if isinstance(attached, StackFacts):
+        return attached
+    return facts_from_config_env()
+
+
+def facts_from_config_env() -> StackFacts | None:
+    import pulumi.runtime  # the policy pack process has it; imported late to keep this module light
+
+    raw = pulumi.runtime.get_config_env().get(SETTINGS_KEY)
+    return _facts_from_json(raw) if isinstance(raw, str) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _facts_from_json(raw: str) -> StackFacts | None:
+    try:
+        return StackFacts.from_settings(parse_settings(json.loads(raw), "policy pack config"))
+    except (json.JSONDecodeError, SettingsError):
+        # The program refuses such a stack before registering anything; nothing to judge.
+        return None

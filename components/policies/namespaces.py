@@ -1,0 +1,155 @@
+"""Namespaces: Pod Security labels everywhere, privileged only for NVIDIA-style node agents; the
+smoke-test namespace isolated by a default-deny NetworkPolicy.
+
+Pod Security admission (Kubernetes docs, "Pod Security Standards"): `baseline` already forbids
+privileged containers, hostPath volumes, host network/PID: exactly what driver containers,
+container-toolkit installers, device/DRA kubelet plugins and node exporters need. So only the
+charts below may get `privileged`, and only in the namespace they are released into.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+
+from components.policies.facts import facts_of
+from components.policies.helm import HELM_TYPES, chart_ref
+from components.policies.props import get, is_unknown, items
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+ENFORCE = "pod-security.kubernetes.io/enforce"
+LEVELS = ("restricted", "baseline", "privileged")
+# Charts whose pods need host access (why, in one line each).
+PRIVILEGED_CHARTS: dict[str, str] = {
+    "gpu-operator": "driver container, container toolkit, validators: privileged + hostPath",
+    "dra-driver-nvidia-gpu": "DRA kubelet plugin: privileged, kubelet plugin hostPaths",
+    "nvidia-dra-driver-gpu": "DRA kubelet plugin (pre-0.4 chart name)",
+    "nvidia-device-plugin": "device plugin socket hostPath",
+    "fake-gpu-operator": "simulated device/DRA plugins use kubelet hostPaths",
+    "dcgm-exporter": "reads GPUs and kubelet pod-resources through hostPath",
+    "kube-prometheus-stack": "node-exporter: host network, PID and root filesystem",
+    "aws-cloud-controller-manager": "host network on control planes",
+}
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
+
+
+def _ns_name(props: Mapping[str, Any], resource_name: str) -> str:
+    name = get(props, "metadata.name")
+    return name if isinstance(name, str) and not is_unknown(name) else resource_name
+
+
+def pod_security_problems(resources: Iterable[tuple[str, str, str, Mapping[str, Any]]]) -> list[tuple[str, str]]:
+    """(urn, message) for namespaces without a valid enforce level, privileged without need, and
+    releases that let Helm create an unlabeled namespace. Input: (type, name, urn, props)."""
+    namespaces: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    privileged_need: dict[str, list[str]] = {}
+    releases: list[tuple[str, Mapping[str, Any]]] = []
+    for rtype, name, urn, props in resources:
+        if rtype == NAMESPACE:
+            namespaces[_ns_name(props, name)] = (urn, props)
+        elif rtype in HELM_TYPES:
+            releases.append((urn, props))
+            ref = chart_ref(props)
+            ns = props.get("namespace")
+            if ref is not None and ref.name in PRIVILEGED_CHARTS and isinstance(ns, str):
+                privileged_need.setdefault(ns, []).append(ref.name)
+    problems: list[tuple[str, str]] = []
+    for ns, (urn, props) in sorted(namespaces.items()):
+        labels = get(props, "metadata.labels")  # label keys contain dots: no dotted path here
+        level = labels.get(ENFORCE) if isinstance(labels, Mapping) else None
+        if is_unknown(level):
+            continue
+        if level not in LEVELS:
+            problems.append((urn, f"namespace {ns}: label {ENFORCE} is {level!r}; set restricted, baseline or "
+                                  "privileged (privileged only for node agents that need host access)"))
+        elif level == "privileged" and ns not in privileged_need:
+            problems.append((urn, f"namespace {ns} is privileged but runs none of the charts that need it "
+                                  f"({', '.join(sorted(PRIVILEGED_CHARTS))}); use baseline or restricted"))
+    for urn, props in releases:
+        ns = props.get("namespace")
+        if props.get("createNamespace") is True and isinstance(ns, str) and ns not in namespaces \
+                and ns not in SYSTEM_NAMESPACES:
+            problems.append((urn, f"release creates namespace {ns} through Helm (createNamespace): it gets no Pod "
+                                  "Security labels; declare it as a Namespace resource with labels instead"))
+    return problems
+
+
+def validate_pod_security(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    resources = [(r.resource_type, r.name, r.urn, r.props) for r in args.resources]
+    for urn, message in pod_security_problems(resources):
+        report_violation(message, urn)
+
+
+# --- smoke-test isolation ----------------------------------------------------------------------
+
+def is_default_deny(obj: Mapping[str, Any]) -> bool:
+    """A NetworkPolicy selecting every pod of its namespace for both ingress and egress."""
+    selector = get(obj, "spec.podSelector")
+    selects_all = selector is None or (isinstance(selector, Mapping) and not any(selector.values()))
+    types = set(items(obj, "spec.policyTypes"))
+    return selects_all and {"Ingress", "Egress"} <= types
+
+
+def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """Objects a release of one of THIS project's charts applies (rendered offline by the Helm
+    library). Remote charts are not rendered: no network, and they are not ours to isolate."""
+    ref = chart_ref(props)
+    if ref is None or ref.local_path is None:
+        return []
+    from components.charts import CHARTS_DIR, render
+
+    if ref.local_path.parent != CHARTS_DIR.resolve():
+        return []
+    values = props.get("values")
+    ns = props.get("namespace")
+    name = props.get("name")
+    return render(
+        ref.local_path.name,
+        dict(values) if isinstance(values, Mapping) else {},
+        release=name if isinstance(name, str) else ref.name,
+        namespace=ns if isinstance(ns, str) else "default",
+    )
+
+
+def smoke_isolation_problem(resources: Iterable[tuple[str, Mapping[str, Any]]], namespace: str) -> str | None:
+    """None when `namespace` has a default-deny NetworkPolicy, as a resource or inside a release
+    of a local chart into that namespace. Input: (type, props)."""
+    for rtype, props in resources:
+        if rtype == NETWORK_POLICY and get(props, "metadata.namespace") == namespace and is_default_deny(props):
+            return None
+        if rtype in HELM_TYPES and props.get("namespace") == namespace:
+            for obj in _rendered_objects(props):
+                if obj.get("kind") == "NetworkPolicy" and is_default_deny(obj):
+                    return None
+    return (f"no default-deny NetworkPolicy (podSelector {{}}, policyTypes Ingress+Egress) in the smoke-test "
+            f"namespace {namespace}: its pods hold GPUs and need no network")
+
+
+def validate_smoke_isolation(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    facts = facts_of(args)
+    if facts is None:
+        args.not_applicable("stack settings (ck8s-gpu:settings) unavailable: smoke namespace unknown")
+        return
+    if not facts.smoke_enabled:
+        return  # smoke-test-required reports that
+    problem = smoke_isolation_problem(((r.resource_type, r.props) for r in args.resources), facts.smoke_namespace)
+    if problem:
+        report_violation(problem, None)
+
+
+GPU_NAMESPACE_POD_SECURITY = StackValidationPolicy(
+    name="gpu-namespace-pod-security",
+    description="Every namespace carries a Pod Security enforce label; privileged only where NVIDIA-style "
+                "node agents run.",
+    validate=validate_pod_security,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+SMOKE_TEST_ISOLATED = StackValidationPolicy(
+    name="smoke-test-isolated",
+    description="The smoke-test namespace has a default-deny NetworkPolicy.",
+    validate=validate_smoke_isolation,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)

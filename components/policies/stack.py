@@ -1,0 +1,166 @@
+"""Stack-wide policies: every GPU stack proves itself with a smoke test; prod keeps what a
+disaster-recovery rebuild needs; prod has a control plane that survives losing a node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
+
+from components.policies.facts import StackFacts, facts_of
+from components.policies.helm import HELM_TYPES, advertisers
+from components.policies.props import get
+
+SMOKE_TEST_TYPE = "ck8s-gpu:index:SmokeTest"
+CA_CERT = "tls:index/selfSignedCert:SelfSignedCert"
+PRIVATE_KEY = "tls:index/privateKey:PrivateKey"
+INSTANCE = "aws:ec2/instance:Instance"
+# The AWS platform's tag contract (components/aws/tags.py ROLE_TAG): how nodes find control planes.
+ROLE_TAG = "ck8s-gpu/role"
+# What a rebuild cannot recreate identically, and why. (Control-plane instances, CA certs and CA
+# keys are recognised by their contents: see `dr_critical`.)
+DR_TYPES: dict[str, str] = {
+    "aws:secretsmanager/secret:Secret": "join auth and CA-key secrets new nodes read at boot",
+    "aws:kms/key:Key": "keys encrypting backups and secrets: lose it and they are unreadable",
+    "aws:s3/bucket:Bucket": "backup store",
+    "aws:s3/bucketV2:BucketV2": "backup store",
+    "aws:ebs/volume:Volume": "persistent data",
+    "aws:lb/loadBalancer:LoadBalancer": "the API endpoint every kubeconfig names",
+    "aws:ec2/vpc:Vpc": "the network every node and load balancer lives in",
+}
+
+
+@dataclass
+class Res:
+    """The part of a policy resource these checks read (PolicyResource or the offline record)."""
+
+    type: str
+    urn: str
+    props: Mapping[str, Any]
+    protect: bool
+    dependencies: list[str] = field(default_factory=list)
+
+
+def _res(args: StackValidationArgs) -> list[Res]:
+    out = []
+    for r in args.resources:
+        deps = [d.urn for d in (r.dependencies or [])]
+        deps += [d.urn for ds in (r.property_dependencies or {}).values() for d in ds]
+        out.append(Res(r.resource_type, r.urn, r.props, bool(r.opts.protect), deps))
+    return out
+
+
+def _is_control_plane(r: Res) -> bool:
+    tags = r.props.get("tags")  # tag keys may contain dots: no dotted path here
+    return r.type == INSTANCE and isinstance(tags, Mapping) and tags.get(ROLE_TAG) == "control-plane"
+
+
+# --- smoke test ---------------------------------------------------------------------------------
+
+def smoke_problems(resources: Sequence[Res], facts: StackFacts | None) -> list[str]:
+    has_gpus = facts.gpu_stack if facts is not None else any(
+        any(advertisers(r.props)) for r in resources if r.type in HELM_TYPES
+    )
+    if not has_gpus:
+        return []
+    problems = []
+    if facts is not None and not facts.smoke_enabled:
+        problems.append("smokeTest.enabled is false: a GPU stack must prove the allocation path on every up")
+    if not any(r.type == SMOKE_TEST_TYPE for r in resources):
+        problems.append(f"no {SMOKE_TEST_TYPE} resource: nothing proves GPUs are allocatable after deployment")
+    return problems
+
+
+def validate_smoke_required(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for problem in smoke_problems(_res(args), facts_of(args)):
+        report_violation(problem, None)
+
+
+# --- disaster recovery --------------------------------------------------------------------------
+
+def dr_critical(resources: Sequence[Res]) -> dict[str, str]:
+    """urn -> why a rebuild needs it."""
+    out = {r.urn: DR_TYPES[r.type] for r in resources if r.type in DR_TYPES}
+    by_urn = {r.urn: r for r in resources}
+    for r in resources:
+        if r.type == CA_CERT and get(r.props, "isCaCertificate") is True:
+            out[r.urn] = "cluster CA certificate: every kubeconfig and node trusts it"
+            for dep in r.dependencies:
+                if dep in by_urn and by_urn[dep].type == PRIVATE_KEY:
+                    out[dep] = "cluster CA private key: without it no new node or client certificate"
+        if _is_control_plane(r):
+            out[r.urn] = "control plane: etcd lives on its root volume"
+    return out
+
+
+def dr_problems(resources: Sequence[Res], facts: StackFacts) -> list[tuple[str | None, str]]:
+    if not facts.prod:
+        return []
+    problems: list[tuple[str | None, str]] = []
+    if not facts.protect:
+        problems.append((None, "protection.protect is false in prod: `pulumi destroy` or a replacement could "
+                               "delete state a rebuild needs"))
+    if not facts.retain_on_delete:
+        problems.append((None, "protection.retainOnDelete is false in prod: a deleted resource takes its cloud "
+                               "object (secrets, CA, endpoint) with it"))
+    if facts.platform in ("aws", "existing") and facts.backup_region is None:
+        problems.append((None, "no backup: prod needs backup.region (Velero to a bucket in another region)"))
+    by_urn = {r.urn: r for r in resources}
+    for urn, why in sorted(dr_critical(resources).items()):
+        if not by_urn[urn].protect:
+            problems.append((urn, f"not protected in prod ({why})"))
+    return problems
+
+
+def validate_dr(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    facts = facts_of(args)
+    if facts is None:
+        args.not_applicable("stack settings (ck8s-gpu:settings) unavailable: environment unknown")
+        return
+    for urn, problem in dr_problems(_res(args), facts):
+        report_violation(problem, urn)
+
+
+# --- control plane ------------------------------------------------------------------------------
+
+def control_plane_problems(resources: Sequence[Res], facts: StackFacts) -> list[str]:
+    if not facts.prod or facts.platform != "aws":
+        return []
+    instances = [r for r in resources if _is_control_plane(r)]
+    count = len(instances) if instances else facts.control_plane_count
+    if count >= 3:
+        return []
+    return [f"{count} control plane(s) in prod: losing the bootstrap node loses the cluster "
+            "(etcd needs 3 for quorum); set controlPlane.count: 3"]
+
+
+def validate_control_plane(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    facts = facts_of(args)
+    if facts is None:
+        args.not_applicable("stack settings (ck8s-gpu:settings) unavailable: environment unknown")
+        return
+    for problem in control_plane_problems(_res(args), facts):
+        report_violation(problem, None)
+
+
+SMOKE_TEST_REQUIRED = StackValidationPolicy(
+    name="smoke-test-required",
+    description="Every GPU stack runs the in-cluster smoke test (SmokeTest component, enabled).",
+    validate=validate_smoke_required,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+PROD_PROTECTS_DR_STATE = StackValidationPolicy(
+    name="prod-protects-dr-state",
+    description="Prod protects (and retains) what a disaster-recovery rebuild needs, and backs up off-region.",
+    validate=validate_dr,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+PROD_SINGLE_CONTROL_PLANE = StackValidationPolicy(
+    name="prod-single-control-plane",
+    description="Prod runs three control planes.",
+    validate=validate_control_plane,
+    enforcement_level=EnforcementLevel.ADVISORY,
+)

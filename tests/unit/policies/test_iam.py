@@ -1,0 +1,58 @@
+import json
+
+from components.policies.iam import NO_WILDCARD_IAM
+from tests.unit.policies.helpers import violations
+
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+
+
+def doc(*statements: dict[str, object]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def test_scoped_statements_pass() -> None:
+    scoped = doc(
+        {"Effect": "Allow", "Action": ["secretsmanager:GetSecretValue"], "Resource": ["arn:aws:secretsmanager:x"]},
+        {"Effect": "Allow", "Action": ["ec2:DescribeInstances"], "Resource": "*"},
+        {"Effect": "Deny", "Action": "*", "Resource": "*"},  # a deny restricts; it grants nothing
+        {"Effect": "Allow", "Action": "*", "Resource": "arn:aws:s3:::backups/*"},
+    )
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": scoped}) == []
+
+
+def test_star_on_star_violates() -> None:
+    found = violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Sid": "Ok", "Effect": "Allow", "Action": "ec2:DescribeInstances", "Resource": "*"},
+        {"Sid": "Admin", "Effect": "Allow", "Action": ["*"], "Resource": ["*"]},
+    )})
+    assert found == ["policy Statement[1] (Admin) allows Action '*' on Resource '*'"]
+    # A single statement object (not a list) and the `*:*` spelling.
+    single = json.dumps({"Version": "2012-10-17", "Statement": {"Effect": "Allow", "Action": "*:*", "Resource": "*"}})
+    assert violations(NO_WILDCARD_IAM, "aws:iam/policy:Policy", {"policy": single})
+
+
+def test_not_action_and_not_resource_count_as_unbounded() -> None:
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"})})
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Effect": "Allow", "Action": "*", "NotResource": "arn:aws:s3:::x"})})
+
+
+def test_role_inline_policies_and_admin_attachments() -> None:
+    role = {"assumeRolePolicy": doc({"Effect": "Allow", "Action": "sts:AssumeRole",
+                                     "Principal": {"Service": "ec2.amazonaws.com"}}),
+            "inlinePolicies": [{"name": "x", "policy": doc({"Effect": "Allow", "Action": "*", "Resource": "*"})}]}
+    assert violations(NO_WILDCARD_IAM, "aws:iam/role:Role", role) == [
+        "inlinePolicies[0].policy Statement[0] allows Action '*' on Resource '*'"
+    ]
+    attach = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+    assert violations(NO_WILDCARD_IAM, attach, {"policyArn": "arn:aws:iam::aws:policy/AdministratorAccess"})
+    ssm = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+    assert violations(NO_WILDCARD_IAM, attach, {"policyArn": ssm}) == []
+
+
+def test_unknown_documents_are_not_judged_but_garbage_is_reported() -> None:
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": "<computed>"}) == []
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": "{not json"}) == [
+        "policy is not valid JSON; it cannot be reviewed"
+    ]
