@@ -21,6 +21,8 @@ MigStrategy = Literal["none", "single", "mixed"]
 CapacityType = Literal["on-demand", "spot"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 Scheduler = Literal["kai", "default"]
+# What the add-on graph matches needs against (components/addons/base.py documents each).
+ClusterCapability = Literal["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 
@@ -107,6 +109,9 @@ class GpuStackSettings(_Model):
     # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver; off unless asked.
     compute_domains: bool = False
     addons: AddonsSettings = AddonsSettings()
+    # Capabilities the cluster has from outside this stack, e.g. [monitoring-crds] where a
+    # Prometheus Operator already runs: add-ons that need them (observability) then install.
+    cluster_provides: tuple[ClusterCapability, ...] = ()
 
 
 class QueueResource(_Model):
@@ -177,12 +182,21 @@ class ProtectionSettings(_Model):
     retain_on_delete: bool = False
 
 
+class RestoreSource(_Model):
+    """A lost cluster's backups, read-only: its Velero bucket in its backup region (DR rebuilds)."""
+
+    cluster_name: str = Field(pattern=DNS_LABEL)
+    region: str = Field(pattern=r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+
+
 class BackupSettings(_Model):
     """Velero backups to a bucket in ANOTHER region than the cluster."""
 
     region: str | None = None
     schedule: str = "0 */6 * * *"
     ttl_hours: int = Field(default=720, ge=1)
+    # Set by `ck8s-gpu stamp --restore` / rebuild-plan; the replacement reads the old backups.
+    restore_from: RestoreSource | None = None
 
 
 class KindSettings(_Model):

@@ -1,0 +1,158 @@
+"""AddonSet: the enabled add-ons as Helm releases, in dependency order, each waiting for readiness.
+
+A thin shell over pure functions (graph.install_graph, each add-on's values). Every release is a
+`helm.v3.Release` (hooks run; see docs/adr on Release vs Chart) with an explicit timeout; the
+GPU Operator's release is followed by a gate on ClusterPolicy `cluster-policy` being `ready`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import pins
+from components.addons.base import Addon, AddonContext
+from components.addons.gpu_operator import CLUSTER_POLICY
+from components.addons.graph import AddonGraphError, InstallGraph, install_graph
+from components.charts import chart_dir
+from components.cluster import ClusterHandle
+from components.k8s_wait import WaitFor
+from components.settings.model import Settings
+
+PSA = "pod-security.kubernetes.io"
+_LEVELS = ("restricted", "baseline", "privileged")
+# Headroom over Helm's own timeout, so Helm reports the real failure before Pulumi gives up.
+ENGINE_GRACE_SECONDS = 120
+
+
+def namespace_labels(level: str) -> dict[str, str]:
+    """Enforce `level`; warn and audit against `restricted` so drift towards less is visible."""
+    return {f"{PSA}/enforce": level, f"{PSA}/warn": "restricted", f"{PSA}/audit": "restricted"}
+
+
+def namespace_levels(addons: tuple[Addon, ...]) -> dict[str, str]:
+    """Namespace -> the most permissive level any add-on installed there needs."""
+    out: dict[str, str] = {}
+    for a in addons:
+        current = out.get(a.namespace, "restricted")
+        out[a.namespace] = max(current, a.pod_security, key=_LEVELS.index)
+    return out
+
+
+def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
+    """The helm.v3.Release inputs of one add-on (pure: what `plan` shows and tests assert)."""
+    args: dict[str, Any] = {
+        "name": addon.release_name,
+        "namespace": addon.namespace,
+        "values": addon.final_values(ctx),
+        "timeout": addon.timeout_seconds,
+        "cleanup_on_fail": True,  # a failed install leaves no half-release to wedge the next run
+        "wait_for_jobs": True,
+        "max_history": 10,
+        "create_namespace": False,  # the set owns namespaces (Pod Security labels)
+        "allow_null_values": True,  # a null in values deletes a chart default on purpose
+    }
+    if addon.disable_openapi_validation:
+        args["disable_openapi_validation"] = True
+    if addon.local_chart is not None:
+        args["chart"] = str(chart_dir(addon.local_chart))
+        return args
+    assert addon.chart_pin is not None
+    pin = pins.chart(addon.chart_pin)
+    args["version"] = ctx.version
+    if pin.is_oci:
+        args["chart"] = f"{pin.repo}/{pin.name}"
+    else:
+        args["chart"] = pin.name
+        args["repository_opts"] = {"repo": pin.repo}
+    return args
+
+
+def contexts(settings: Settings, graph: InstallGraph, facts: Any) -> dict[str, AddonContext]:
+    return {
+        a.name: AddonContext(settings, facts, graph.capabilities, graph.names, a.version(settings))
+        for a in graph.order
+    }
+
+
+class AddonSet(pulumi.ComponentResource):
+    releases: dict[str, pulumi.Resource]
+    ready: dict[str, pulumi.Resource]  # what a dependant of each add-on waits for
+    namespaces: dict[str, k8s.core.v1.Namespace]
+    smoke_dependencies: list[pulumi.Resource]
+    graph: InstallGraph
+
+    def __init__(
+        self, name: str, settings: Settings, cluster: ClusterHandle, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        try:  # one clean error listing every problem, before any resource exists
+            graph = install_graph(settings)
+        except AddonGraphError as exc:
+            raise pulumi.RunError(str(exc)) from None
+        super().__init__("ck8s-gpu:index:AddonSet", name, None, opts)
+        self.graph = graph
+        self.releases, self.ready, self.namespaces = {}, {}, {}
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+
+        for ns, level in namespace_levels(graph.order).items():
+            self.namespaces[ns] = k8s.core.v1.Namespace(
+                f"{name}-ns-{ns}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=namespace_labels(level)),
+                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.ready])),
+            )
+
+        ctxs = contexts(settings, graph, cluster.facts)
+        for addon in graph.order:  # dependencies first: their ready gates exist already
+            args = release_args(addon, ctxs[addon.name])
+            repo = args.pop("repository_opts", None)
+            depends: list[pulumi.Resource] = [cluster.ready, self.namespaces[addon.namespace]]
+            depends += [self.ready[d] for d in graph.edges[addon.name]]
+            grace = f"{addon.timeout_seconds + ENGINE_GRACE_SECONDS}s"
+            release = k8s.helm.v3.Release(
+                f"{name}-{addon.name}",
+                k8s.helm.v3.ReleaseArgs(
+                    **args,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(**repo) if repo else None,
+                ),
+                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(
+                    depends_on=depends,
+                    custom_timeouts=pulumi.CustomTimeouts(create=grace, update=grace),
+                )),
+            )
+            self.releases[addon.name] = release
+            self.ready[addon.name] = release
+            if addon.readiness == "cluster-policy":
+                self.ready[addon.name] = WaitFor(
+                    f"{name}-{addon.name}-cluster-policy-ready",
+                    cluster.kubeconfig,
+                    api_version="nvidia.com/v1",
+                    kind="ClusterPolicy",
+                    object_name=CLUSTER_POLICY,
+                    namespace=None,
+                    jsonpath="{.status.state}",
+                    equals="ready",
+                    timeout_seconds=addon.timeout_seconds,
+                    trigger=ctxs[addon.name].version,  # an operator upgrade waits again
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
+                )
+
+        self.smoke_dependencies = [self.ready[n] for n in smoke_dependency_names(settings, graph)]
+        self.register_outputs({
+            "addons": [a.name for a in graph.order],
+            "versions": {a.name: ctxs[a.name].version for a in graph.order},
+        })
+
+
+def smoke_dependency_names(settings: Settings, graph: InstallGraph) -> list[str]:
+    """What the smoke test waits for: whatever publishes the GPUs it claims (the DRA driver, or
+    fake-gpu-operator on kind; the driver/device plugin provider in device-plugin mode), plus
+    KAI and its queues when it is scheduled by KAI."""
+    def providing(cap: str) -> list[str]:
+        return [a.name for a in graph.order if cap in a.provides(settings)]
+
+    names = providing("dra-gpus") or providing("gpu-driver")
+    if settings.smoke_test.scheduler == "kai":
+        names += [n for n in ("kai-scheduler", "kai-queues") if n in graph.names]
+    return list(dict.fromkeys(names))

@@ -1,0 +1,118 @@
+"""The add-on shape: what one add-on is, as plain data plus a pure values function.
+
+An add-on module declares one `Addon`; the catalog lists them; the graph checks them; the
+AddonSet component turns the enabled ones into Helm releases. Nothing here touches Pulumi, so
+every decision (values, dependencies, defaults) is testable as a plain function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from components import pins
+from components.cluster import ClusterFacts
+from components.settings.model import AddonSettings, ClusterCapability, Settings
+
+# What an add-on needs from, or brings to, the cluster. A need is met by an enabled add-on that
+# provides it (which then becomes a dependency) or by the cluster itself (its platform, or
+# settings.gpuStack.clusterProvides). The names live in the settings model (the config boundary):
+#   gpu-driver       NVIDIA driver + container toolkit ready on GPU nodes (ClusterPolicy ready)
+#   dra-gpus         whole GPUs published as DRA devices of driver gpu.nvidia.com
+#   kai-crds         KAI's CRDs (Queue scheduling.run.ai/v2, PodGroup...) exist
+#   monitoring-crds  Prometheus Operator CRDs (ServiceMonitor, PrometheusRule) exist
+Capability = ClusterCapability
+CAPABILITIES: tuple[Capability, ...] = get_args(ClusterCapability)
+
+# How the set knows an add-on is ready: Helm's own wait (Deployments/DaemonSets/Jobs ready), or
+# that plus the GPU Operator's ClusterPolicy reporting `ready` (driver and toolkit rolled out).
+Readiness = Literal["helm", "cluster-policy"]
+
+# Pod Security admission level of the add-on's namespace: NVIDIA operands load kernel modules and
+# mount host paths, node exporters read the host, so those namespaces must be privileged.
+PodSecurity = Literal["privileged", "baseline", "restricted"]
+
+Default = Literal["on", "off", "auto"]  # auto: on exactly when every need is met
+
+
+@dataclass(frozen=True)
+class AddonContext:
+    """Everything a values function may look at: settings, cluster facts, capabilities present."""
+
+    settings: Settings
+    facts: ClusterFacts
+    capabilities: frozenset[str]  # present in this cluster: from enabled add-ons or the cluster
+    enabled: frozenset[str]  # names of the add-ons this set installs
+    version: str  # the chart version being installed (pin or override)
+
+    @property
+    def track(self) -> pins.SnapTrack:
+        return pins.track(self.settings.kubernetes.track)
+
+
+ValuesFn = Callable[[AddonContext], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Addon:
+    name: str  # release name and catalog key
+    settings_key: str  # attribute of settings.gpuStack.addons
+    description: str
+    namespace: str
+    pod_security: PodSecurity
+    values: ValuesFn
+    # Either a pin-table key (`pins.CHARTS`) or a chart of this repository (`charts/<name>`).
+    chart_pin: str | None = None
+    local_chart: str | None = None
+    depends_on: tuple[str, ...] = ()  # add-on names; resolved to resource objects by the set
+    needs: tuple[Capability, ...] = ()
+    provides: Callable[[Settings], tuple[Capability, ...]] = field(default=lambda _s: ())
+    conflicts: tuple[str, ...] = ()  # add-ons that must never run in the same cluster
+    readiness: Readiness = "helm"
+    timeout_seconds: int = 600
+    # Problems with the settings that only matter when this add-on is enabled.
+    check: Callable[[Settings], tuple[str, ...]] = field(default=lambda _s: ())
+    # Helm's upgrade skips OpenAPI validation (the GPU Operator's pre-upgrade CRD hook needs it).
+    disable_openapi_validation: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.chart_pin is None) == (self.local_chart is None):
+            raise ValueError(f"add-on {self.name}: exactly one of chart_pin / local_chart")
+
+    @property
+    def release_name(self) -> str:
+        """The chart's own name: Helm then names objects `<chart>-...`, not `<release>-<chart>-...`."""
+        return self.chart_pin or self.local_chart or self.name
+
+    def addon_settings(self, settings: Settings) -> AddonSettings:
+        value: AddonSettings = getattr(settings.gpu_stack.addons, self.settings_key)
+        return value
+
+    def version(self, settings: Settings) -> str:
+        override = self.addon_settings(settings).version
+        if override is not None:
+            return override
+        return pins.chart(self.chart_pin).version if self.chart_pin else "local"
+
+    def final_values(self, ctx: AddonContext) -> dict[str, Any]:
+        """Computed values with the stack's `values:` override merged over them."""
+        return deep_merge(self.values(ctx), self.addon_settings(ctx.settings).values)
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Maps merge key by key; anything else (lists included) in `override` replaces `base`."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def version_tuple(version: str) -> tuple[int, int, int]:
+    """`v0.17.0` / `0.4.1-rc.1` -> (0, 17, 0); pins and overrides are exact (checked by settings)."""
+    core = version.lstrip("v").split("-")[0].split("+")[0]
+    parts = [int(p) for p in core.split(".")[:3]] + [0, 0, 0]
+    return parts[0], parts[1], parts[2]

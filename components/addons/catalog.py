@@ -1,0 +1,88 @@
+"""The add-on catalog: every add-on, and which are on by default on each platform.
+
+`settings.gpuStack.addons.<x>.enabled` wins; `null` takes the platform default below. `auto`
+means "on exactly when its needs are met" (see graph.select), so e.g. the queues install wherever
+KAI's CRDs are, and the observability chart wherever Prometheus Operator CRDs are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from components.addons import (
+    dra_driver,
+    fake_gpu_operator,
+    gpu_operator,
+    kai_queues,
+    kai_scheduler,
+    kube_prometheus_stack,
+    observability,
+    velero,
+)
+from components.addons.base import Addon, Capability, Default
+from components.settings.model import Settings
+
+# Install order for humans (docs, plan); the real order comes from the dependency graph.
+ADDONS: tuple[Addon, ...] = (
+    gpu_operator.ADDON,
+    dra_driver.ADDON,
+    fake_gpu_operator.ADDON,
+    kai_scheduler.ADDON,
+    kai_queues.ADDON,
+    kube_prometheus_stack.ADDON,
+    observability.ADDON,
+    velero.ADDON,
+)
+BY_NAME: dict[str, Addon] = {a.name: a for a in ADDONS}
+
+PLATFORMS = ("aws", "existing", "kind", "local")
+
+
+def _dra_driver(settings: Settings) -> Default:
+    # GPUs through DRA, or ComputeDomains next to the device plugin; otherwise nothing to serve.
+    return "on" if settings.gpu_stack.allocation == "dra" or settings.gpu_stack.compute_domains else "off"
+
+
+DefaultRule = Default | Callable[[Settings], Default]
+
+# Rows: add-on; columns: platform. `local` (KWOK nodes, no internet) installs only this
+# repository's charts, and only when their CRDs are present.
+PLATFORM_DEFAULTS: dict[str, dict[str, DefaultRule]] = {
+    "gpu-operator": {"aws": "on", "existing": "on", "kind": "off", "local": "off"},
+    "dra-driver": {"aws": _dra_driver, "existing": _dra_driver, "kind": "off", "local": "off"},
+    "fake-gpu-operator": {"aws": "off", "existing": "off", "kind": "on", "local": "off"},
+    "kai-scheduler": {"aws": "on", "existing": "on", "kind": "on", "local": "off"},
+    "kai-queues": {"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
+    # An existing cluster usually has its own Prometheus: declare monitoring-crds instead.
+    "kube-prometheus-stack": {"aws": "on", "existing": "off", "kind": "on", "local": "off"},
+    "observability": {"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
+    # Backups are wired by the backup component (bucket, IAM) before this is turned on.
+    "velero": {"aws": "off", "existing": "off", "kind": "off", "local": "off"},
+}
+
+# What each platform's cluster brings by itself. `local`: a test publisher writes the
+# ResourceSlices of driver gpu.nvidia.com for KWOK nodes (there is no driver at all).
+PLATFORM_CAPABILITIES: dict[str, tuple[Capability, ...]] = {
+    "aws": (),
+    "existing": (),
+    "kind": (),
+    "local": ("gpu-driver", "dra-gpus"),
+}
+
+# Said plainly in docs/addons.md: what each platform leaves out, and why.
+LEFT_OUT: dict[str, str] = {
+    "aws": "fake-gpu-operator (real GPUs). velero until backups are configured.",
+    "existing": "kube-prometheus-stack (declare `clusterProvides: [monitoring-crds]` to use the "
+                "cluster's own Prometheus Operator, or enable it); fake-gpu-operator; velero.",
+    "kind": "GPU Operator and DRA driver (no NVIDIA hardware: fake-gpu-operator simulates the GPUs "
+            "with the same DeviceClass and driver name); velero.",
+    "local": "every chart fetched from the internet (GPU Operator, DRA driver, KAI, "
+             "fake-gpu-operator, kube-prometheus-stack): KWOK nodes run no pods and the machine has "
+             "no registry access. kai-queues and observability install only when their CRDs are "
+             "declared present (`clusterProvides`).",
+}
+
+
+def platform_default(addon: str, settings: Settings) -> Default:
+    rule = PLATFORM_DEFAULTS[addon][settings.platform]
+    return rule(settings) if callable(rule) else rule

@@ -1,0 +1,80 @@
+"""NVIDIA DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu), NVIDIA's "Pattern A".
+
+Installed after the GPU Operator's ClusterPolicy is ready. Values keys verified against
+kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (commit 764900e, deployments/helm/
+dra-driver-nvidia-gpu/values.yaml, templates/validation.yaml, templates/_helpers.tpl).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.addons.base import Addon, AddonContext, Capability
+from components.addons.gpu_operator import OPERATOR_DRIVER_ROOT
+from components.addons.nodes import DRA_NODE_LABEL, gpu_tolerations
+from components.settings.model import Settings
+
+# Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
+NAMESPACE = "nvidia-dra-driver-gpu"
+
+
+def resource_api_version(kubernetes_minor: int) -> str:
+    """The FULL group/version: the chart puts it verbatim into DeviceClass.apiVersion.
+
+    Set explicitly because the chart's auto-detection reads the API server's discovery, which an
+    offline render (plan, preview) does not have. Below 1.34, DRA runs as beta behind the
+    `resource.k8s.io/v1beta1=true` runtime-config the platforms enable.
+    """
+    return "resource.k8s.io/v1" if kubernetes_minor >= 34 else "resource.k8s.io/v1beta1"
+
+
+def allocates_gpus(settings: Settings) -> bool:
+    return settings.gpu_stack.allocation == "dra"
+
+
+def values(ctx: AddonContext) -> dict[str, Any]:
+    s = ctx.settings
+    gpus = allocates_gpus(s)
+    plugin: dict[str, Any] = {"tolerations": gpu_tolerations(s)}
+    if gpus:
+        # The label the operator's driver manager toggles to evict this plugin before a driver
+        # reload (gpu_operator.values sets NODE_LABEL_FOR_GPU_POD_EVICTION to the same key).
+        plugin["nodeSelector"] = {DRA_NODE_LABEL: "true"}
+    return {
+        "nvidiaDriverRoot": OPERATOR_DRIVER_ROOT if s.gpu_stack.driver == "operator" else "/",
+        "resourceApiVersion": resource_api_version(ctx.facts.kubernetes_minor),
+        # GPUs through DRA only in allocation `dra`; in `device-plugin` mode the device plugin is
+        # the one advertiser and this chart serves ComputeDomains at most.
+        "gpuResourcesEnabledOverride": gpus,
+        "resources": {
+            "gpus": {"enabled": gpus},
+            "computeDomains": {"enabled": s.gpu_stack.compute_domains},
+        },
+        "kubeletPlugin": plugin,
+    }
+
+
+def _provides(settings: Settings) -> tuple[Capability, ...]:
+    return ("dra-gpus",) if allocates_gpus(settings) else ()
+
+
+def _check(settings: Settings) -> tuple[str, ...]:
+    if not allocates_gpus(settings) and not settings.gpu_stack.compute_domains:
+        return ("has nothing to serve: allocation is device-plugin and computeDomains is false",)
+    return ()
+
+
+ADDON = Addon(
+    name="dra-driver",
+    settings_key="dra_driver",
+    description="DRA driver for NVIDIA GPUs: DeviceClass gpu.nvidia.com, ResourceSlices per GPU node",
+    namespace=NAMESPACE,
+    pod_security="privileged",
+    values=values,
+    chart_pin="dra-driver-nvidia-gpu",
+    needs=("gpu-driver",),
+    provides=_provides,
+    conflicts=("fake-gpu-operator",),
+    timeout_seconds=10 * 60,
+    check=_check,
+)

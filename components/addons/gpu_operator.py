@@ -1,0 +1,80 @@
+"""NVIDIA GPU Operator, configured for Canonical Kubernetes' containerd.
+
+Values keys verified against NVIDIA/gpu-operator v26.7.0 (commit 10ee5b3,
+deployments/gpu-operator/values.yaml and templates/clusterpolicy.yaml).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.addons.base import Addon, AddonContext, Capability
+from components.addons.nodes import DRA_NODE_LABEL, gpu_tolerations
+from components.settings.model import Settings
+
+NAMESPACE = "gpu-operator"
+CLUSTER_POLICY = "cluster-policy"  # the one ClusterPolicy the chart deploys (clusterPolicy.deployCR)
+# Driver root the operator-managed driver container exposes (values hostPaths.driverInstallDir).
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+# k8s-snap's containerd: config.toml is owned by k8sd (rewritten on bootstrap/join) and imports
+# conf.d/*.toml, so the toolkit writes only a drop-in. RUNTIME_CONFIG_SOURCE=file makes it read
+# the root config from the file: otherwise (containerd 2, tracks 1.35+) it can write a drop-in of
+# a higher config version than the root config, and containerd refuses to start.
+K8S_SNAP_TOOLKIT_ENV: tuple[tuple[str, str], ...] = (
+    ("CONTAINERD_CONFIG", "/etc/containerd/config.toml"),
+    ("CONTAINERD_SOCKET", "/run/containerd/containerd.sock"),
+    ("RUNTIME_DROP_IN_CONFIG", "/etc/containerd/conf.d/99-nvidia.toml"),
+    ("RUNTIME_CONFIG_SOURCE", "file"),
+)
+
+
+def values(ctx: AddonContext) -> dict[str, Any]:
+    s = ctx.settings
+    dra = s.gpu_stack.allocation == "dra"
+    driver: dict[str, Any] = {"enabled": s.gpu_stack.driver == "operator"}
+    if dra:
+        # Before reloading the driver, the driver manager removes this label so the DRA kubelet
+        # plugin (which selects on it) is evicted first, and puts it back afterwards.
+        driver["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_NODE_LABEL}]}
+    mig = s.gpu_stack.mig_strategy
+    return {
+        # containerd 1.6 (track 1.32) cannot do CDI; everything newer can.
+        "cdi": {"enabled": ctx.track.cdi},
+        "driver": driver,
+        "toolkit": {"enabled": True, "env": [{"name": k, "value": v} for k, v in K8S_SNAP_TOOLKIT_ENV]},
+        # Exactly one whole-GPU advertiser per node: the device plugin only when DRA does not
+        # allocate GPUs.
+        "devicePlugin": {"enabled": not dra},
+        "dcgmExporter": {
+            "enabled": True,
+            # The operator creates the ServiceMonitor itself; without the Prometheus Operator CRDs
+            # that object cannot exist, so ask for it only when the CRDs are there.
+            "serviceMonitor": {"enabled": "monitoring-crds" in ctx.capabilities},
+        },
+        "mig": {"strategy": mig},
+        "migManager": {"enabled": mig != "none"},
+        "daemonsets": {"tolerations": gpu_tolerations(s)},
+    }
+
+
+def _provides(_settings: Settings) -> tuple[Capability, ...]:
+    return ("gpu-driver",)
+
+
+ADDON = Addon(
+    name="gpu-operator",
+    settings_key="gpu_operator",
+    description="NVIDIA driver (or host driver), container toolkit, GFD, DCGM exporter, MIG manager",
+    namespace=NAMESPACE,
+    pod_security="privileged",
+    values=values,
+    chart_pin="gpu-operator",
+    provides=_provides,
+    conflicts=("fake-gpu-operator",),
+    readiness="cluster-policy",
+    # operator.upgradeCRD (on by default) is a pre-upgrade hook that needs this on `helm upgrade`.
+    disable_openapi_validation=True,
+    # Driver + toolkit rollout on a fresh node takes 5-10 min; NVIDIA suggests 15-20.
+    timeout_seconds=20 * 60,
+)
