@@ -20,6 +20,9 @@ class Snapshot:
     # The last version of each claim of the run that carried an allocation (claims generated
     # from templates are deleted once their pod finishes, so the runner records them as it goes).
     claims: list[Obj] = field(default_factory=list)
+    # Every version of those claims in the order the watch delivered them ({"type", "object"}):
+    # shows which claims held a device at the same time where no barrier makes pods overlap.
+    claim_history: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
     jobs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)

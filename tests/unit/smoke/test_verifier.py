@@ -317,3 +317,32 @@ def test_results_are_timed_and_json_serialisable() -> None:
     assert [r.name for r in results][:3] == ["device-class", "resource-slices", "claims-allocated"]
     assert all(r.duration_ms >= 0 for r in results)
     json.dumps([r.to_dict() for r in results])
+
+
+def _history(w: World, order: list[tuple[str, int]]) -> None:
+    """Claim versions as a watch delivers them: (event type, pod index)."""
+    claims = {i: w.obj("ResourceClaim", f"{p}-gpu-9sd8f") for i, p in enumerate(w.pods)}
+    w.snap.claim_history = [{"type": t, "object": claims[i]} for t, i in order]
+
+
+def test_kwok_without_history_skips_distinct_with_the_reason() -> None:
+    w = fx.kwok_world()
+    got = by_name(verify(w.exp, w.snap))["distinct-gpus"]
+    assert (got.status, got.message) == (SKIPPED, f"{NO_KUBELET}: no barrier and no claim history to compare")
+
+
+def test_kwok_sequential_reuse_of_one_gpu_is_not_a_conflict() -> None:
+    w = fx.kwok_world()
+    _same_gpu(w)  # both claims got node 0's gpu-0 ...
+    _history(w, [("ADDED", 0), ("DELETED", 0), ("ADDED", 1), ("DELETED", 1)])  # ... one after the other
+    got = by_name(verify(w.exp, w.snap))["distinct-gpus"]
+    assert (got.status, got.message) == (PASSED, "2 allocations, no device shared (per the claim history)")
+
+
+def test_kwok_overlapping_reuse_of_one_gpu_is_caught() -> None:
+    w = fx.kwok_world()
+    _same_gpu(w)
+    _history(w, [("ADDED", 0), ("ADDED", 1), ("DELETED", 0), ("DELETED", 1)])
+    got = by_name(verify(w.exp, w.snap))["distinct-gpus"]
+    assert got.status == FAILED
+    assert got.message == f"pods {w.pods[0]} and {w.pods[1]} held {fx.NODES[0]}/gpu-0 at the same time"

@@ -1,0 +1,185 @@
+"""The smoke test's only door to a cluster: plain-JSON REST calls through the kubernetes client.
+
+Objects stay dicts exactly as the API server sends them (no typed models), so the verifier and
+its fixtures see the same shapes. `Gateway` is the protocol the runner uses; tests fake it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+# kind -> (plural, namespaced). Only what the smoke test touches.
+KINDS: dict[str, tuple[str, bool]] = {
+    "Namespace": ("namespaces", False),
+    "Node": ("nodes", False),
+    "Pod": ("pods", True),
+    "Event": ("events", True),
+    "ConfigMap": ("configmaps", True),
+    "Service": ("services", True),
+    "Job": ("jobs", True),
+    "EndpointSlice": ("endpointslices", True),
+    "DeviceClass": ("deviceclasses", False),
+    "ResourceSlice": ("resourceslices", False),
+    "ResourceClaim": ("resourceclaims", True),
+    "ResourceClaimTemplate": ("resourceclaimtemplates", True),
+    "PodGroup": ("podgroups", True),
+}
+
+
+class KubeError(Exception):
+    """The API server answered with an error status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(f"{status}: {message}")
+
+
+class KubeUnreachable(Exception):
+    """No answer from the API server (DNS, TCP, TLS, timeout)."""
+
+
+def path(api_version: str, kind: str, namespace: str | None = None, name: str | None = None) -> str:
+    """REST path of a collection or object: core kinds under /api/v1, others under /apis/<group/version>."""
+    plural, namespaced = KINDS[kind]
+    out = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    if namespaced and namespace:
+        out += f"/namespaces/{namespace}"
+    out += f"/{plural}"
+    return f"{out}/{name}" if name else out
+
+
+class Gateway(Protocol):
+    def server_version(self) -> str: ...
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None: ...
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str = "",
+             field_selector: str = "") -> tuple[list[Obj], str]:
+        """Items and the list's resourceVersion (to start a watch from)."""
+        ...
+
+    def create(self, obj: Obj) -> Obj: ...
+
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
+        """JSON merge patch."""
+        ...
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str = "Background") -> bool:
+        """False when the object was already gone."""
+        ...
+
+    def watch(self, api_version: str, kind: str, namespace: str | None, *, resource_version: str,
+              timeout_seconds: int) -> Iterator[tuple[str, Obj]]: ...
+
+    def logs(self, namespace: str, pod: str, container: str) -> str: ...
+
+    def get_text(self, api_path: str) -> str:
+        """GET of a non-JSON path, e.g. a pod proxy's /metrics."""
+        ...
+
+
+class KubeGateway:
+    """Gateway over kubernetes.client.ApiClient (see components/kube/client.py `api_client`)."""
+
+    def __init__(self, client: Any, request_timeout: float = 30.0) -> None:
+        self.client = client
+        self.timeout = request_timeout
+
+    def _call(self, method: str, api_path: str, *, query: list[tuple[str, str]] | None = None, body: Any = None,
+              content_type: str = "application/json", accept: str = "application/json",
+              timeout: float | None = None) -> Any:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        headers = {"Accept": accept, "Content-Type": content_type}
+        try:
+            return self.client.call_api(api_path, method, query_params=query or [], header_params=headers,
+                                        body=body, auth_settings=["BearerToken"], _preload_content=False,
+                                        _request_timeout=timeout or self.timeout)
+        except ApiException as exc:
+            raise KubeError(int(exc.status or 0), _reason(exc)) from None
+        except (HTTPError, OSError) as exc:
+            raise KubeUnreachable(f"{type(exc).__name__}: {exc}") from None
+
+    def _json(self, method: str, api_path: str, **kw: Any) -> Obj:
+        data = self._call(method, api_path, **kw).data
+        return json.loads(data) if data else {}
+
+    def server_version(self) -> str:
+        v = self._json("GET", "/version", timeout=10)
+        return str(v.get("gitVersion", ""))
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        try:
+            return self._json("GET", path(api_version, kind, namespace, name))
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str = "",
+             field_selector: str = "") -> tuple[list[Obj], str]:
+        query = [(k, v) for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v]
+        doc = self._json("GET", path(api_version, kind, namespace), query=query)
+        return list(doc.get("items") or []), str(doc.get("metadata", {}).get("resourceVersion", ""))
+
+    def create(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata", {})
+        return self._json("POST", path(obj["apiVersion"], obj["kind"], meta.get("namespace")), body=obj)
+
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
+        return self._json("PATCH", path(api_version, kind, namespace, name), body=patch,
+                          content_type="application/merge-patch+json")
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str = "Background") -> bool:
+        try:
+            self._json("DELETE", path(api_version, kind, namespace, name),
+                       body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+        except KubeError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def watch(self, api_version: str, kind: str, namespace: str | None, *, resource_version: str,
+              timeout_seconds: int) -> Iterator[tuple[str, Obj]]:
+        from kubernetes.watch.watch import iter_resp_lines
+
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        resp = self._call("GET", path(api_version, kind, namespace), query=query, timeout=timeout_seconds + 10)
+        try:
+            for line in iter_resp_lines(resp):
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object", {})
+                    raise KubeError(int(status.get("code", 500)), str(status.get("message", "watch error")))
+                yield str(event.get("type")), dict(event.get("object") or {})
+        finally:
+            resp.release_conn()
+
+    def logs(self, namespace: str, pod: str, container: str) -> str:
+        resp = self._call("GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+                          query=[("container", container)], accept="*/*")
+        return bytes(resp.data).decode("utf-8", errors="replace")
+
+    def get_text(self, api_path: str) -> str:
+        return bytes(self._call("GET", api_path, accept="*/*").data).decode("utf-8", errors="replace")
+
+
+def _reason(exc: Any) -> str:
+    """The API server's Status message when there is one, else the HTTP reason."""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            return str(json.loads(body).get("message") or body)
+        except (ValueError, AttributeError):
+            return str(body)[:500]
+    return str(getattr(exc, "reason", "") or "error")

@@ -1,0 +1,321 @@
+"""One smoke run against a cluster: wait for slices, resume each case's Job, hold the barrier until
+every pod holds its GPU, release, wait, collect, verify. Used by the Pulumi dynamic resource
+(after helm installed the chart) and by `ck8s-gpu smoke` (which installs and cleans up itself).
+
+All waiting goes through a Clock so tests drive it without sleeping.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from components.smoke import report
+from components.smoke.collect import ClaimRecorder, collect
+from components.smoke.expectations import (
+    CASE_LABEL,
+    RELEASE_ANNOTATION,
+    RELEASE_VALUE,
+    RUN_LABEL,
+    CaseExpectation,
+    Expectations,
+)
+from components.smoke.gateway import Gateway, KubeError, Obj
+from components.smoke.snapshot import condition, name, slice_devices
+from components.smoke.verifier import verify
+
+JOB_API = "batch/v1"
+STARTED = ("Running", "Succeeded", "Failed")
+# Labels the Job controller adds to a Job's pod template; a re-created Job must not carry them.
+JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
+                         "batch.kubernetes.io/job-name")
+RESET_WAIT_SECONDS = 120
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def wall_ms(self) -> int: ...
+
+
+class RealClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def wall_ms(self) -> int:
+        return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class Progress:
+    elapsed: float
+    hop: str
+    message: str
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    release: str
+    namespace: str
+    run_id: str
+    timeout_seconds: int
+    slice_wait_seconds: int
+    expectations: Expectations
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSpec:
+        return cls(release=d["release"], namespace=d["namespace"], run_id=d["runId"],
+                   timeout_seconds=int(d["timeoutSeconds"]), slice_wait_seconds=int(d["sliceWaitSeconds"]),
+                   expectations=Expectations.from_dict(d["expectations"]))
+
+
+@dataclass
+class Outcome:
+    report: dict[str, Any]
+    passed: bool
+    phases: list[dict[str, Any]] = field(default_factory=list)
+
+
+class SmokeTimeout(Exception):
+    pass
+
+
+# --- pure helpers -----------------------------------------------------------------------------
+
+
+def is_pristine(job: Obj) -> bool:
+    """A Job exactly as the chart created it: suspended and never started."""
+    st = job.get("status") or {}
+    return bool(job.get("spec", {}).get("suspend")) and not any(
+        st.get(k) for k in ("startTime", "active", "succeeded", "failed", "conditions"))
+
+
+def fresh_job(job: Obj) -> Obj:
+    """The Job to re-create for a re-run with the same run id: same spec, suspended, no server fields."""
+    meta = job.get("metadata", {})
+    spec = copy.deepcopy(job.get("spec", {}))
+    spec.pop("selector", None)
+    spec.pop("manualSelector", None)
+    spec["suspend"] = True
+    tpl_labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+    for label in JOB_CONTROLLER_LABELS:
+        tpl_labels.pop(label, None)
+    keep = {k: copy.deepcopy(meta[k]) for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    return {"apiVersion": job.get("apiVersion", JOB_API), "kind": "Job", "metadata": keep, "spec": spec}
+
+
+def job_state(job: Obj | None) -> str:
+    if job is None:
+        return "missing"
+    for kind in ("Complete", "Failed"):
+        c = condition(job, kind)
+        if c and c.get("status") == "True":
+            return kind
+    return "running"
+
+
+def gpu_nodes(slices: list[Obj], driver: str) -> set[str]:
+    return {d.node for d in slice_devices(slices, driver).values() if d.node}
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, gw: Gateway, spec: RunSpec, *, progress: ProgressFn | None = None,
+                 clock: Clock | None = None, poll_seconds: float = 2.0,
+                 recorder: ClaimRecorder | None = None) -> None:
+        self.gw, self.spec, self.exp = gw, spec, spec.expectations
+        self.clock = clock or RealClock()
+        self.progress = progress or (lambda _p: None)
+        self.poll = poll_seconds
+        self.recorder = recorder or ClaimRecorder(gw, spec.namespace, spec.expectations.resource_api)
+        self.t0 = self.clock.monotonic()
+        self.deadline = self.t0 + spec.timeout_seconds
+        self.phases: list[dict[str, Any]] = []
+
+    def say(self, hop: str, message: str) -> None:
+        self.progress(Progress(round(self.clock.monotonic() - self.t0, 1), hop, message))
+
+    def _wait(self, what: str, until: float, probe: Callable[[], bool]) -> bool:
+        while True:
+            if probe():
+                return True
+            if self.clock.monotonic() >= until:
+                self.say("timeout", f"gave up waiting for {what}")
+                return False
+            self.clock.sleep(self.poll)
+
+    def wait_for_slices(self) -> None:
+        if self.exp.pools is None:
+            return
+        wanted = sum(p.nodes for p in self.exp.pools)
+        until = min(self.deadline, self.t0 + self.spec.slice_wait_seconds)
+        seen: set[str] = set()
+
+        def enough() -> bool:
+            nonlocal seen
+            now = gpu_nodes(self.gw.list(self.exp.resource_api, "ResourceSlice")[0], self.exp.driver)
+            if now != seen:
+                seen = now
+                self.say("slices", f"{len(now)}/{wanted} GPU node(s) publish {self.exp.driver} slices")
+            return len(now) >= wanted
+
+        self._wait(f"{wanted} GPU nodes to publish slices", until, enough)
+
+    def pods_of(self, case: CaseExpectation) -> list[Obj]:
+        selector = f"{RUN_LABEL}={self.exp.run_id},{CASE_LABEL}={case.case}"
+        return self.gw.list("v1", "Pod", self.spec.namespace, label_selector=selector)[0]
+
+    def reset(self, job: Obj) -> Obj:
+        """A re-run with the same run id (a failed `pulumi up` retried): start from a fresh Job."""
+        self.say(self._case_of(job), f"re-creating Job {name(job)} (it ran before)")
+        self.gw.delete(JOB_API, "Job", name(job), self.spec.namespace, propagation="Foreground")
+        until = min(self.deadline, self.clock.monotonic() + RESET_WAIT_SECONDS)
+        if not self._wait(f"Job {name(job)} to be deleted", until,
+                          lambda: self.gw.get(JOB_API, "Job", name(job), self.spec.namespace) is None):
+            raise SmokeTimeout(f"Job {name(job)} was not deleted in time")
+        return self.gw.create(fresh_job(job))
+
+    @staticmethod
+    def _case_of(job: Obj) -> str:
+        return str(job.get("metadata", {}).get("labels", {}).get(CASE_LABEL, "job"))
+
+    def run_case(self, case: CaseExpectation) -> str:
+        ns, t = self.spec.namespace, self.clock.monotonic()
+        job = self.gw.get(JOB_API, "Job", case.job, ns)
+        if job is None:
+            self.say(case.case, f"Job {case.job} does not exist")
+            return "missing"
+        if not is_pristine(job):
+            job = self.reset(job)
+        self.gw.patch(JOB_API, "Job", case.job, ns, {"spec": {"suspend": False}})
+        self.say(case.case, f"resumed Job {case.job}: {case.pods} pod(s)")
+        last = ""
+
+        def all_holding() -> bool:
+            nonlocal last
+            pods = self.pods_of(case)
+            started = [p for p in pods if p.get("status", {}).get("phase") in STARTED]
+            nodes = sorted({str(p.get("spec", {}).get("nodeName")) for p in started})
+            line = f"{len(started)}/{case.pods} pod(s) started" + (f" on {', '.join(nodes)}" if nodes else "")
+            if line != last:
+                last = line
+                self.say(case.case, line)
+            done = job_state(self.gw.get(JOB_API, "Job", case.job, ns)) in ("Complete", "Failed")
+            return done or len(started) >= case.pods
+
+        held = self._wait(f"{case.job} pods to start", self.deadline, all_holding)
+        # Every pod holds its claim now: record the allocations before anything is released.
+        self.recorder.sync()
+        for pod in self.pods_of(case):
+            try:
+                self.gw.patch("v1", "Pod", name(pod), ns, {"metadata": {"annotations": {RELEASE_ANNOTATION:
+                                                                                        RELEASE_VALUE}}})
+            except KubeError as exc:
+                if exc.status != 404:
+                    raise
+        if held:
+            self.say(case.case, "barrier released")
+        state = "timeout"
+        if self._wait(f"Job {case.job} to finish", self.deadline,
+                      lambda: job_state(self.gw.get(JOB_API, "Job", case.job, ns)) in ("Complete", "Failed")):
+            state = job_state(self.gw.get(JOB_API, "Job", case.job, ns))
+        self.say(case.case, f"Job {case.job}: {state}")
+        self.phases.append({"case": case.case, "job": case.job, "state": state,
+                            "seconds": round(self.clock.monotonic() - t, 1)})
+        return state
+
+    def settle(self) -> None:
+        """Suspend Jobs still running after a timeout: their pods give the GPUs back."""
+        for case in self.exp.cases:
+            job = self.gw.get(JOB_API, "Job", case.job, self.spec.namespace)
+            if job is not None and not job.get("spec", {}).get("suspend") and job_state(job) == "running":
+                self.gw.patch(JOB_API, "Job", case.job, self.spec.namespace, {"spec": {"suspend": True}})
+                self.say("cleanup", f"suspended unfinished Job {case.job}")
+
+    def run(self) -> Outcome:
+        start_ms = self.clock.wall_ms()
+        self.recorder.start()
+        try:
+            self.wait_for_slices()
+            for case in self.exp.cases:
+                if self.clock.monotonic() >= self.deadline:
+                    self.say(case.case, f"not started: the {self.spec.timeout_seconds}s budget is spent")
+                    self.phases.append({"case": case.case, "job": case.job, "state": "not started", "seconds": 0})
+                    continue
+                if self.run_case(case) == "timeout":
+                    break
+            snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s))
+        finally:
+            self.recorder.stop()
+        self.settle()
+        results = verify(self.exp, snap)
+        for r in results:
+            self.say("verify", f"{r.name}: {r.status}" + (f": {r.message}" if r.status != "passed" else ""))
+        ok = not any(r.status == "failed" for r in results)
+        doc = report.build(results, self.exp, start_ms=start_ms, stop_ms=self.clock.wall_ms(), phases=self.phases,
+                           diagnostics=None if ok else report.diagnostics(snap, self.exp))
+        return Outcome(doc, report.passed(doc), self.phases)
+
+
+def run_smoke(gw: Gateway, spec: RunSpec, **kw: Any) -> Outcome:
+    return Runner(gw, spec, **kw).run()
+
+
+# --- install / clean up (the CLI; under Pulumi, helm owns the objects) -------------------------
+
+INSTALL_ORDER = ("Namespace", "ConfigMap", "ResourceClaimTemplate", "PodGroup", "Job")
+# The pods meet the restricted standard: enforce it where the smoke test makes its own namespace.
+NAMESPACE_LABELS = {"pod-security.kubernetes.io/enforce": "restricted", "app.kubernetes.io/part-of": "ck8s-gpu"}
+
+
+@dataclass(frozen=True)
+class Ref:
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}" + (f" -n {self.namespace}" if self.namespace else "")
+
+
+def install(gw: Gateway, objects: Sequence[Obj], namespace: str, created: list[Ref],
+            say: Callable[[str], None] = lambda _m: None) -> None:
+    """Create the rendered chart, in dependency order; every created object lands in `created`
+    at once, so an interrupt mid-way still cleans up what exists."""
+    if gw.get("v1", "Namespace", namespace) is None:
+        gw.create({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": namespace, "labels": NAMESPACE_LABELS}})
+        created.append(Ref("v1", "Namespace", namespace, None))
+        say(f"created namespace {namespace}")
+    for obj in sorted(objects, key=lambda o: INSTALL_ORDER.index(o["kind"])):
+        gw.create(obj)
+        created.append(Ref(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace")))
+    say(f"created {len(objects)} object(s) in {namespace}")
+
+
+def cleanup(gw: Gateway, created: list[Ref], say: Callable[[str], None] = lambda _m: None) -> list[str]:
+    """Delete what `install` created, newest first; returns what could not be deleted."""
+    left = []
+    for ref in reversed(created):
+        try:
+            gw.delete(ref.api_version, ref.kind, ref.name, ref.namespace,
+                      propagation="Foreground" if ref.kind == "Job" else "Background")
+        except Exception as exc:  # keep going: every object gets its try
+            left.append(f"{ref}: {exc}")
+    created.clear()
+    say("cleaned up" if not left else f"could not delete {len(left)} object(s)")
+    return left

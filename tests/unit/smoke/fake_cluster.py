@@ -1,0 +1,290 @@
+"""An in-memory cluster behind the Gateway protocol, with just enough controller behaviour for the
+runner: the Job controller (pods on resume), a DRA scheduler (claims allocated from slices), a
+kubelet (Running until the barrier is released) or KWOK (Succeeded at once, no logs), and the
+resource-claim controller (generated claims deleted when their pod finishes).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.smoke.expectations import RELEASE_ANNOTATION, RELEASE_VALUE
+from components.smoke.gateway import KubeError, KubeUnreachable, Obj
+from tests.unit.smoke import fixtures as fx
+
+Key = tuple[str, str, str]  # kind, namespace, name
+
+
+@dataclass
+class FakeCluster:
+    nodes: tuple[str, ...] = fx.NODES
+    gpus_per_node: int = 1
+    kubelet: bool = True
+    schedulable: bool = True  # False: every pod stays Pending (no GPU fits)
+    fail_pods: bool = False  # containers exit 1
+    wrong_uuid: bool = False  # containers print another GPU's UUID
+    unreachable: bool = False
+    objects: dict[Key, Obj] = field(default_factory=dict)
+    events_log: list[tuple[int, str, Obj]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    rv: int = 100
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _serial: int = 0
+
+    def __post_init__(self) -> None:
+        for n in self.nodes:
+            self._put(fx.node(n, "g6.xlarge" if self.gpus_per_node == 1 else "g6.12xlarge"))
+            self._put(fx.nvidia_slice(n, self.gpus_per_node))
+        self._put(fx.device_class())
+
+    # --- storage ----------------------------------------------------------------------------
+
+    @staticmethod
+    def key(obj: Obj) -> Key:
+        m = obj["metadata"]
+        return obj["kind"], m.get("namespace", ""), m["name"]
+
+    def _put(self, obj: Obj, kind: str = "ADDED") -> Obj:
+        self.rv += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
+        self.objects[self.key(obj)] = obj
+        if obj["kind"] == "ResourceClaim":
+            self.events_log.append((self.rv, kind, copy.deepcopy(obj)))
+        return obj
+
+    def _drop(self, key: Key) -> None:
+        obj = self.objects.pop(key)
+        self.rv += 1
+        if obj["kind"] == "ResourceClaim":
+            self.events_log.append((self.rv, "DELETED", copy.deepcopy(obj)))
+
+    def of(self, kind: str, namespace: str | None = None) -> list[Obj]:
+        return [o for (k, ns, _), o in sorted(self.objects.items()) if k == kind and (namespace in (None, ns))]
+
+    # --- Gateway ----------------------------------------------------------------------------
+
+    def _check(self, call: str) -> None:
+        self.calls.append(call)
+        if self.unreachable:
+            raise KubeUnreachable("MaxRetryError: connection refused")
+
+    def server_version(self) -> str:
+        self._check("version")
+        return "v1.34.4"
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        self._check(f"get {kind}/{name}")
+        with self._lock:
+            self._tick()
+            obj = self.objects.get((kind, namespace or "", name))
+            return copy.deepcopy(obj) if obj else None
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, *, label_selector: str = "",
+             field_selector: str = "") -> tuple[list[Obj], str]:
+        self._check(f"list {kind}")
+        with self._lock:
+            self._tick()
+            want = dict(p.split("=", 1) for p in label_selector.split(",") if p)
+            fields = dict(p.split("=", 1) for p in field_selector.split(",") if p)
+            items = [copy.deepcopy(o) for o in self.of(kind, namespace)
+                     if all(o["metadata"].get("labels", {}).get(k) == v for k, v in want.items())
+                     and all(o["metadata"]["name"] == v for k, v in fields.items() if k == "metadata.name")]
+            return items, str(self.rv)
+
+    def create(self, obj: Obj) -> Obj:
+        self._check(f"create {obj['kind']}/{obj['metadata']['name']}")
+        with self._lock:
+            obj = copy.deepcopy(obj)
+            if obj["kind"] != "Namespace":
+                obj["metadata"].setdefault("namespace", "default")
+            if self.key(obj) in self.objects:
+                raise KubeError(409, f"{obj['kind']} {obj['metadata']['name']} already exists")
+            if obj["kind"] == "Job" and "selector" in obj["spec"]:
+                raise KubeError(422, "spec.selector: `selector` not auto-generated")
+            return copy.deepcopy(self._put(obj))
+
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
+        self._check(f"patch {kind}/{name}")
+        with self._lock:
+            obj = self.objects.get((kind, namespace or "", name))
+            if obj is None:
+                raise KubeError(404, f"{kind} {name} not found")
+            _merge(obj, patch)
+            if kind == "Job" and patch.get("spec", {}).get("suspend") is False:
+                self._start_job(obj)
+            return copy.deepcopy(self._put(obj, "MODIFIED"))
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
+               propagation: str = "Background") -> bool:
+        self._check(f"delete {kind}/{name}")
+        with self._lock:
+            key = (kind, namespace or "", name)
+            if key not in self.objects:
+                return False
+            self._drop(key)
+            if kind == "Job":
+                for pod in self.of("Pod", namespace):
+                    if pod["metadata"]["labels"].get("job-name") == name:
+                        self._finish_pod(pod, delete=True)
+            if kind == "Namespace":
+                for k in [k for k in self.objects if k[1] == name]:
+                    self._drop(k)
+            return True
+
+    def watch(self, api_version: str, kind: str, namespace: str | None, *, resource_version: str,
+              timeout_seconds: int) -> Iterator[tuple[str, Obj]]:
+        with self._lock:
+            start = int(resource_version or 0)
+            pending = [(t, copy.deepcopy(o)) for rv, t, o in self.events_log if rv > start]
+        if not pending:
+            time.sleep(0.01)
+        yield from pending
+
+    def logs(self, namespace: str, pod: str, container: str) -> str:
+        self._check(f"logs {pod}/{container}")
+        with self._lock:
+            obj = self.objects.get(("Pod", namespace, pod))
+            if obj is None:
+                raise KubeError(404, f"pods \"{pod}\" not found")
+            if not self.kubelet:
+                raise KubeError(500, "no kubelet answers for a KWOK node")
+            return str(obj.get("_log", {}).get(container, ""))
+
+    def get_text(self, api_path: str) -> str:
+        raise KubeError(404, "no proxy in the fake")
+
+    # --- controllers ------------------------------------------------------------------------
+
+    def _start_job(self, job: Obj) -> None:
+        ns, jname = job["metadata"]["namespace"], job["metadata"]["name"]
+        tpl = job["spec"]["template"]
+        job.setdefault("status", {})["startTime"] = "2026-11-29T21:30:00Z"
+        for i in range(job["spec"]["parallelism"]):
+            self._serial += 1
+            pname = f"{jname}-{self._serial:05d}"
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": pname, "namespace": ns,
+                                "labels": {**tpl["metadata"].get("labels", {}), "job-name": jname},
+                                "annotations": dict(tpl["metadata"].get("annotations", {}))},
+                   "spec": copy.deepcopy(tpl["spec"]), "status": {"phase": "Pending"}}
+            self._put(pod)
+            _ = i
+
+    def _free_device(self, claim_class: str) -> tuple[str, int] | None:
+        used = {(r["pool"], r["device"]) for c in self.of("ResourceClaim")
+                for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])}
+        for n in self.nodes:
+            for g in range(self.gpus_per_node):
+                if (n, f"gpu-{g}") not in used:
+                    return n, g
+        return None
+
+    def _tick(self) -> None:
+        """One step of every controller."""
+        for pod in self.of("Pod"):
+            phase = pod["status"]["phase"]
+            if phase == "Pending" and not pod["spec"].get("nodeName"):
+                self._schedule(pod)
+            elif phase == "Running" and pod["metadata"]["annotations"].get(RELEASE_ANNOTATION) == RELEASE_VALUE:
+                self._finish_pod(pod)
+        for job in self.of("Job"):
+            self._job_status(job)
+
+    def _schedule(self, pod: Obj) -> None:
+        ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        cname = f"{pname}-gpu-{self._serial:05d}"
+        pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": cname}]
+        free = self._free_device("gpu.nvidia.com") if self.schedulable else None
+        if free is None:
+            if ("ResourceClaim", ns, cname) not in self.objects:
+                c = fx.claim(pname, "", "")
+                c["metadata"].update(name=cname, namespace=ns)
+                c["status"] = {}
+                self._put(c)
+                self._put({"apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": "FailedScheduling",
+                           "metadata": {"name": f"{pname}.fs", "namespace": ns},
+                           "involvedObject": {"kind": "Pod", "name": pname},
+                           "source": {"component": pod["spec"].get("schedulerName", "default-scheduler")},
+                           "message": "0/2 nodes are available: 2 cannot allocate all claims."})
+            return
+        node, gpu = free
+        c = fx.claim(pname, node, f"gpu-{gpu}")
+        c["metadata"].update(name=cname, namespace=ns)
+        self._put(c)
+        pod["spec"]["nodeName"] = node
+        scheduler = pod["spec"].get("schedulerName", "default-scheduler")
+        ev = fx.scheduled_event(pname, node, scheduler)
+        ev["metadata"] = {"name": f"{pname}.sched", "namespace": ns}
+        self._put(ev)
+        uuid = "GPU-00000000-1111-2222-3333-444444444444" if self.wrong_uuid else fx.gpu_uuid(node, gpu)
+        pod["_log"] = {ctr["name"]: fx.nvidia_smi_log(pname, node, pod["metadata"]["labels"]["ck8s-gpu.io/smoke-case"],
+                                                      ctr["name"], [uuid]) for ctr in pod["spec"]["containers"]}
+        if self.kubelet:
+            pod["status"]["phase"] = "Running"
+            pod["status"]["containerStatuses"] = [{"name": ctr["name"], "state": {"running": {}}}
+                                                  for ctr in pod["spec"]["containers"]]
+        else:  # KWOK's stages: straight to Succeeded, the claim controller deletes the claim
+            self._finish_pod(pod)
+        self._put(pod, "MODIFIED")
+
+    def _finish_pod(self, pod: Obj, delete: bool = False) -> None:
+        ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        code = 1 if self.fail_pods else 0
+        pod["status"]["phase"] = "Failed" if code else "Succeeded"
+        pod["status"]["containerStatuses"] = [
+            {"name": c["name"], "state": {"terminated": {"exitCode": code, "reason": "Error" if code else "Completed"}}}
+            for c in pod["spec"]["containers"]]
+        for s in pod["status"].get("resourceClaimStatuses", []):
+            key = ("ResourceClaim", ns, s["resourceClaimName"])
+            if key in self.objects:
+                self._drop(key)
+        if delete:
+            self._drop(("Pod", ns, pname))
+
+    def _job_status(self, job: Obj) -> None:
+        ns, jname = job["metadata"]["namespace"], job["metadata"]["name"]
+        if job["spec"].get("suspend") or any(c["type"] in ("Complete", "Failed")
+                                             for c in job.get("status", {}).get("conditions", [])):
+            return
+        pods = [p for p in self.of("Pod", ns) if p["metadata"]["labels"].get("job-name") == jname]
+        done = [p for p in pods if p["status"]["phase"] == "Succeeded"]
+        failed = [p for p in pods if p["status"]["phase"] == "Failed"]
+        st = job.setdefault("status", {})
+        st.update(succeeded=len(done), failed=len(failed), active=len(pods) - len(done) - len(failed))
+        if failed:
+            st["conditions"] = [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                                 "message": "Job has reached the specified backoff limit"}]
+        elif len(done) >= job["spec"]["completions"]:
+            st["conditions"] = [{"type": "Complete", "status": "True"}]
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> None:
+    for k, v in patch.items():
+        if isinstance(v, dict) and isinstance(target.get(k), dict):
+            _merge(target[k], v)
+        elif v is None:
+            target.pop(k, None)
+        else:
+            target[k] = copy.deepcopy(v)
+
+
+class FakeClock:
+    def __init__(self, cluster: FakeCluster | None = None) -> None:
+        self.now = 1000.0
+        self.cluster = cluster
+        self.slept = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+
+    def wall_ms(self) -> int:
+        return int(self.now * 1000)
