@@ -79,7 +79,7 @@ def table(report: dict[str, Any], width: int = 100) -> str:
     tests = report["results"]["tests"]
     rows = [("CHECK", "HOP", "RESULT", "MS", "DETAIL")]
     for t in tests:
-        rows.append((t["name"], t["extra"]["hop"], MARK.get(t["status"], t["status"]), f"{t['duration']:.0f}",
+        rows.append((t["name"], t["extra"]["hop"], MARK.get(t["status"], t["status"]), f"{t['duration']:.1f}",
                      t["message"]))
     w = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = []

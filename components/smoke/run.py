@@ -310,12 +310,13 @@ def install(gw: Gateway, objects: Sequence[Obj], namespace: str, created: list[R
 def cleanup(gw: Gateway, created: list[Ref], say: Callable[[str], None] = lambda _m: None) -> list[str]:
     """Delete what `install` created, newest first; returns what could not be deleted."""
     left = []
-    for ref in reversed(created):
+    while created:
+        ref = created[-1]  # popped only once handled: an interrupt leaves `created` = what is left
         try:
             gw.delete(ref.api_version, ref.kind, ref.name, ref.namespace,
                       propagation="Foreground" if ref.kind == "Job" else "Background")
         except Exception as exc:  # keep going: every object gets its try
             left.append(f"{ref}: {exc}")
-    created.clear()
+        created.pop()
     say("cleaned up" if not left else f"could not delete {len(left)} object(s)")
     return left

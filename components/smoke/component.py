@@ -1,0 +1,83 @@
+"""SmokeTest: installs charts/gpu-smoke-test after the add-ons it needs, then gates the update on
+the smoke run (see docs/adr for why a dynamic resource and not a Helm test hook)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import pins
+from components.charts import chart_dir
+from components.cluster import ClusterHandle
+from components.settings.model import Settings
+from components.smoke.plan import smoke_plan
+from components.smoke.provider import SmokeRun
+from components.smoke.run import NAMESPACE_LABELS
+from components.smoke.values import CHART
+
+TYPE = "ck8s-gpu:index:SmokeTest"
+# Installing is quick (a ConfigMap, claim templates, suspended Jobs); the run has its own budget.
+HELM_TIMEOUT_SECONDS = 300
+
+
+def chart_path(cwd: Path | None = None) -> str:
+    """Relative to the Pulumi project when possible: state must not change with the checkout path."""
+    path = chart_dir(CHART)
+    try:
+        return str(path.relative_to(cwd or Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+class SmokeTest(pulumi.ComponentResource):
+    report: pulumi.Output[Any]
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        cluster: ClusterHandle,
+        depends_on: Sequence[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        if not settings.smoke_test.enabled:
+            self.report = pulumi.Output.from_input({"status": "disabled", "reason": "smokeTest.enabled is false"})
+            self.register_outputs({"report": self.report})
+            return
+        plan = smoke_plan(settings, cluster.facts, pins.image("smoke-test"))
+        self.run_id = plan.run_id
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=plan.namespace, labels=NAMESPACE_LABELS),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.ready])),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-chart",
+            k8s.helm.v3.ReleaseArgs(
+                name=plan.release,
+                chart=chart_path(),
+                namespace=plan.namespace,
+                values=plan.values,
+                timeout=HELM_TIMEOUT_SECONDS,
+                cleanup_on_fail=True,
+                max_history=5,
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.ready, self.namespace, *depends_on])
+            ),
+        )
+        self.run = SmokeRun(
+            f"{name}-run",
+            kubeconfig=cluster.kubeconfig,
+            spec=plan.spec(),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release],
+                                        additional_secret_outputs=["kubeconfig"]),
+        )
+        self.report = self.run.report
+        self.register_outputs({"report": self.report, "runId": plan.run_id, "namespace": plan.namespace})
