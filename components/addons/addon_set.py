@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 from components import pins
 from components.addons.base import Addon, AddonContext
 from components.addons.gpu_operator import CLUSTER_POLICY
-from components.addons.graph import AddonGraphError, InstallGraph, install_graph
+from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
 from components.charts import chart_dir
 from components.cluster import ClusterHandle
 from components.k8s_wait import WaitFor
@@ -70,13 +70,6 @@ def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
     return args
 
 
-def contexts(settings: Settings, graph: InstallGraph, facts: Any) -> dict[str, AddonContext]:
-    return {
-        a.name: AddonContext(settings, facts, graph.capabilities, graph.names, a.version(settings))
-        for a in graph.order
-    }
-
-
 class AddonSet(pulumi.ComponentResource):
     releases: dict[str, pulumi.Resource]
     ready: dict[str, pulumi.Resource]  # what a dependant of each add-on waits for
@@ -103,7 +96,7 @@ class AddonSet(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.ready])),
             )
 
-        ctxs = contexts(settings, graph, cluster.facts)
+        ctxs = contexts(graph, settings, cluster.facts)
         for addon in graph.order:  # dependencies first: their ready gates exist already
             args = release_args(addon, ctxs[addon.name])
             repo = args.pop("repository_opts", None)

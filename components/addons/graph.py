@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from components.addons.base import Addon, Capability
+from components.addons import advertisers
+from components.addons.base import Addon, AddonContext, Capability
 from components.addons.catalog import ADDONS, PLATFORM_CAPABILITIES, platform_default
+from components.cluster import ClusterFacts, cluster_facts
 from components.settings.model import Settings
 
 
@@ -76,19 +79,40 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
                     f"does not (settings.gpuStack.clusterProvides)"
                 )
         for other in a.conflicts:
-            if other in by_name and a.name < other:  # report each pair once
-                problems.append(f"{a.name} and {other} cannot both be enabled (they advertise the same GPUs)")
+            if other in by_name:
+                first, second = sorted((a.name, other))  # declared on either side, reported once
+                problems.append(f"{first} and {second} cannot both be enabled (they advertise the same GPUs)")
         problems.extend(f"{a.name}: {p}" for p in a.check(settings))
         edges[a.name] = tuple(dict.fromkeys(deps))
     order, cycles = _toposort([a.name for a in addons], edges)
     problems.extend(f"dependency cycle: {' -> '.join(c)}" for c in cycles)
-    if problems:
-        raise AddonGraphError(problems)
-    return InstallGraph(
+    graph = InstallGraph(
         order=tuple(by_name[n] for n in order),
         edges=edges,
         capabilities=cluster_caps | frozenset(providers),
     )
+    if not problems:  # values are judged only on an otherwise sound graph
+        problems.extend(advertisers.problems(final_values(graph, settings)))
+    if problems:
+        raise AddonGraphError(problems)
+    return graph
+
+
+def contexts(graph: InstallGraph, settings: Settings, facts: ClusterFacts | None = None) -> dict[str, AddonContext]:
+    facts = facts or cluster_facts(settings)
+    return {
+        a.name: AddonContext(settings, facts, graph.capabilities, graph.names, a.version(settings))
+        for a in graph.order
+    }
+
+
+def final_values(graph: InstallGraph, settings: Settings) -> dict[str, dict[str, Any]]:
+    """add-on -> the values its release gets (computed, then the stack's overrides)."""
+    return {name: by_name_of(graph)[name].final_values(ctx) for name, ctx in contexts(graph, settings).items()}
+
+
+def by_name_of(graph: InstallGraph) -> dict[str, Addon]:
+    return {a.name: a for a in graph.order}
 
 
 def _toposort(names: list[str], edges: dict[str, tuple[str, ...]]) -> tuple[list[str], list[list[str]]]:

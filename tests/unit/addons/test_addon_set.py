@@ -1,0 +1,158 @@
+"""AddonSet under the mock engine: what is registered, with which dependencies and options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+
+from components.addons.addon_set import AddonSet
+from components.cli.mockengine import MASK, PlanRun, Recorded, run_program
+from components.settings import Settings
+from tests.unit.addons.helpers import StandInCluster, settings
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+WAIT = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
+
+
+def run(s: Settings) -> PlanRun:
+    def program() -> None:
+        addons = AddonSet("gpu", s, StandInCluster(s))
+        pulumi.export("smoke", pulumi.Output.all(*[r.urn for r in addons.smoke_dependencies]))
+        pulumi.export("releases", sorted(addons.releases))
+
+    return run_program(program, {}, stack="test")
+
+
+def by_name(r: PlanRun) -> dict[str, Recorded]:
+    return {x.name: x for x in r.resources}
+
+
+def ancestors(r: PlanRun, name: str) -> set[str]:
+    """Every resource `name` waits for, directly or through others (by resource name)."""
+    urn_to_name = {x.urn: x.name for x in r.resources}
+    res = by_name(r)
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        for dep in res[todo.pop()].dependencies:
+            dep_name = urn_to_name[dep]
+            if dep_name not in seen:
+                seen.add(dep_name)
+                todo.append(dep_name)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def aws() -> PlanRun:
+    return run(settings("aws"))
+
+
+def test_chain_operator_then_cluster_policy_gate_then_dra_driver(aws: PlanRun) -> None:
+    res = by_name(aws)
+    gate = res["gpu-gpu-operator-cluster-policy-ready"]
+    assert gate.type == WAIT
+    assert gate.inputs["kind"] == "ClusterPolicy" and gate.inputs["objectName"] == "cluster-policy"
+    assert gate.inputs["jsonpath"] == "{.status.state}" and gate.inputs["equals"] == "ready"
+    assert gate.inputs["kubeconfig"] == MASK
+    assert res["gpu-gpu-operator"].urn in gate.dependencies
+    assert gate.urn in res["gpu-dra-driver"].dependencies
+
+
+def test_kai_queues_and_observability_never_wait_for_the_gpu_stack(aws: PlanRun) -> None:
+    gpu = {"gpu-gpu-operator", "gpu-gpu-operator-cluster-policy-ready", "gpu-dra-driver"}
+    for name in ("gpu-kai-scheduler", "gpu-kai-queues", "gpu-kube-prometheus-stack", "gpu-observability"):
+        assert not ancestors(aws, name) & gpu, name
+    assert "gpu-kai-scheduler" in ancestors(aws, "gpu-kai-queues")
+    assert "gpu-kube-prometheus-stack" in ancestors(aws, "gpu-observability")
+
+
+def test_longest_release_chain_is_operator_gate_dra(aws: PlanRun) -> None:
+    res = by_name(aws)
+    own = {n for n, x in res.items() if x.type in (RELEASE, WAIT)}
+
+    def depth(name: str) -> int:
+        return 1 + max((depth(a) for a in ancestors(aws, name) & own), default=0)
+
+    deepest = max(own, key=depth)
+    assert deepest == "gpu-dra-driver" and depth(deepest) == 3
+
+
+def test_every_release_is_wired_and_bounded(aws: PlanRun) -> None:
+    res = by_name(aws)
+    component = res["gpu"]
+    assert component.type == "ck8s-gpu:index:AddonSet"
+    releases = [x for x in aws.resources if x.type == RELEASE]
+    assert {x.name for x in releases} == {
+        "gpu-gpu-operator", "gpu-dra-driver", "gpu-kai-scheduler", "gpu-kai-queues",
+        "gpu-kube-prometheus-stack", "gpu-observability"}
+    for x in releases:
+        assert x.parent == component.urn
+        assert x.provider.startswith("cluster-k8s"), x.provider
+        assert res["cluster-api-ready"].urn in x.dependencies
+        assert x.inputs["timeout"] > 0  # seconds (numbers travel as floats on the wire)
+        assert x.timeouts["create"].endswith("s")
+        ns = x.inputs["namespace"]
+        assert res[f"gpu-ns-{ns}"].urn in x.dependencies
+        assert x.inputs["createNamespace"] is False
+    assert res["gpu-gpu-operator"].inputs["timeout"] == 20 * 60
+    assert res["gpu-gpu-operator"].inputs["disableOpenapiValidation"] is True
+
+
+def test_release_inputs_are_readable_and_pinned(aws: PlanRun) -> None:
+    res = by_name(aws)
+    op = res["gpu-gpu-operator"].inputs
+    assert (op["chart"], op["version"], op["repositoryOpts"]["repo"]) == (
+        "gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia")
+    dra = res["gpu-dra-driver"].inputs
+    assert dra["chart"] == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+    assert dra["name"] == "dra-driver-nvidia-gpu" and dra["namespace"] == "nvidia-dra-driver-gpu"
+    assert dra["values"]["resourceApiVersion"] == "resource.k8s.io/v1"
+    queues = res["gpu-kai-queues"].inputs
+    assert queues["chart"].endswith("charts/kai-queues") and "version" not in queues
+    assert [q["name"] for q in queues["values"]["queues"]] == ["gpu-root", "default", "smoke-test"]
+
+
+def test_namespaces_carry_pod_security_labels(aws: PlanRun) -> None:
+    levels = {
+        x.inputs["metadata"]["name"]: x.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+        for x in aws.resources if x.type == "kubernetes:core/v1:Namespace"
+    }
+    assert levels == {"gpu-operator": "privileged", "nvidia-dra-driver-gpu": "privileged",
+                      "kai-scheduler": "baseline", "monitoring": "privileged",
+                      "gpu-observability": "restricted"}
+
+
+def test_smoke_dependencies(aws: PlanRun) -> None:
+    urns = {x.name: x.urn for x in aws.resources}
+    assert aws.outputs["smoke"] == [urns["gpu-dra-driver"], urns["gpu-kai-scheduler"], urns["gpu-kai-queues"]]
+
+
+def test_kind_profile_uses_the_fake_operator_and_the_real_kai() -> None:
+    r = run(settings("kind"))
+    urns = {x.name: x.urn for x in r.resources}
+    assert r.outputs["releases"] == ["fake-gpu-operator", "kai-queues", "kai-scheduler",
+                                     "kube-prometheus-stack", "observability"]
+    assert r.outputs["smoke"] == [urns["gpu-fake-gpu-operator"], urns["gpu-kai-scheduler"], urns["gpu-kai-queues"]]
+    assert not [x for x in r.resources if x.type == WAIT]  # no ClusterPolicy without the operator
+    obs = by_name(r)["gpu-observability"].inputs["values"]
+    assert obs["serviceMonitor"]["enabled"] is True  # the fake exporter has no ServiceMonitor of its own
+
+
+def test_invalid_graph_registers_nothing() -> None:
+    s = settings("kind", gpuStack={"addons": {"gpuOperator": {"enabled": True}}})
+    with pytest.raises(Exception, match="cannot both be enabled") as err:
+        run(s)
+    assert "add-on graph is invalid" in str(err.value)
+
+
+def _inputs(r: PlanRun, name: str) -> dict[str, Any]:
+    return by_name(r)[name].inputs
+
+
+def test_local_installs_only_own_charts_when_crds_exist() -> None:
+    s = settings("local", gpuStack={"clusterProvides": ["kai-crds"]}, smokeTest={"scheduler": "default"})
+    r = run(s)
+    assert r.outputs["releases"] == ["kai-queues"]
+    assert r.outputs["smoke"] == []  # the local publisher is the cluster's own
