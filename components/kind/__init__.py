@@ -1,0 +1,1 @@
+"""kind preview clusters: the generated config, its strict schema and the create/delete scripts."""

@@ -1,0 +1,68 @@
+"""ExistingCluster / LocalCluster: a cluster someone else made, reached through a secret kubeconfig.
+
+`existing`: a Canonical Kubernetes cluster whose nodes already joined (the node pools describe
+them). `local`: the CI control plane with KWOK GPU nodes (tools/localcluster.py); its facts say
+simulated GPUs and no kubelet. Nothing is created but the readiness gate and the provider.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.cluster import ClusterFacts, cluster_facts
+from components.k8s_ready import ApiReady
+from components.platforms.gate import ready_and_provider
+from components.settings.model import Settings
+
+API_READY_TIMEOUT_SECONDS = 300
+
+
+class ExistingCluster(pulumi.ComponentResource):
+    """Implements components.cluster.ClusterHandle for platform `existing`."""
+
+    PLATFORM = "existing"
+    TYPE = "ck8s-gpu:index:ExistingCluster"
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        kubeconfig: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(self.TYPE, name, None, opts)
+        if settings.platform != self.PLATFORM:
+            raise ValueError(f"{type(self).__name__} needs settings with platform {self.PLATFORM}, "
+                             f"got {settings.platform}")
+        self._facts = cluster_facts(settings)
+        self._kubeconfig: pulumi.Output[str] = pulumi.Output.secret(kubeconfig)
+        # One Ready node proves the API and the credentials work; the add-ons' own readiness
+        # waits cover the GPU nodes (their number on an existing cluster is the operator's business).
+        self._ready, self._provider = ready_and_provider(
+            name, self, self._kubeconfig, min_ready_nodes=1, timeout_seconds=API_READY_TIMEOUT_SECONDS
+        )
+        self.register_outputs({"kubeconfig": self._kubeconfig, "endpoint": self._ready.endpoint})
+
+    @property
+    def provider(self) -> k8s.Provider:
+        return self._provider
+
+    @property
+    def kubeconfig(self) -> pulumi.Output[str]:
+        return self._kubeconfig
+
+    @property
+    def ready(self) -> ApiReady:
+        return self._ready
+
+    @property
+    def facts(self) -> ClusterFacts:
+        return self._facts
+
+
+class LocalCluster(ExistingCluster):
+    """Implements components.cluster.ClusterHandle for platform `local` (KWOK GPU nodes)."""
+
+    PLATFORM = "local"
+    TYPE = "ck8s-gpu:index:LocalCluster"
