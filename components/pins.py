@@ -76,7 +76,8 @@ CHARTS: dict[str, ChartPin] = {
     "kai-scheduler": ChartPin("kai-scheduler", "oci://ghcr.io/kai-scheduler/kai-scheduler", "v0.17.0"),
     "fake-gpu-operator": ChartPin("fake-gpu-operator", "oci://ghcr.io/run-ai/fake-gpu-operator", "0.2.0"),
     "kube-prometheus-stack": ChartPin(
-        "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "79.10.0"
+        # 88.5.3 (2026-08-21; prometheus-operator v0.93.1): 79.10.0 dated from 2025-12.
+        "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.5.3"
     ),
     "aws-cloud-controller-manager": ChartPin(
         "aws-cloud-controller-manager", "https://kubernetes.github.io/cloud-provider-aws", "0.0.10"
