@@ -39,6 +39,7 @@ PLATFORMS = ("aws", "existing", "kind", "local")
 
 
 def _dra_driver(settings: Settings) -> Default:
+    """on with allocation dra or computeDomains"""
     # GPUs through DRA, or ComputeDomains next to the device plugin; otherwise nothing to serve.
     return "on" if settings.gpu_stack.allocation == "dra" or settings.gpu_stack.compute_domains else "off"
 
