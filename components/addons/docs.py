@@ -66,7 +66,8 @@ def render() -> str:
     for a in ADDONS:
         chart, repo, version = _chart(a)
         needs = ", ".join(f"`{n}`" for n in a.needs) or "-"
-        timeout = f"{a.timeout_seconds // 60} min" + (" + ClusterPolicy ready" if a.readiness == "cluster-policy" else "")
+        gate = " + ClusterPolicy ready" if a.readiness == "cluster-policy" else ""
+        timeout = f"{a.timeout_seconds // 60} min{gate}"
         cells = [f"`{a.name}`", chart, version, repo, f"`{a.namespace}` ({a.pod_security})", needs,
                  _provides(a), timeout, *(_default(a, p) for p in PLATFORMS)]
         lines.append("| " + " | ".join(cells) + " |")
