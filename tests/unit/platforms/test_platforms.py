@@ -21,6 +21,7 @@ from components.platforms.identity import cluster_identity
 from components.settings import parse_settings
 from components.settings.load import load_stack
 from components.settings.model import Settings
+from tests.unit.platforms.conftest import KIND_KUBECONFIG
 
 ROOT = Path(__file__).resolve().parents[3]
 CA_A = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n").decode()
@@ -86,6 +87,9 @@ def test_kind_graph_command_then_api_gate_then_provider() -> None:
     assert ready.inputs["minReadyNodes"] == 3
     assert "kubeconfig" in ready.secret_paths and "kubeconfig" in provider.secret_paths
     assert provider.inputs["deleteUnreachable"] in (True, "true")
+    # The cluster is identified by the CA in kind's kubeconfig (a rebuilt cluster has a new one).
+    assert provider.inputs["clusterIdentifier"] == cluster_identity(KIND_KUBECONFIG)
+    assert "client-key-data" not in str([r.inputs for r in run.resources])
     assert run.outputs["kubeconfig"] == "[secret]"
     facts = handle["h"].facts
     assert [(p.name, p.nodes, p.gpus_per_node, p.product_name) for p in facts.pools] == [("gpu", 2, 4, "NVIDIA L4")]
