@@ -19,6 +19,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "Pod": ("pods", True),
     "Event": ("events", True),
     "ConfigMap": ("configmaps", True),
+    "NetworkPolicy": ("networkpolicies", True),
     "Service": ("services", True),
     "Job": ("jobs", True),
     "EndpointSlice": ("endpointslices", True),

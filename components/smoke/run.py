@@ -276,9 +276,14 @@ def run_smoke(gw: Gateway, spec: RunSpec, **kw: Any) -> Outcome:
 
 # --- install / clean up (the CLI; under Pulumi, helm owns the objects) -------------------------
 
-INSTALL_ORDER = ("Namespace", "ConfigMap", "ResourceClaimTemplate", "PodGroup", "Job")
+INSTALL_ORDER = ("Namespace", "NetworkPolicy", "ConfigMap", "ResourceClaimTemplate", "PodGroup", "Job")
 # The pods meet the restricted standard: enforce it where the smoke test makes its own namespace.
-NAMESPACE_LABELS = {"pod-security.kubernetes.io/enforce": "restricted", "app.kubernetes.io/part-of": "ck8s-gpu"}
+NAMESPACE_LABELS = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+    "app.kubernetes.io/part-of": "ck8s-gpu",
+}
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ def chart_values(
         "suspend": True,
         "tolerations": tolerations(settings),
         "nodeSelector": {},
+        "networkPolicy": {"enabled": True},
         "cases": {
             "sharedClaim": t.shared_claim,
             "gang": t.gang,

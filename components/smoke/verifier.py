@@ -20,6 +20,7 @@ from components.smoke.expectations import (
     INSTANCE_TYPE_LABEL,
     NO_KUBELET,
     POD_GROUP_ANNOTATION,
+    POOL_LABELS,
     QUEUE_LABEL,
     RUN_LABEL,
     CaseExpectation,
@@ -155,17 +156,21 @@ def check_slices(v: _View) -> CheckResult:
         for p in exp.pools:
             by_type.setdefault(p.instance_type, set()).add(p.gpus_per_node)
         uniform = {p.gpus_per_node for p in exp.pools}
+        named = {p.name: p for p in exp.pools}
         for node, count in counts.items():
-            itype = labels(v.nodes.get(node, {})).get(INSTANCE_TYPE_LABEL, "")
-            options = by_type.get(itype) or uniform
+            lb = labels(v.nodes.get(node, {}))
+            itype = lb.get(INSTANCE_TYPE_LABEL, "")
+            # The pool label names the pool; else the instance type; else all pools agree.
+            pool = next((named[lb[k]] for k in POOL_LABELS if lb.get(k) in named), None)
+            options = {pool.gpus_per_node} if pool else (by_type.get(itype) or uniform)
             if len(options) != 1:
                 problems.append(f"node {node}: cannot tell its pool (instance type '{itype or 'unlabelled'}' "
                                 f"matches none of {sorted(by_type)})")
                 continue
             expected = next(iter(options))
             if count != expected:
-                pool = next((p for p in exp.pools if p.gpus_per_node == expected
-                             and (p.instance_type == itype or len(uniform) == 1)), None)
+                pool = pool or next((p for p in exp.pools if p.gpus_per_node == expected
+                                     and (p.instance_type == itype or len(uniform) == 1)), None)
                 where = f" (pool {pool.name}, {pool.instance_type})" if pool else ""
                 problems.append(f"node {node} advertises {count} GPU(s), expected {expected}{where}")
         wanted_nodes = sum(p.nodes for p in exp.pools)

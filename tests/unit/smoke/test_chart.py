@@ -214,3 +214,16 @@ def test_schema_requires_every_value_the_builder_sets() -> None:
     with pytest.raises(kubernetes_validate.ValidationError):  # sanity: the helper itself is strict
         kubernetes_validate.validate({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
                                       "bogus": 1}, "1.34.0", strict=True)
+
+
+def test_namespace_is_default_deny_as_the_isolation_policy_requires() -> None:
+    from components.policies.namespaces import smoke_isolation_problem
+    from components.smoke.component import chart_path
+
+    plan = sf.plan(sf.AWS)
+    deny = [o for o in rendered(plan) if o["kind"] == "NetworkPolicy"]
+    assert [o["spec"] for o in deny] == [{"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}]
+    props = {"chart": chart_path(), "namespace": plan.namespace, "name": plan.release, "values": plan.values}
+    assert smoke_isolation_problem([("kubernetes:helm.sh/v3:Release", props)], plan.namespace) is None
+    off = {**props, "values": {**plan.values, "networkPolicy": {"enabled": False}}}
+    assert smoke_isolation_problem([("kubernetes:helm.sh/v3:Release", off)], plan.namespace) is not None

@@ -45,7 +45,7 @@ def execute(cluster: FakeCluster, *argv: str, **kw: Any) -> tuple[int, str, str]
 
 
 def leftovers(cluster: FakeCluster) -> list[str]:
-    kinds = ("Namespace", "ConfigMap", "ResourceClaimTemplate", "PodGroup", "Job", "Pod")
+    kinds = ("Namespace", "NetworkPolicy", "ConfigMap", "ResourceClaimTemplate", "PodGroup", "Job", "Pod")
     return [f"{k}/{o['metadata']['name']}" for k in kinds for o in cluster.of(k)]
 
 

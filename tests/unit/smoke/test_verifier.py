@@ -346,3 +346,22 @@ def test_kwok_overlapping_reuse_of_one_gpu_is_caught() -> None:
     got = by_name(verify(w.exp, w.snap))["distinct-gpus"]
     assert got.status == FAILED
     assert got.message == f"pods {w.pods[0]} and {w.pods[1]} held {fx.NODES[0]}/gpu-0 at the same time"
+
+
+def test_pool_label_beats_instance_type() -> None:
+    """Two pools of the same instance type but different declared GPU counts: the pool label decides."""
+    w = fx.real_world()
+    w.exp = replace(w.exp, pools=(PoolExpectation("a", "g6.xlarge", 1, 1, "NVIDIA L4"),
+                                  PoolExpectation("b", "g6.xlarge", 1, 2, "NVIDIA L4")))
+    w.snap.nodes[0]["metadata"]["labels"]["ck8s-gpu/pool"] = "a"
+    w.snap.nodes[1]["metadata"]["labels"]["run.ai/simulated-gpu-node-pool"] = "b"
+    got = by_name(verify(w.exp, w.snap))["resource-slices"]
+    assert got.message == f"node {fx.NODES[1]} advertises 1 GPU(s), expected 2 (pool b, g6.xlarge)"
+
+
+def test_pool_labels_match_what_the_platforms_apply() -> None:
+    from components.addons.nodes import SIMULATED_POOL_LABEL
+    from components.aws.userdata import POOL_LABEL
+    from components.smoke.expectations import POOL_LABELS
+
+    assert POOL_LABELS == (POOL_LABEL, SIMULATED_POOL_LABEL)
