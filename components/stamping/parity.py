@@ -1,0 +1,102 @@
+"""Region parity (pure): two regions' plans may differ ONLY in region-scoped values.
+
+Each plan's resources.json is normalised with what is region-scoped in its own settings, then the
+two are diffed by resource key; whatever remains is a parity violation. Region-scoped:
+- the region and the backup region (AZ names `<region>a`, ARNs, endpoints follow from them);
+- the cluster name (`ck8s-<env>-<region>`), so every name and URN derived from it;
+- AZ ids (`use1-az1`), AMI ids, provider-computed ids (the plan's fake ids, hashes);
+- the VPC CIDR and the CIDRs inside it, ONLY when the two regions configure different VPC CIDRs
+  (compared as offsets inside their VPC, so a changed subnet layout still shows).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from components.plan.diff import PlanDiff, diff_resources
+from components.settings.model import Settings
+
+AMI = re.compile(r"\bami-[0-9a-f]{8,17}\b")
+ZONE_ID = re.compile(r"\b[a-z]{2,4}\d{0,2}-{1,2}az\d+\b")
+HASH = re.compile(r"\b[0-9a-f]{17,64}\b")
+CIDR = re.compile(r"\b(\d{1,3}(?:\.\d{1,3}){3})/(\d{1,2})\b")
+
+
+@dataclass(frozen=True)
+class RegionScope:
+    region: str
+    cluster_name: str
+    backup_region: str | None
+    vpc_cidr: str | None  # set only when the two plans configure different VPC CIDRs
+
+    @staticmethod
+    def pair(a: Settings, b: Settings) -> tuple[RegionScope, RegionScope]:
+        per_region = a.network.vpc_cidr != b.network.vpc_cidr
+        return tuple(  # type: ignore[return-value]
+            RegionScope(s.region or "", s.cluster_name, s.backup.region if s.backup else None,
+                        s.network.vpc_cidr if per_region else None)
+            for s in (a, b)
+        )
+
+
+def _cidr(match: re.Match[str], vpc: ipaddress.IPv4Network) -> str:
+    try:
+        net = ipaddress.IPv4Network(f"{match.group(1)}/{match.group(2)}", strict=False)
+    except ValueError:
+        return match.group(0)
+    if not net.subnet_of(vpc):
+        return match.group(0)
+    offset = int(net.network_address) - int(vpc.network_address)
+    return f"<vpc>+{offset}/{net.prefixlen}"
+
+
+class _Normaliser:
+    def __init__(self, scope: RegionScope, names: Iterable[str]) -> None:
+        self.scope = scope
+        self.vpc = ipaddress.IPv4Network(scope.vpc_cidr) if scope.vpc_cidr else None
+        # Fake ids of the offline plan are `<logical name>-<8 hex>`; names carry the cluster name.
+        alternatives = sorted({re.escape(n) for n in names if n}, key=len, reverse=True)
+        self.fake_id = re.compile(rf"\b({'|'.join(alternatives)})-[0-9a-f]{{8}}\b") if alternatives else None
+
+    def text(self, value: str) -> str:
+        if self.fake_id is not None:
+            value = self.fake_id.sub(lambda m: f"<id:{m.group(1)}>", value)
+        value = AMI.sub("<ami>", value)
+        value = HASH.sub("<hash>", value)
+        value = value.replace(self.scope.cluster_name, "<cluster>")
+        if self.scope.backup_region:
+            value = value.replace(self.scope.backup_region, "<backup-region>")
+        value = value.replace(self.scope.region, "<region>")
+        value = ZONE_ID.sub("<zone-id>", value)
+        if self.vpc is not None:
+            vpc = self.vpc
+            value = CIDR.sub(lambda m: _cidr(m, vpc), value)
+        return value
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        return value
+
+
+def normalise(resources: list[dict[str, Any]], scope: RegionScope) -> list[dict[str, Any]]:
+    """resources.json entries with every region-scoped value replaced by a placeholder."""
+    norm = _Normaliser(scope, (str(r.get("name", "")) for r in resources))
+    out: list[dict[str, Any]] = norm.value(resources)
+    return out
+
+
+def violations(
+    a: list[dict[str, Any]], a_settings: Settings, b: list[dict[str, Any]], b_settings: Settings
+) -> PlanDiff:
+    """What differs between two regions' plans beyond region-scoped values (empty = parity)."""
+    scope_a, scope_b = RegionScope.pair(a_settings, b_settings)
+    return diff_resources(normalise(a, scope_a), normalise(b, scope_b))
