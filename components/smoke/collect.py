@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL, Expectations
 from components.smoke.gateway import Gateway, KubeError, KubeUnreachable, Obj
@@ -29,6 +30,7 @@ class ClaimRecorder:
         self.gw, self.namespace, self.api = gateway, namespace, api_version
         self._claims: dict[str, Obj] = {}
         self._history: list[Obj] = []
+        self._versions: dict[str, Any] = {}
         self._lock = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -38,8 +40,10 @@ class ClaimRecorder:
         with self._lock:
             old = self._claims.get(name(claim))
             version = claim.get("metadata", {}).get("resourceVersion")
-            if kind == "DELETED" or old is None or old.get("metadata", {}).get("resourceVersion") != version:
+            # History: every new version once (a list repeats what the watch already delivered).
+            if kind == "DELETED" or self._versions.get(name(claim)) != version:
                 self._history.append({"type": kind, "object": claim})
+                self._versions[name(claim)] = version
             # A later version without allocation (released, being deleted) must not hide the allocation.
             if old is None or allocation_results(claim) or not allocation_results(old):
                 self._claims[name(claim)] = claim
