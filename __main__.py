@@ -2,9 +2,21 @@
 
 import pulumi
 
+from components.addons.addon_set import AddonSet
+from components.platforms import make_cluster
 from components.settings.from_pulumi import load_settings
+from components.smoke.component import SmokeTest
 
 settings = load_settings()  # validated before any resource exists; bad input ends here cleanly
+kubeconfig = pulumi.Config("ck8s-gpu").get_secret("kubeconfig") if settings.platform in ("existing", "local") else None
+
+cluster = make_cluster(settings.cluster_name, settings, kubeconfig)
+addons = AddonSet("gpu-stack", settings, cluster)
+smoke = SmokeTest("smoke-test", settings, cluster, depends_on=addons.smoke_dependencies)
 
 pulumi.export("platform", settings.platform)
+pulumi.export("environment", settings.environment)
 pulumi.export("clusterName", settings.cluster_name)
+pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export("addons", [addon.name for addon in addons.graph.order])
+pulumi.export("smokeReport", smoke.report)

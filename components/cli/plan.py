@@ -36,10 +36,15 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"ck8s-gpu plan: --diff {args.diff}: not a resources.json ({exc})", file=sys.stderr)
             return 2
+    import pulumi
+
     try:
         plan = plan_stack(args.stack, args.stacks_dir)
     except SettingsError as exc:
         print(f"ck8s-gpu plan: {exc.message}", file=sys.stderr)
+        return 2
+    except pulumi.RunError as exc:  # a component refused the settings (e.g. the add-on graph)
+        print(f"ck8s-gpu plan: {exc}", file=sys.stderr)
         return 2
     config = read_stack_file(stack_file(args.stack, args.stacks_dir))
     if plan.settings.platform == "existing" and KUBECONFIG_KEY not in config:

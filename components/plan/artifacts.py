@@ -13,6 +13,7 @@ import yaml
 
 from components.charts import CHARTS_DIR, render
 from components.cli.mockengine import MASK, Recorded
+from components.plan.portable import portable
 from components.plan.run import PROJECT_DIR, Plan
 from components.plan.tree import counts
 
@@ -21,24 +22,13 @@ USER_DATA_TYPES = {"aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/instance:In
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def _portable(value: Any) -> Any:
-    """Strip this checkout's absolute path so plans from two machines compare equal."""
-    if isinstance(value, str):
-        return value.replace(f"{PROJECT_DIR}/", "")
-    if isinstance(value, dict):
-        return {k: _portable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_portable(v) for v in value]
-    return value
-
-
 def resources_document(plan: Plan) -> dict[str, Any]:
     return {
         "project": "ck8s-gpu",
         "stack": plan.stack,
         "counts": counts(plan.resources),
-        "outputs": _portable(plan.outputs),
-        "resources": [_portable(r.to_json()) for r in plan.resources],
+        "outputs": portable(plan.outputs),
+        "resources": [portable(r.to_json()) for r in plan.resources],
     }
 
 
@@ -96,7 +86,7 @@ def write(plan: Plan, out: Path) -> list[Path]:
         if r.type in USER_DATA_TYPES and (text := user_data(r)) is not None:
             put(f"user-data/{name}.yaml", text)
         elif r.type == RELEASE:
-            values = _portable(r.inputs.get("values") or {})
+            values = portable(r.inputs.get("values") or {})
             put(f"releases/{name}.values.yaml", yaml.safe_dump(values, sort_keys=True))
             chart = local_chart(r)
             if chart is not None:

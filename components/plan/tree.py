@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from components.cli.mockengine import Recorded
+from components.plan.portable import portable
 
 # Inputs worth a glance in a tree, in display order; everything else is in resources.json.
 KEY_INPUTS = (
@@ -20,7 +21,7 @@ def _key_inputs(r: Recorded) -> str:
     for key in KEY_INPUTS:
         value = r.inputs.get(key)
         if isinstance(value, (str, int, float, bool)) and value != "":
-            shown.append(f"{key}={value}")
+            shown.append(f"{key}={portable(value)}")
     meta = r.inputs.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("name"), str):
         shown.append(f"name={meta['name']}")
