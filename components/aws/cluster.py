@@ -1,0 +1,174 @@
+"""AwsCluster: Canonical Kubernetes on EC2 with GPU node pools that join on their own.
+
+Implements components.cluster.ClusterHandle. Wiring only: every decision lives in a pure module
+(network plan, security-group rules, IAM policies, user-data, kubeconfig, CCM values).
+
+    network ─ security groups ─ API load balancer ────────────────┐
+    PKI (CA, client CA, admin cert) ─ secrets (auth token, CA keys) ├─ control planes ─ gates ─ ready
+    IAM roles (scoped to those secrets) ───────────────────────────┘                        │
+    kubeconfig (from state) ─ Kubernetes provider ─ CCM ──────────────────── after ready ──┤
+    GPU node pools (launch template + ASG) ──────────────────────────────── after ready ──┘
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.aws.ami import Arch, arch_for_instance_type, ubuntu_ami
+from components.aws.ccm import AwsCloudControllerManager
+from components.aws.control_plane import ControlPlane
+from components.aws.iam import NodeRole
+from components.aws.kubeconfig import api_server_url, render_kubeconfig
+from components.aws.load_balancer import ApiLoadBalancer
+from components.aws.network import AwsNetwork
+from components.aws.node_pool import GpuNodePool
+from components.aws.pki import ClusterPki
+from components.aws.secrets import ClusterSecrets
+from components.aws.security_groups import ClusterSecurityGroups
+from components.aws.tags import default_tags
+from components.aws.userdata import (
+    ClusterBoot,
+    ccm_enabled,
+    cluster_boot,
+    control_plane_boot,
+    render_bootstrap_control_plane,
+    render_gpu_worker,
+    render_joining_control_plane,
+    worker_boot,
+)
+from components.cluster import ClusterFacts, cluster_facts
+from components.k8s_ready import ApiReady
+from components.settings.model import Settings
+
+
+class AwsCluster(pulumi.ComponentResource):
+    def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("ck8s-gpu:index:AwsCluster", name, None, opts)
+        if settings.platform != "aws" or settings.region is None:
+            raise ValueError("AwsCluster needs settings with platform aws and a region")
+        self._facts = cluster_facts(settings)
+        cluster = settings.cluster_name
+
+        # An explicit provider: no ambient aws:region, and every resource carries the stack's tags.
+        aws_provider = aws.Provider(
+            f"{name}-aws",
+            region=settings.region,
+            default_tags=aws.ProviderDefaultTagsArgs(tags=default_tags(settings)),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        on_aws = pulumi.ResourceOptions(parent=self, providers={"aws": aws_provider})
+
+        network = AwsNetwork(f"{name}-network", settings, on_aws)
+        groups = ClusterSecurityGroups(f"{name}-sg", settings, network.vpc_id, network.vpc_cidr, on_aws)
+        pki = ClusterPki(f"{name}-pki", settings, pulumi.ResourceOptions(parent=self))
+        secrets = ClusterSecrets(f"{name}-secrets", settings, pki.ca_key_pem, pki.client_ca_key_pem, on_aws)
+        ccm = ccm_enabled(settings)
+        cp_role = NodeRole(
+            f"{name}-control-plane", "control-plane", [secrets.auth_secret_arn, secrets.pki_secret_arn], ccm, on_aws
+        )
+        worker_role = NodeRole(f"{name}-worker", "worker", [secrets.auth_secret_arn], False, on_aws)
+        api = ApiLoadBalancer(
+            f"{name}-api",
+            settings,
+            network.vpc_id,
+            network.private_subnet_ids,
+            network.public_subnet_ids,
+            groups.api_lb.id,
+            on_aws,
+        )
+
+        self._kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.all(api.dns_name, pki.ca_cert_pem, pki.admin_cert_pem, pki.admin_key_pem).apply(
+                lambda v: render_kubeconfig(cluster, api_server_url(v[0]), v[1], v[2], v[3])
+            )
+        )
+
+        boot: pulumi.Output[ClusterBoot] = pulumi.Output.all(secrets.auth_secret_arn, api.dns_name).apply(
+            lambda v: cluster_boot(settings, v[0], v[1])
+        )
+        cp_boot = pulumi.Output.all(secrets.pki_secret_arn, pki.ca_cert_pem, pki.client_ca_cert_pem).apply(
+            lambda v: control_plane_boot(settings, v[0], v[1], v[2])
+        )
+        amis: dict[Arch, pulumi.Output[str]] = {}
+
+        def ami(instance_type: str) -> pulumi.Output[str]:
+            arch = arch_for_instance_type(instance_type)
+            if arch not in amis:
+                amis[arch] = ubuntu_ami(arch, self)
+            return amis[arch]
+
+        control_plane = ControlPlane(
+            f"{name}-cp",
+            settings,
+            ami=ami(settings.control_plane.instance_type),
+            subnet_ids=network.private_subnet_ids,
+            security_group_ids=[groups.nodes.id, groups.control_plane.id],
+            instance_profile=cp_role.instance_profile,
+            grants=cp_role.grants,
+            bootstrap_user_data=pulumi.Output.all(boot, cp_boot).apply(
+                lambda v: render_bootstrap_control_plane(v[0], v[1])
+            ),
+            join_user_data=boot.apply(render_joining_control_plane),
+            target_group_arn=api.target_group_arn,
+            listener=api.listener,
+            kubeconfig=self._kubeconfig,
+            opts=on_aws,
+        )
+        self._ready: ApiReady = control_plane.ready
+
+        # Pools start once every control plane has joined: nodes join by themselves from then on.
+        self.node_pools: list[GpuNodePool] = []
+        for pool in settings.node_pools:
+            worker = worker_boot(settings, pool)
+            self.node_pools.append(
+                GpuNodePool(
+                    f"{name}-pool-{pool.name}",
+                    settings,
+                    pool,
+                    ami=ami(pool.instance_type),
+                    subnet_ids=network.private_subnet_ids,
+                    security_group_ids=[groups.nodes.id],
+                    instance_profile=worker_role.instance_profile,
+                    grants=[*worker_role.grants, self._ready],
+                    user_data=boot.apply(lambda b, w=worker: render_gpu_worker(b, w)),
+                    opts=on_aws,
+                )
+            )
+
+        self._provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self._kubeconfig,
+            # A rotated admin certificate or a changed kubeconfig must not replace every object.
+            cluster_identifier=cluster,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self._ready]),
+        )
+        self.cloud_controller_manager = (
+            AwsCloudControllerManager(
+                f"{name}-ccm", settings, self._provider, self._ready, pulumi.ResourceOptions(parent=self)
+            )
+            if ccm
+            else None
+        )
+        self.register_outputs({
+            "kubeconfig": self._kubeconfig,
+            "apiEndpoint": api.dns_name.apply(api_server_url),
+            "controlPlanePrivateIps": [i.private_ip for i in control_plane.instances],
+        })
+
+    @property
+    def provider(self) -> k8s.Provider:
+        return self._provider
+
+    @property
+    def kubeconfig(self) -> pulumi.Output[str]:
+        return self._kubeconfig
+
+    @property
+    def ready(self) -> pulumi.Resource:
+        return self._ready
+
+    @property
+    def facts(self) -> ClusterFacts:
+        return self._facts

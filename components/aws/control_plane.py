@@ -1,0 +1,103 @@
+"""Control-plane instances: 1 or 3, spread over the private subnets (one AZ each), joined one at a time.
+
+Instance 0 bootstraps the cluster; instance n+1 is created only once the API lists n+1 Ready nodes
+(an ApiReady gate after each instance), so control planes join strictly one after another; the
+node script also retries a join k8sd refuses because another node is joining. Worker pools wait
+for the last gate, so the node count a gate sees is control planes only.
+
+AMI and user-data changes are ignored on these instances: a new Ubuntu AMI or a new script must
+not replace (or stop/start) a running control plane behind the operator's back. New control
+planes get the current ones; replacing one is a deliberate `pulumi up --replace` (see the ADR).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.hardening import IMDS, root_volume
+from components.aws.kubeconfig import API_PORT
+from components.aws.protection import state_opts
+from components.aws.tags import node_tags
+from components.k8s_ready import ApiReady
+from components.settings.model import Settings
+
+# A control plane boots, installs the snap and bootstraps/joins in ~5-10 minutes.
+READY_TIMEOUT_SECONDS = 1500
+
+
+def placement(count: int, subnet_count: int) -> list[int]:
+    """Subnet index of each control plane: round-robin, so 3 control planes over 3 AZs use all three."""
+    if subnet_count < 1:
+        raise ValueError("no private subnets for the control planes")
+    return [i % subnet_count for i in range(count)]
+
+
+class ControlPlane(pulumi.ComponentResource):
+    """Outputs: `instances`, `gates` (one ApiReady per instance), `ready` (the last gate)."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        *,
+        ami: pulumi.Input[str],
+        subnet_ids: Sequence[pulumi.Input[str]],
+        security_group_ids: Sequence[pulumi.Input[str]],
+        instance_profile: aws.iam.InstanceProfile,
+        grants: Sequence[pulumi.Resource],
+        bootstrap_user_data: pulumi.Input[str],
+        join_user_data: pulumi.Input[str],
+        target_group_arn: pulumi.Input[str],
+        listener: pulumi.Resource,
+        kubeconfig: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ck8s-gpu:index:ControlPlane", name, None, opts)
+        cp = settings.control_plane
+        self.instances: list[aws.ec2.Instance] = []
+        self.gates: list[ApiReady] = []
+        previous: list[pulumi.Resource] = []
+        for i, subnet in enumerate(placement(cp.count, len(subnet_ids))):
+            node_name = f"{settings.cluster_name}-cp-{i}"
+            tags = node_tags(settings, "control-plane", node_name)
+            instance = aws.ec2.Instance(
+                f"{name}-{i}",
+                ami=ami,
+                instance_type=cp.instance_type,
+                subnet_id=subnet_ids[subnet],
+                vpc_security_group_ids=list(security_group_ids),
+                iam_instance_profile=instance_profile.id,  # an instance profile's id is its name
+                user_data=bootstrap_user_data if i == 0 else join_user_data,
+                metadata_options=aws.ec2.InstanceMetadataOptionsArgs(**IMDS),
+                root_block_device=aws.ec2.InstanceRootBlockDeviceArgs(**root_volume(cp.root_volume_gib), tags=tags),
+                disable_api_termination=settings.protection.protect,
+                tags=tags,
+                opts=state_opts(
+                    settings,
+                    pulumi.ResourceOptions(
+                        parent=self, depends_on=[*grants, *previous], ignore_changes=["ami", "userData"]
+                    ),
+                ),
+            )
+            attachment = aws.lb.TargetGroupAttachment(
+                f"{name}-{i}-api",
+                target_group_arn=target_group_arn,
+                target_id=instance.id,
+                port=API_PORT,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            gate = ApiReady(
+                f"{name}-{i}-ready",
+                kubeconfig,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[instance, attachment, listener]),
+                timeout_seconds=READY_TIMEOUT_SECONDS,
+                min_ready_nodes=i + 1,
+            )
+            self.instances.append(instance)
+            self.gates.append(gate)
+            previous = [gate]
+        self.ready: ApiReady = self.gates[-1]
+        self.register_outputs({"privateIps": [inst.private_ip for inst in self.instances]})

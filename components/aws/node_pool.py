@@ -1,0 +1,112 @@
+"""A GPU node pool: one launch template + one Auto Scaling group over the private subnets.
+
+Nodes join on their own at boot (the script mints a single-use token), so the group can replace
+or add nodes at any time, long after the cluster was made. A launch-template change (new AMI,
+new script) applies to nodes launched afterwards; running GPU nodes are never rolled by Pulumi
+(no instance refresh: they may be running jobs).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws.hardening import IMDS, ROOT_DEVICE, root_volume
+from components.aws.tags import node_tags
+from components.settings.model import NodePoolSettings, Settings
+
+# Spot: the allocation strategy AWS recommends for interruption-sensitive fleets.
+SPOT_ALLOCATION = "price-capacity-optimized"
+CAPACITY_TIMEOUT = "20m"  # GPU capacity can be slow to come: fail `pulumi up` clearly after this
+
+
+def encode_user_data(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """Outputs: `launch_template`, `group`."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        pool: NodePoolSettings,
+        *,
+        ami: pulumi.Input[str],
+        subnet_ids: Sequence[pulumi.Input[str]],
+        security_group_ids: Sequence[pulumi.Input[str]],
+        instance_profile: aws.iam.InstanceProfile,
+        grants: Sequence[pulumi.Resource],
+        user_data: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("ck8s-gpu:index:GpuNodePool", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
+        self.launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            image_id=ami,
+            instance_type=pool.instance_type,
+            iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile.arn),
+            vpc_security_group_ids=list(security_group_ids),
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(**IMDS),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name=ROOT_DEVICE,
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(**root_volume(pool.root_volume_gib)),
+                )
+            ],
+            user_data=pulumi.Output.from_input(user_data).apply(encode_user_data),
+            # Provider default tags do not reach instances a group launches: spell them out.
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            update_default_version=True,
+            tags=tags,
+            opts=child,
+        )
+        version = self.launch_template.latest_version.apply(str)
+        spec = aws.autoscaling.GroupLaunchTemplateArgs(id=self.launch_template.id, version=version)
+        spot = pool.capacity_type == "spot"
+        mixed = None
+        if spot:
+            mixed = aws.autoscaling.GroupMixedInstancesPolicyArgs(
+                instances_distribution=aws.autoscaling.GroupMixedInstancesPolicyInstancesDistributionArgs(
+                    on_demand_base_capacity=0,
+                    on_demand_percentage_above_base_capacity=0,
+                    spot_allocation_strategy=SPOT_ALLOCATION,
+                ),
+                launch_template=aws.autoscaling.GroupMixedInstancesPolicyLaunchTemplateArgs(
+                    launch_template_specification=aws.autoscaling.GroupMixedInstancesPolicyLaunchTemplateLaunchTemplateSpecificationArgs(
+                        launch_template_id=self.launch_template.id, version=version
+                    ),
+                    overrides=[
+                        aws.autoscaling.GroupMixedInstancesPolicyLaunchTemplateOverrideArgs(
+                            instance_type=pool.instance_type
+                        )
+                    ],
+                ),
+            )
+        self.group = aws.autoscaling.Group(
+            f"{name}-asg",
+            min_size=pool.min_size,
+            max_size=pool.max_size,
+            desired_capacity=pool.desired_size,
+            vpc_zone_identifiers=list(subnet_ids),
+            launch_template=None if spot else spec,
+            mixed_instances_policy=mixed,
+            capacity_rebalance=spot,
+            health_check_type="EC2",
+            wait_for_capacity_timeout=CAPACITY_TIMEOUT,
+            tags=[
+                aws.autoscaling.GroupTagArgs(key=k, value=v, propagate_at_launch=False)
+                for k, v in sorted(tags.items())
+            ],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(grants)),
+        )
+        self.register_outputs({"group": self.group.name, "launchTemplate": self.launch_template.id})

@@ -1,0 +1,258 @@
+"""Cloud-init user-data for each node role (pure functions: plain values in, cloud-config text out).
+
+Every node gets the same script (`scripts/ck8s-node.sh`, installed as /usr/local/sbin/ck8s-gpu-node
+and run once by runcmd), an env file saying who it is, and the non-secret Canonical Kubernetes
+config for its role. Nothing secret is in user-data: the CA keys and the join auth token are read
+from Secrets Manager at boot, join tokens are minted at boot. See docs/adr (join design).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from components import pins
+from components.addons.nodes import gpu_node_labels
+from components.aws.tags import POOL_TAG
+from components.settings.facts import DRA_GATE
+from components.settings.model import NodePoolSettings, Settings, Taint
+
+NodeRole = Literal["bootstrap", "control-plane", "worker"]
+
+SCRIPT_SOURCE = Path(__file__).resolve().parent / "scripts" / "ck8s-node.sh"
+SCRIPT_PATH = "/usr/local/sbin/ck8s-gpu-node"
+CONFIG_DIR = "/etc/ck8s-gpu"
+# EC2 refuses user-data above 16 KiB (before base64): fail at preview, not at RunInstances.
+USER_DATA_LIMIT = 16384
+# Label every node of a pool with its pool name (same key as the AWS tag).
+POOL_LABEL = POOL_TAG
+
+
+@dataclass(frozen=True)
+class ClusterBoot:
+    """What every node of the cluster is told."""
+
+    cluster_name: str
+    region: str
+    snap_channel: str
+    hold_snap_refresh: bool
+    auth_secret_id: str
+    api_host: str  # the API load balancer's DNS name: an extra SAN of every API server certificate
+    feature_gates: tuple[str, ...] = ()
+    runtime_config: str | None = None  # kube-apiserver --runtime-config (DRA before 1.34)
+    cloud_provider_external: bool = True
+
+
+@dataclass(frozen=True)
+class ControlPlaneBoot:
+    pki_secret_id: str
+    ca_cert_pem: str
+    client_ca_cert_pem: str
+    pod_cidr: str
+    service_cidr: str
+    # More than one control plane: the first one joins running peers instead of bootstrapping
+    # (a replaced first control plane must never start a second cluster).
+    peer_join: bool
+
+
+@dataclass(frozen=True)
+class WorkerBoot:
+    pool: str
+    labels: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    taints: tuple[str, ...] = ()  # kubelet --register-with-taints items: key=value:Effect
+
+
+# --------------------------------------------------------------------------------------------
+# settings -> boot inputs
+
+
+def dra_runtime_config(settings: Settings) -> str | None:
+    """API versions to serve for DRA on tracks where it is not GA (1.32: v1beta1; 1.33: + v1beta2)."""
+    track = pins.track(settings.kubernetes.track)
+    if track.dra_ga or DRA_GATE not in settings.kubernetes.feature_gates:
+        return None
+    versions = ["v1beta1"] if track.minor < 33 else ["v1beta1", "v1beta2"]
+    return ",".join(f"resource.k8s.io/{v}=true" for v in versions)
+
+
+def ccm_enabled(settings: Settings) -> bool:
+    """The AWS cloud controller manager is on unless the stack turns it off."""
+    return settings.gpu_stack.addons.aws_cloud_controller_manager.enabled is not False
+
+
+def cluster_boot(settings: Settings, auth_secret_id: str, api_host: str) -> ClusterBoot:
+    if settings.region is None:
+        raise ValueError("settings.region is required on aws")
+    return ClusterBoot(
+        cluster_name=settings.cluster_name,
+        region=settings.region,
+        snap_channel=pins.track(settings.kubernetes.track).channel,
+        hold_snap_refresh=settings.kubernetes.hold_snap_refresh,
+        auth_secret_id=auth_secret_id,
+        api_host=api_host,
+        feature_gates=tuple(settings.kubernetes.feature_gates),
+        runtime_config=dra_runtime_config(settings),
+        cloud_provider_external=ccm_enabled(settings),
+    )
+
+
+def control_plane_boot(
+    settings: Settings, pki_secret_id: str, ca_cert_pem: str, client_ca_cert_pem: str
+) -> ControlPlaneBoot:
+    return ControlPlaneBoot(
+        pki_secret_id=pki_secret_id,
+        ca_cert_pem=ca_cert_pem,
+        client_ca_cert_pem=client_ca_cert_pem,
+        pod_cidr=settings.kubernetes.pod_cidr,
+        service_cidr=settings.kubernetes.service_cidr,
+        peer_join=settings.control_plane.count > 1,
+    )
+
+
+def taint_arg(taint: Taint) -> str:
+    value = f"={taint.value}" if taint.value else ""
+    return f"{taint.key}{value}:{taint.effect}"
+
+
+def pool_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
+    """The stack's labels, the pool name, and the labels the GPU add-ons select on (those win)."""
+    return {**pool.labels, POOL_LABEL: pool.name, **gpu_node_labels(settings, pool.name)}
+
+
+def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
+    return WorkerBoot(
+        pool=pool.name,
+        labels=tuple(sorted(pool_labels(settings, pool).items())),
+        taints=tuple(taint_arg(t) for t in pool.taints),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical Kubernetes config files (non-secret parts)
+
+
+def _extra_node_args(c: ClusterBoot, control_plane: bool) -> dict[str, dict[str, str]]:
+    """Feature gates on every component of this node; k8sd applies extra-node-* to the node being
+    bootstrapped or joined only, so every role's file repeats them."""
+    if not c.feature_gates:
+        return {}
+    gates = {"--feature-gates": ",".join(c.feature_gates)}
+    out = {"extra-node-kubelet-args": dict(gates)}
+    if control_plane:
+        apiserver = dict(gates)
+        if c.runtime_config:
+            apiserver["--runtime-config"] = c.runtime_config
+        out["extra-node-kube-apiserver-args"] = apiserver
+        out["extra-node-kube-controller-manager-args"] = dict(gates)
+        out["extra-node-kube-scheduler-args"] = dict(gates)
+    return out
+
+
+def bootstrap_config(c: ClusterBoot, cp: ControlPlaneBoot) -> dict[str, Any]:
+    """`k8s bootstrap --file` without the CA keys (appended on the node from Secrets Manager)."""
+    cluster_config: dict[str, Any] = {}
+    if c.cloud_provider_external:
+        cluster_config["cloud-provider"] = "external"
+    return {
+        "cluster-config": cluster_config,
+        "pod-cidr": cp.pod_cidr,
+        "service-cidr": cp.service_cidr,
+        "extra-sans": [c.api_host],
+        "ca-crt": cp.ca_cert_pem,
+        "client-ca-crt": cp.client_ca_cert_pem,
+        **_extra_node_args(c, control_plane=True),
+    }
+
+
+def control_plane_join_config(c: ClusterBoot) -> dict[str, Any]:
+    return {"extra-sans": [c.api_host], **_extra_node_args(c, control_plane=True)}
+
+
+def worker_join_config(c: ClusterBoot, w: WorkerBoot) -> dict[str, Any]:
+    config = _extra_node_args(c, control_plane=False)
+    if w.taints:
+        kubelet = config.setdefault("extra-node-kubelet-args", {})
+        kubelet["--register-with-taints"] = ",".join(w.taints)
+    return dict(config)
+
+
+# --------------------------------------------------------------------------------------------
+# rendering
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks, so scripts and certificates stay readable in diffs."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(doc: Any) -> str:
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1 << 16)
+
+
+def node_script() -> str:
+    return SCRIPT_SOURCE.read_text()
+
+
+def node_env(role: NodeRole, c: ClusterBoot, **extra: str) -> str:
+    values = {
+        "CK8S_ROLE": role,
+        "CK8S_CLUSTER": c.cluster_name,
+        "CK8S_REGION": c.region,
+        "CK8S_SNAP_CHANNEL": c.snap_channel,
+        "CK8S_HOLD_SNAP_REFRESH": "true" if c.hold_snap_refresh else "false",
+        "CK8S_AUTH_SECRET_ID": c.auth_secret_id,
+        **extra,
+    }
+    return "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
+
+
+def _file(path: str, content: str, permissions: str = "0600") -> dict[str, str]:
+    return {"path": path, "owner": "root:root", "permissions": permissions, "content": content}
+
+
+def cloud_config(role: NodeRole, c: ClusterBoot, configs: Mapping[str, dict[str, Any]], env: str) -> str:
+    doc = {
+        "write_files": [
+            _file(f"{CONFIG_DIR}/node.env", env),
+            *(_file(f"{CONFIG_DIR}/{name}", dump_yaml(cfg)) for name, cfg in configs.items()),
+            _file(SCRIPT_PATH, node_script(), "0700"),
+        ],
+        "runcmd": [[SCRIPT_PATH]],
+    }
+    header = f"#cloud-config\n# ck8s-gpu {role} node of cluster {c.cluster_name} (components/aws/userdata.py)\n"
+    text = header + dump_yaml(doc)
+    if len(text.encode()) > USER_DATA_LIMIT:
+        raise ValueError(f"{role} user-data is {len(text.encode())} bytes; EC2 accepts {USER_DATA_LIMIT}")
+    return text
+
+
+def render_bootstrap_control_plane(c: ClusterBoot, cp: ControlPlaneBoot) -> str:
+    configs = {"bootstrap.yaml": bootstrap_config(c, cp)}
+    if cp.peer_join:
+        configs["join.yaml"] = control_plane_join_config(c)
+    env = node_env(
+        "bootstrap", c, CK8S_PKI_SECRET_ID=cp.pki_secret_id, CK8S_PEER_JOIN="true" if cp.peer_join else "false"
+    )
+    return cloud_config("bootstrap", c, configs, env)
+
+
+def render_joining_control_plane(c: ClusterBoot) -> str:
+    return cloud_config("control-plane", c, {"join.yaml": control_plane_join_config(c)}, node_env("control-plane", c))
+
+
+def render_gpu_worker(c: ClusterBoot, w: WorkerBoot) -> str:
+    labels = " ".join(f"{k}={v}" for k, v in w.labels)
+    env = node_env("worker", c, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
+    return cloud_config("worker", c, {"join.yaml": worker_join_config(c, w)}, env)

@@ -1,0 +1,178 @@
+"""User-data renderers (pure): what each role's node is told, and that nothing secret is in it."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from components.aws import userdata as ud
+from components.aws.secrets import pki_secret_document
+from tests.unit.aws.conftest import settings_for
+
+ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ck8s-{}-AbCdEf"
+LB = "ck8s-prod-us-east-1-api-nlb-0123456-0123456789abcdef.elb.us-east-1.amazonaws.com"
+# A PEM the size of a real RSA-2048 certificate, so size checks mean something.
+PEM = "-----BEGIN CERTIFICATE-----\n" + ("M" * 64 + "\n") * 18 + "-----END CERTIFICATE-----\n"
+
+
+def boots(settings: Any) -> tuple[ud.ClusterBoot, ud.ControlPlaneBoot]:
+    c = ud.cluster_boot(settings, ARN.format("join-auth"), LB)
+    cp = ud.control_plane_boot(settings, ARN.format("ca-keys"), PEM, PEM.replace("M", "N"))
+    return c, cp
+
+
+def files(text: str) -> dict[str, str]:
+    assert text.startswith("#cloud-config\n")
+    doc = yaml.safe_load(text)
+    assert doc["runcmd"] == [[ud.SCRIPT_PATH]]
+    return {f["path"]: f["content"] for f in doc["write_files"]}
+
+
+def env_of(text: str) -> dict[str, str]:
+    """Source the env file in bash and read the variables back: proves the quoting."""
+    script = files(text)[f"{ud.CONFIG_DIR}/node.env"]
+    out = subprocess.run(
+        ["bash", "-c", 'set -a; eval "$1"; env -0', "_", script], capture_output=True, check=True
+    ).stdout.decode()
+    pairs = (item.split("=", 1) for item in out.split("\0") if item.startswith("CK8S_"))
+    return dict(pairs)
+
+
+def test_bootstrap_config_carries_the_ca_certificates_and_the_api_name_but_no_key() -> None:
+    c, cp = boots(settings_for("aws-prod"))
+    text = ud.render_bootstrap_control_plane(c, cp)
+    config = yaml.safe_load(files(text)[f"{ud.CONFIG_DIR}/bootstrap.yaml"])
+    assert config["ca-crt"] == PEM and config["client-ca-crt"] == PEM.replace("M", "N")
+    assert config["extra-sans"] == [LB]
+    assert config["cluster-config"] == {"cloud-provider": "external"}
+    assert config["pod-cidr"] == "10.1.0.0/16" and config["service-cidr"] == "10.152.183.0/24"
+    assert "ca-key" not in config and "client-ca-key" not in config
+    assert "PRIVATE KEY" not in text
+
+
+def test_ca_keys_from_secrets_manager_complete_the_bootstrap_config() -> None:
+    """The node appends the secret's YAML to the file from user-data: the result must parse as one map."""
+    c, cp = boots(settings_for("aws-prod"))
+    base = files(ud.render_bootstrap_control_plane(c, cp))[f"{ud.CONFIG_DIR}/bootstrap.yaml"]
+    key = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"
+    merged = yaml.safe_load(base + pki_secret_document(key, key.replace("abc", "def")))
+    assert merged["ca-key"] == key and merged["client-ca-key"] == key.replace("abc", "def")
+    assert merged["ca-crt"] == PEM
+
+
+def test_cloud_provider_is_not_external_when_the_ccm_is_off() -> None:
+    def off(raw: dict[str, Any]) -> None:
+        raw.setdefault("gpuStack", {}).setdefault("addons", {})["awsCloudControllerManager"] = {"enabled": False}
+
+    c, cp = boots(settings_for("aws-prod", off))
+    assert ud.bootstrap_config(c, cp)["cluster-config"] == {}
+
+
+def test_env_tells_each_role_who_it_is_and_where_its_secrets_are() -> None:
+    s = settings_for("aws-prod")
+    c, cp = boots(s)
+    seed = env_of(ud.render_bootstrap_control_plane(c, cp))
+    assert seed["CK8S_ROLE"] == "bootstrap"
+    assert seed["CK8S_PKI_SECRET_ID"] == ARN.format("ca-keys")
+    assert seed["CK8S_PEER_JOIN"] == "true"  # 3 control planes: a replaced seed must join, not bootstrap
+    assert seed["CK8S_SNAP_CHANNEL"] == "1.34-classic/stable"
+    joiner = env_of(ud.render_joining_control_plane(c))
+    assert joiner["CK8S_ROLE"] == "control-plane" and "CK8S_PKI_SECRET_ID" not in joiner
+    worker = env_of(ud.render_gpu_worker(c, ud.worker_boot(s, s.node_pools[0])))
+    assert worker["CK8S_ROLE"] == "worker" and "CK8S_PKI_SECRET_ID" not in worker
+    assert worker["CK8S_AUTH_SECRET_ID"] == ARN.format("join-auth")
+    assert worker["CK8S_REGION"] == "us-east-1" and worker["CK8S_CLUSTER"] == "ck8s-prod-us-east-1"
+
+
+def test_single_control_plane_seed_always_bootstraps() -> None:
+    c, cp = boots(settings_for("aws-dev"))
+    text = ud.render_bootstrap_control_plane(c, cp)
+    assert env_of(text)["CK8S_PEER_JOIN"] == "false"
+    assert f"{ud.CONFIG_DIR}/join.yaml" not in files(text)
+
+
+def test_env_values_survive_shell_quoting() -> None:
+    c, _ = boots(settings_for("aws-dev"))
+    odd = ud.ClusterBoot(**{**c.__dict__, "auth_secret_id": "a b'c\"$(touch /tmp/x)"})
+    assert env_of(ud.render_joining_control_plane(odd))["CK8S_AUTH_SECRET_ID"] == "a b'c\"$(touch /tmp/x)"
+
+
+def test_worker_labels_taints_and_dra_label() -> None:
+    s = settings_for("aws-prod")
+    c, _ = boots(s)
+    pool = s.node_pools[0]
+    text = ud.render_gpu_worker(c, ud.worker_boot(s, pool))
+    labels = dict(item.split("=", 1) for item in env_of(text)["CK8S_NODE_LABELS"].split())
+    assert labels == {"workload": "inference", "ck8s-gpu/pool": "l40s", "nvidia.com/dra-kubelet-plugin": "true"}
+    # Taints at registration; labels never as --node-labels (that would replace k8sd's role labels).
+    join = yaml.safe_load(files(text)[f"{ud.CONFIG_DIR}/join.yaml"])
+    assert join == {"extra-node-kubelet-args": {"--register-with-taints": "nvidia.com/gpu=present:NoSchedule"}}
+
+
+def test_device_plugin_mode_has_no_dra_label_and_valueless_taints_render() -> None:
+    def change(raw: dict[str, Any]) -> None:
+        raw.setdefault("gpuStack", {})["allocation"] = "device-plugin"
+        raw["nodePools"][0]["taints"] = [{"key": "gpu", "effect": "NoExecute"}, {"key": "a", "value": "b"}]
+
+    s = settings_for("aws-prod", change)
+    w = ud.worker_boot(s, s.node_pools[0])
+    assert "nvidia.com/dra-kubelet-plugin" not in dict(w.labels)
+    assert w.taints == ("gpu:NoExecute", "a=b:NoSchedule")
+
+
+def test_dra_gates_before_1_34_reach_every_component_and_serve_the_beta_apis() -> None:
+    def on_133(raw: dict[str, Any]) -> None:
+        raw["kubernetes"] = {"track": "1.33-classic", "featureGates": ["DynamicResourceAllocation=true"]}
+
+    s = settings_for("aws-prod", on_133)
+    c, cp = boots(s)
+    gate = {"--feature-gates": "DynamicResourceAllocation=true"}
+    boot = ud.bootstrap_config(c, cp)
+    assert boot["extra-node-kube-apiserver-args"] == {
+        **gate,
+        "--runtime-config": "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true",
+    }
+    for component in ("kube-controller-manager", "kube-scheduler", "kubelet"):
+        assert boot[f"extra-node-{component}-args"] == gate
+    assert ud.control_plane_join_config(c)["extra-node-kube-apiserver-args"] == boot["extra-node-kube-apiserver-args"]
+    worker = ud.worker_join_config(c, ud.worker_boot(s, s.node_pools[0]))
+    assert set(worker) == {"extra-node-kubelet-args"}
+    assert worker["extra-node-kubelet-args"]["--feature-gates"] == "DynamicResourceAllocation=true"
+
+
+def test_1_32_serves_v1beta1_only_and_1_34_needs_nothing() -> None:
+    def on_132(raw: dict[str, Any]) -> None:
+        raw["kubernetes"] = {"track": "1.32-classic", "featureGates": ["DynamicResourceAllocation=true"]}
+
+    assert ud.dra_runtime_config(settings_for("aws-prod", on_132)) == "resource.k8s.io/v1beta1=true"
+    s = settings_for("aws-prod")
+    assert ud.dra_runtime_config(s) is None
+    c, cp = boots(s)
+    assert not any(k.startswith("extra-node-") for k in ud.bootstrap_config(c, cp))
+
+
+def test_the_node_script_is_embedded_verbatim_and_executable() -> None:
+    c, cp = boots(settings_for("aws-prod"))
+    doc = yaml.safe_load(ud.render_bootstrap_control_plane(c, cp))
+    script = next(f for f in doc["write_files"] if f["path"] == ud.SCRIPT_PATH)
+    assert script["content"] == ud.SCRIPT_SOURCE.read_text()
+    assert script["permissions"] == "0700"
+    assert all(f["permissions"] == "0600" for f in doc["write_files"] if f["path"] != ud.SCRIPT_PATH)
+
+
+def test_user_data_fits_ec2s_limit_with_real_sized_certificates() -> None:
+    def gates(raw: dict[str, Any]) -> None:
+        raw["kubernetes"] = {"track": "1.33-classic", "featureGates": ["DynamicResourceAllocation=true"]}
+
+    c, cp = boots(settings_for("aws-prod", gates))
+    assert len(ud.render_bootstrap_control_plane(c, cp).encode()) < ud.USER_DATA_LIMIT
+
+
+def test_oversized_user_data_fails_at_render_time() -> None:
+    c, cp = boots(settings_for("aws-prod"))
+    huge = ud.ControlPlaneBoot(**{**cp.__dict__, "ca_cert_pem": PEM * 12})
+    with pytest.raises(ValueError, match="EC2 accepts 16384"):
+        ud.render_bootstrap_control_plane(c, huge)
