@@ -70,6 +70,8 @@ def _unwrap(value: Any, path: str, secrets: list[str], mask: bool) -> Any:
         return [_unwrap(v, f"{path}[{i}]", secrets, mask) for i, v in enumerate(value)]
     if value == UNKNOWN:
         return "<computed>"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # the wire has only doubles; 2 reads better than 2.0 in a plan
     return value
 
 
