@@ -28,7 +28,7 @@ def resources_document(plan: Plan) -> dict[str, Any]:
         "stack": plan.stack,
         "counts": counts(plan.resources),
         "outputs": portable(plan.outputs),
-        "resources": [portable(r.to_json()) for r in plan.resources],
+        "resources": [portable(r.to_json()) for r in sorted(plan.resources, key=lambda r: r.urn)],
     }
 
 

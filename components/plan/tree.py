@@ -37,7 +37,8 @@ def tree_lines(resources: list[Recorded]) -> list[str]:
     lines: list[str] = []
 
     def walk(parent: str, depth: int) -> None:
-        for r in children.get(parent, []):
+        # Registration order is async and varies between runs; sorted output diffs cleanly.
+        for r in sorted(children.get(parent, []), key=lambda c: (c.type, c.name)):
             flags = "".join(f" ({f})" for f, on in (("protect", r.protect), ("retain", r.retain_on_delete)) if on)
             lines.append(f"{'  ' * depth}{r.type} {r.name}{_key_inputs(r)}{flags}")
             walk(r.urn, depth + 1)

@@ -12,13 +12,13 @@ from components.cli.main import main
 DIFF = Path(__file__).resolve().parent.parent / "data" / "diff"
 
 
-def test_kind_plan_prints_the_tree_in_dependency_order(capsys: pytest.CaptureFixture[str]) -> None:
+def test_kind_plan_prints_a_sorted_tree_with_counts(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack", "kind"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     tree = lines[1:lines.index("")]  # after the heading, up to the blank line before the counts
     tops = [line.split()[0] for line in tree if not line.startswith(" ")]
-    assert tops == ["ck8s-gpu:index:KindCluster", "ck8s-gpu:index:AddonSet", "ck8s-gpu:index:SmokeTest"]
+    assert tops == ["ck8s-gpu:index:AddonSet", "ck8s-gpu:index:KindCluster", "ck8s-gpu:index:SmokeTest"]
     assert "  kubernetes:helm.sh/v3:Release gpu-stack-fake-gpu-operator" in out
     assert "chart=charts/gpu-observability" in out  # checkout-relative: plans compare across machines
     assert lines[-1].split() == ["total", str(len(tree))]
