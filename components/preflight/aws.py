@@ -1,0 +1,136 @@
+"""The thin boto3 boundary: gather RegionFacts for a stack. No decisions here (checks.py decides).
+
+Calls (all read-only, all in the stack's region): ec2 DescribeAvailabilityZones, DescribeSubnets
+(only for network.existing), DescribeInstanceTypeOfferings (location type availability-zone),
+DescribeInstanceTypes (vCPUs of types outside the GPU table), ssm GetParameter (Canonical's public
+AMI parameter), service-quotas GetServiceQuota, falling back to GetAWSDefaultServiceQuota when
+the account has no applied value. "Not found" answers become facts (no AMI, default quota); any
+other error is recorded so the check reports "could not check" rather than passing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.aws.ami import arch_for_instance_type, ssm_parameter
+from components.instance_types import GPU_INSTANCE_TYPES
+from components.preflight.checks import alternatives, demands, instance_types
+from components.preflight.facts import RegionFacts
+from components.preflight.quotas import SERVICE_CODE
+from components.settings.model import Settings
+
+# Error codes meaning "this region is not usable with these credentials" (not enabled, opt-in).
+REGION_UNAVAILABLE = {"AuthFailure", "OptInRequired", "UnrecognizedClientException", "InvalidClientTokenId"}
+
+
+def _code(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        return str(response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def _text(exc: Exception) -> str:
+    # botocore's ClientError text already names the code and the operation.
+    return str(exc) if _code(exc) else f"{type(exc).__name__}: {exc}"
+
+
+class AwsRegion:
+    """boto3 clients for one region. `session` is a boto3.Session (tests: one with stubbed clients)."""
+
+    def __init__(self, session: Any, region: str) -> None:
+        self.region = region
+        self.ec2 = session.client("ec2", region_name=region)
+        self.ssm = session.client("ssm", region_name=region)
+        self.quotas = session.client("service-quotas", region_name=region)
+
+    def zones(self) -> tuple[str, ...]:
+        answer = self.ec2.describe_availability_zones(
+            Filters=[{"Name": "zone-type", "Values": ["availability-zone"]},
+                     {"Name": "state", "Values": ["available"]}])
+        return tuple(sorted(z["ZoneName"] for z in answer["AvailabilityZones"]))
+
+    def subnet_zones(self, subnet_ids: list[str]) -> tuple[str, ...]:
+        answer = self.ec2.describe_subnets(SubnetIds=subnet_ids)
+        return tuple(sorted({s["AvailabilityZone"] for s in answer["Subnets"]}))
+
+    def offerings(self, types: list[str]) -> dict[str, frozenset[str]]:
+        found: dict[str, set[str]] = {t: set() for t in types}
+        pages = self.ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": types}])
+        for page in pages:
+            for o in page["InstanceTypeOfferings"]:
+                found.setdefault(o["InstanceType"], set()).add(o["Location"])
+        return {t: frozenset(z) for t, z in found.items()}
+
+    def vcpus(self, types: list[str]) -> dict[str, int]:
+        answer = self.ec2.describe_instance_types(InstanceTypes=types)
+        return {t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in answer["InstanceTypes"]}
+
+    def parameter(self, name: str) -> str | None:
+        try:
+            return str(self.ssm.get_parameter(Name=name)["Parameter"]["Value"])
+        except Exception as exc:
+            if _code(exc) == "ParameterNotFound":
+                return None
+            raise
+
+    def quota(self, code: str) -> float:
+        try:
+            return float(self.quotas.get_service_quota(ServiceCode=SERVICE_CODE, QuotaCode=code)["Quota"]["Value"])
+        except Exception as exc:
+            if _code(exc) != "NoSuchResourceException":
+                raise
+        # No applied value for this account: the AWS default is what applies.
+        answer = self.quotas.get_aws_default_service_quota(ServiceCode=SERVICE_CODE, QuotaCode=code)
+        return float(answer["Quota"]["Value"])
+
+
+def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
+    """Everything checks.check needs about settings.region, one call per question."""
+    try:
+        zones = api.zones()
+    except Exception as exc:
+        if _code(exc) in REGION_UNAVAILABLE:
+            return RegionFacts(region=api.region, unavailable=_text(exc))
+        raise
+    errors: dict[str, str] = {}
+    subnet_zones: tuple[str, ...] = ()
+    if settings.network.existing is not None:
+        try:
+            subnet_zones = api.subnet_zones(list(settings.network.existing.private_subnet_ids))
+        except Exception as exc:
+            errors["subnets"] = _text(exc)
+
+    types = list(instance_types(settings))
+    asked = sorted({*types, *(a for t in types for a in alternatives(t, settings))})
+    offerings: dict[str, frozenset[str]] = {}
+    try:
+        offerings = api.offerings(asked)
+    except Exception as exc:
+        errors["offerings"] = _text(exc)
+
+    unknown = sorted(t for t in types if GPU_INSTANCE_TYPES.get(t) is None or GPU_INSTANCE_TYPES[t].vcpus == 0)
+    vcpus: dict[str, int] = {}
+    if unknown:
+        try:
+            vcpus = api.vcpus(unknown)
+        except Exception as exc:
+            errors["vcpus"] = _text(exc)
+
+    amis: dict[str, str | None] = {}
+    for parameter in sorted({ssm_parameter(arch_for_instance_type(t)) for t in types}):
+        try:
+            amis[parameter] = api.parameter(parameter)
+        except Exception as exc:
+            errors[parameter] = _text(exc)
+
+    quotas: dict[str, float] = {}
+    facts_so_far = RegionFacts(region=api.region, zones=zones, vcpus=vcpus)
+    for demand in demands(settings, facts_so_far)[0]:
+        try:
+            quotas[demand.quota.code] = api.quota(demand.quota.code)
+        except Exception as exc:
+            errors[demand.quota.code] = _text(exc)
+    return RegionFacts(region=api.region, zones=zones, subnet_zones=subnet_zones, offerings=offerings,
+                       vcpus=vcpus, amis=amis, quotas=quotas, errors=errors)

@@ -1,0 +1,36 @@
+"""Pre-flight of one stack against its region (the glue CLI commands call)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from components.preflight.aws import AwsRegion, collect
+from components.preflight.checks import Finding, check
+from components.settings.model import Settings
+
+SessionFactory = Callable[[], Any]  # -> boto3.Session (tests: a session whose clients are stubbed)
+
+
+def default_session(profile: str | None = None) -> SessionFactory:
+    def make() -> Any:
+        try:
+            import boto3
+        except ModuleNotFoundError:
+            raise RuntimeError("boto3 is not installed: `pip install boto3` (pre-flight talks to AWS)") from None
+        return boto3.Session(profile_name=profile)
+
+    return make
+
+
+def preflight(settings: Settings, session: SessionFactory) -> list[Finding]:
+    """Findings for settings.region; an unexpected failure (no credentials, no network) is a
+    `could-not-check` error, never a pass."""
+    if settings.platform != "aws" or settings.region is None:
+        return [Finding("could-not-check", "error", "settings.platform",
+                        f"pre-flight checks AWS regions; this stack's platform is {settings.platform}")]
+    try:
+        facts = collect(settings, AwsRegion(session(), settings.region))
+    except Exception as exc:  # credentials, endpoint, anything the boundary could not answer
+        return [Finding("could-not-check", "error", settings.region, f"{type(exc).__name__}: {exc}")]
+    return check(settings, facts)

@@ -1,0 +1,132 @@
+"""Pre-flight over recorded AWS answers (real boto3 clients, answers replayed and validated against
+botocore's service model): one scenario per failure kind, each message saying what to change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.preflight.aws import AwsRegion, collect
+from components.preflight.checks import Finding, check, failed
+from components.preflight.run import preflight
+from components.settings.load import read_stack_file, settings_from_config
+from components.settings.model import Settings
+from tests.unit.preflight.recorded import RecordedSession
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "data" / "stamping" / "Pulumi.gpu-prod.yaml"
+
+
+def _settings(region: str, **network: object) -> Settings:
+    config = read_stack_file(TEMPLATE)
+    s = settings_from_config(config, "gpu-prod", offline=True)
+    s = s.model_copy(update={"region": region})
+    if network:
+        s = s.model_copy(update={"network": s.network.model_copy(update=network)})
+    return s
+
+
+def _run(scenario: str, **network: object) -> tuple[list[Finding], RecordedSession]:
+    session = RecordedSession(scenario)
+    return preflight(_settings(session.region, **network), session), session
+
+
+def test_a_region_that_fits_passes_with_no_findings() -> None:
+    findings, session = _run("us-east-1-ok.json")
+    assert findings == [] and not failed(findings)
+    # The offerings question covers the stack's types and their same-GPU alternatives, per AZ.
+    [asked] = session.called("ec2.DescribeInstanceTypeOfferings")
+    assert asked["LocationType"] == "availability-zone"
+    assert asked["Filters"][0]["Values"] == ["g6e.12xlarge", "g6e.24xlarge", "g6e.48xlarge", "m7i.2xlarge",
+                                             "p5.48xlarge"]
+    # vCPUs come from the GPU table; only the control plane's type is asked.
+    assert session.called("ec2.DescribeInstanceTypes") == [{"InstanceTypes": ["m7i.2xlarge"]}]
+    assert session.called("ec2.DescribeSubnets") == []
+    assert sorted(p["QuotaCode"] for p in session.called("service-quotas.GetServiceQuota")) == [
+        "L-1216C47A", "L-417A185B", "L-DB2E81BA"]
+
+
+def test_instance_type_not_offered_in_the_chosen_azs_names_alternatives() -> None:
+    findings, _ = _run("not-offered.json")
+    assert [(f.kind, f.subject) for f in findings] == [
+        ("not-offered", "settings.nodePools[0].instanceType"),
+        ("not-offered", "settings.nodePools[1].instanceType"),
+    ]
+    assert "not offered in us-east-1b, us-east-1c" in findings[0].message
+    assert "use g6e.24xlarge (same GPU" in findings[0].message  # offered in a, b, c
+    assert "g6e.48xlarge" not in findings[0].message  # offered in us-east-1a only
+    assert "p5.48xlarge is not offered in this region" in findings[1].message
+
+
+def test_ami_parameter_missing() -> None:
+    findings, _ = _run("ami-missing.json")
+    assert [f.kind for f in findings] == ["ami-missing"]
+    assert "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id" in findings[0].message
+
+
+def test_quota_too_low_uses_the_default_when_none_is_applied_and_says_how_to_raise_it() -> None:
+    findings, session = _run("quota-too-low.json")
+    assert [(f.kind, f.subject.split()[0]) for f in findings] == [("quota-too-low", "L-DB2E81BA"),
+                                                                   ("quota-too-low", "L-417A185B")]
+    assert session.called("service-quotas.GetAWSDefaultServiceQuota") == [{"ServiceCode": "ec2",
+                                                                             "QuotaCode": "L-DB2E81BA"}]
+    g, p = findings
+    assert "needs 384 vCPUs (8 x g6e.12xlarge (pool l40s at maxSize)) but the quota is 64" in g.message
+    assert "needs 768 vCPUs" in p.message and "quota is 192" in p.message
+    assert ("aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-417A185B "
+            "--desired-value 768 --region us-east-1") in p.message
+
+
+def test_quotas_that_cannot_be_read_fail_closed() -> None:
+    findings, _ = _run("quotas-access-denied.json")
+    assert {f.kind for f in findings} == {"could-not-check"} and len(findings) == 3
+    assert failed(findings)
+    assert all("servicequotas:GetServiceQuota" in f.message for f in findings)
+
+
+def test_region_not_enabled_stops_after_one_call() -> None:
+    findings, session = _run("region-not-enabled.json")
+    assert [f.kind for f in findings] == ["region-unavailable"]
+    assert "AuthFailure" in findings[0].message and "Enable the region" in findings[0].message
+    assert [k for k, _ in session.calls] == ["ec2.DescribeAvailabilityZones"]
+
+
+def test_too_few_zones() -> None:
+    findings, _ = _run("too-few-zones.json")
+    assert [f.kind for f in findings] == ["too-few-zones"]
+    assert "us-west-1 has 2 available AZ(s)" in findings[0].message
+
+
+def test_existing_subnets_decide_the_zones_checked() -> None:
+    from components.settings.model import ExistingNetwork
+
+    existing = ExistingNetwork(vpc_id="vpc-0123456789abcdef0",
+                               private_subnet_ids=("subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"))
+    findings, session = _run("existing-subnets.json", existing=existing)
+    assert session.called("ec2.DescribeSubnets") == [{"SubnetIds": list(existing.private_subnet_ids)}]
+    # us-east-1e offers none of the GPU types in the recorded offerings.
+    assert {f.subject for f in findings if f.kind == "not-offered"} == {
+        "settings.controlPlane.instanceType", "settings.nodePools[0].instanceType",
+        "settings.nodePools[1].instanceType"}
+    assert all("us-east-1e" in f.message for f in findings)
+
+
+def test_no_credentials_is_could_not_check_never_a_pass(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import boto3
+
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    findings = preflight(_settings("us-east-1"), lambda: boto3.Session())
+    assert [f.kind for f in findings] == ["could-not-check"] and "NoCredentialsError" in findings[0].message
+
+
+def test_collect_and_check_are_separable() -> None:
+    """The boundary gathers plain facts; the same facts always give the same verdict."""
+    session = RecordedSession("quota-too-low.json")
+    settings = _settings(session.region)
+    facts = collect(settings, AwsRegion(session, session.region))
+    assert facts.quotas == {"L-1216C47A": 640.0, "L-DB2E81BA": 64.0, "L-417A185B": 192.0}
+    assert check(settings, facts) == check(settings, facts)
