@@ -1,0 +1,75 @@
+"""Velero values DR needs on top of components/addons/velero.py (pure; merge these over its values).
+
+Keys verified against vmware-tanzu/helm-charts tag velero-11.1.1 (commit 5b4838c, charts/velero/
+values.yaml and templates): configuration.{backupStorageLocation[].accessMode, uploaderType,
+defaultVolumesToFsBackup}, snapshotsEnabled, deployNodeAgent, nodeAgent.tolerations,
+credentials.{useSecret,name,secretContents}. The chart mounts the credentials Secret into the
+server and the node agent and sets AWS_SHARED_CREDENTIALS_FILE=/credentials/cloud.
+
+Why node-agent file-system backups rather than EBS snapshots: snapshots live in the cluster's
+region and are lost with it; kopia uploads go to the bucket in the backup region.
+Why a credentials file rather than node credentials: nodes keep IMDSv2 at hop limit 1 (pods
+cannot reach instance credentials, components/aws/hardening.py) and the chart offers no host
+networking; the key belongs to an IAM user that can touch only the backup bucket (ADR).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.dr.names import CREDENTIALS_SECRET, bucket_name
+from components.settings.model import Settings
+
+RESTORE_LOCATION = "restore-source"
+
+
+def credentials_file(access_key_id: str, secret_access_key: str) -> str:
+    """The AWS shared-credentials file Velero reads (chart credentials.secretContents.cloud)."""
+    return f"[default]\naws_access_key_id={access_key_id}\naws_secret_access_key={secret_access_key}\n"
+
+
+def _tolerations(settings: Settings) -> list[dict[str, str]]:
+    """The node agent must run on the tainted GPU nodes too: their pods' volumes are backed up there."""
+    seen: dict[tuple[str, str, str], dict[str, str]] = {}
+    for pool in settings.node_pools:
+        for t in pool.taints:
+            seen[(t.key, t.value, t.effect)] = {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+    return [seen[k] for k in sorted(seen)]
+
+
+def velero_values(settings: Settings) -> dict[str, Any]:
+    """Values for the `velero` release; {} when the stack has no backups."""
+    backup = settings.backup
+    if backup is None or backup.region is None:
+        return {}
+    locations: list[dict[str, Any]] = [{
+        "name": "default",
+        "provider": "aws",
+        "bucket": bucket_name(settings.cluster_name),
+        "default": True,
+        "accessMode": "ReadWrite",
+        "config": {"region": backup.region},
+    }]
+    if backup.restore_from is not None:
+        # The lost cluster's backups, never written to: Velero syncs them in as Backup objects.
+        locations.append({
+            "name": RESTORE_LOCATION,
+            "provider": "aws",
+            "bucket": bucket_name(backup.restore_from.cluster_name),
+            "default": False,
+            "accessMode": "ReadOnly",
+            "config": {"region": backup.restore_from.region},
+        })
+    return {
+        "configuration": {
+            "backupStorageLocation": locations,
+            "volumeSnapshotLocation": [],
+            "uploaderType": "kopia",
+            "defaultVolumesToFsBackup": True,
+        },
+        "snapshotsEnabled": False,
+        "deployNodeAgent": True,
+        "nodeAgent": {"tolerations": _tolerations(settings)},
+        # secretContents.cloud is BackupTarget.credentials (a Pulumi secret), merged in by the wiring.
+        "credentials": {"useSecret": True, "name": CREDENTIALS_SECRET},
+    }
