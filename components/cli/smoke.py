@@ -186,7 +186,8 @@ def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any]
     outcome = None
     with _sigterm_as_interrupt():
         try:
-            install(gw, objects, plan.namespace, created, say=lambda m: progress(Progress(0.0, "install", m)))
+            install(gw, objects, plan.namespace, created, say=lambda m: progress(Progress(0.0, "install", m)),
+                    clock=run_kw.get("clock"))
             outcome = run_smoke(gw, RunSpec.from_dict(plan.spec()), progress=progress, **run_kw)
         except (KubeError, KubeUnreachable) as exc:
             print(f"ck8s-gpu smoke: the cluster failed mid-run: {exc}", file=err)

@@ -82,8 +82,8 @@ class ClaimRecorder:
                 rv = ""  # 410 Gone and friends: list again
                 self.error = str(exc)
                 self._stop.wait(1)
-            except KubeUnreachable as exc:
-                self.error = str(exc)
+            except Exception as exc:  # never let the recorder die: the runner's syncs still work
+                self.error = f"{type(exc).__name__}: {exc}"
                 self._stop.wait(2)
 
     def start(self) -> None:
@@ -156,14 +156,16 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
         snap.pod_groups = _safe_list(gw, PODGROUP_API, "PodGroup", ns, label_selector=run)
     if recorder is not None:
         recorder.sync()
-        wanted = {c for p in snap.pods if (c := pod_claim_name(p))}
+        # Claims of scheduled pods were allocated: wait until the watch delivered them. Pending
+        # pods' claims never were (waiting for those would only stall a failing run).
+        wanted = {c for p in snap.pods if p.get("spec", {}).get("nodeName") and (c := pod_claim_name(p))}
         recorder.wait_for(wanted, CLAIM_WAIT_SECONDS)
         snap.claims = recorder.claims()
         snap.claim_history = recorder.history()
     else:
         snap.claims = gw.list(api, "ResourceClaim", ns)[0]
-    ours = {name(o) for o in [*snap.pods, *snap.jobs, *snap.claims, *snap.pod_groups]}
-    snap.events = [e for e in gw.list("v1", "Event", ns)[0] if _about(e) in ours]
+    # Every object of the run carries the run id in its name, also pods already deleted.
+    snap.events = [e for e in gw.list("v1", "Event", ns)[0] if exp.run_id in _about(e)]
     on_step("container logs")
     for pod in snap.pods:
         for c in pod_containers(pod):

@@ -155,6 +155,8 @@ class KubeGateway:
         query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
         if resource_version:
             query.append(("resourceVersion", resource_version))
+        from urllib3.exceptions import HTTPError
+
         resp = self._call("GET", path(api_version, kind, namespace), query=query, timeout=timeout_seconds + 10)
         try:
             for line in iter_resp_lines(resp):
@@ -163,6 +165,8 @@ class KubeGateway:
                     status = event.get("object", {})
                     raise KubeError(int(status.get("code", 500)), str(status.get("message", "watch error")))
                 yield str(event.get("type")), dict(event.get("object") or {})
+        except (HTTPError, OSError) as exc:  # the stream broke (server closed it, network)
+            raise KubeUnreachable(f"watch interrupted: {type(exc).__name__}: {exc}") from None
         finally:
             resp.release_conn()
 

@@ -95,10 +95,11 @@ class SmokeTimeout(Exception):
 
 
 def is_pristine(job: Obj) -> bool:
-    """A Job exactly as the chart created it: suspended and never started."""
+    """A Job as the chart created it: suspended, never started (a `Suspended` condition is fine)."""
     st = job.get("status") or {}
-    return bool(job.get("spec", {}).get("suspend")) and not any(
-        st.get(k) for k in ("startTime", "active", "succeeded", "failed", "conditions"))
+    finished = [c for c in st.get("conditions") or [] if c.get("type") != "Suspended"]
+    return bool(job.get("spec", {}).get("suspend")) and not finished and not any(
+        st.get(k) for k in ("startTime", "active", "succeeded", "failed"))
 
 
 def fresh_job(job: Obj) -> Obj:
@@ -298,10 +299,22 @@ class Ref:
 
 
 def install(gw: Gateway, objects: Sequence[Obj], namespace: str, created: list[Ref],
-            say: Callable[[str], None] = lambda _m: None) -> None:
+            say: Callable[[str], None] = lambda _m: None, *, clock: Clock | None = None,
+            terminating_wait: float = 180.0) -> None:
     """Create the rendered chart, in dependency order; every created object lands in `created`
     at once, so an interrupt mid-way still cleans up what exists."""
-    if gw.get("v1", "Namespace", namespace) is None:
+    clock = clock or RealClock()
+    ns = gw.get("v1", "Namespace", namespace)
+    if ns is not None and ns.get("status", {}).get("phase") == "Terminating":
+        # An earlier run's namespace is still going away: nothing can be created in it.
+        say(f"waiting for namespace {namespace} to finish terminating")
+        until = clock.monotonic() + terminating_wait
+        while ns is not None and clock.monotonic() < until:
+            clock.sleep(1.0)
+            ns = gw.get("v1", "Namespace", namespace)
+        if ns is not None:
+            raise KubeError(409, f"namespace {namespace} is still terminating after {terminating_wait:.0f}s")
+    if ns is None:
         gw.create({"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": namespace, "labels": NAMESPACE_LABELS}})
         created.append(Ref("v1", "Namespace", namespace, None))

@@ -15,6 +15,7 @@ from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NA
 
 CHART = "gpu-smoke-test"
 RUN_ID_LENGTH = 8
+JOB_DEADLINE_GRACE_SECONDS = 300
 
 
 class SmokeConfigError(ValueError):
@@ -80,7 +81,9 @@ def chart_values(
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
         },
         "barrier": {"enabled": True, "timeoutSeconds": t.timeout_seconds},
-        "activeDeadlineSeconds": t.timeout_seconds,
+        # The runner gives up first and collects while the pods still exist; the Job's own
+        # deadline only cleans up when no runner is left (a killed `pulumi up`).
+        "activeDeadlineSeconds": t.timeout_seconds + JOB_DEADLINE_GRACE_SECONDS,
         "suspend": True,
         "tolerations": tolerations(settings),
         "nodeSelector": {},

@@ -435,7 +435,9 @@ def check_jobs(v: _View) -> CheckResult:
             problems.append(f"Job {case.job} does not exist")
             continue
         status = job.get("status", {})
-        failed, complete = condition(job, "Failed"), condition(job, "Complete")
+        # FailureTarget comes first (1.31+): the Job is failing, pods are still being torn down.
+        failed = condition(job, "Failed") or condition(job, "FailureTarget")
+        complete = condition(job, "Complete")
         bad = [_pod_trouble(v, p, case.containers) for p in v.by_case[case.case]
                if p.get("status", {}).get("phase") != "Succeeded"]
         tail = ("; " + "; ".join(bad)) if bad else ""

@@ -148,6 +148,11 @@ def test_fresh_job_drops_server_fields_and_suspends() -> None:
     assert fresh["spec"]["suspend"] is True and "selector" not in fresh["spec"] and "status" not in fresh
     assert fresh["spec"]["template"]["metadata"]["labels"] == {"keep": "me"}
     assert is_pristine(fresh) and not is_pristine(job)
+    # The Job controller marks a created-suspended Job with a Suspended condition: still pristine.
+    created = {**fresh, "status": {"conditions": [{"type": "Suspended", "status": "True"}]}}
+    assert is_pristine(created)
+    timed_out = {**fresh, "status": {"failed": 2, "conditions": [{"type": "Suspended", "status": "True"}]}}
+    assert not is_pristine(timed_out)
 
 
 def test_install_orders_objects_and_cleanup_removes_them_newest_first() -> None:
@@ -198,3 +203,30 @@ def test_slices_wait_reports_progress(gpus_per_node: int) -> None:
     deploy(cluster, plan)
     _, seen = smoke(cluster, plan)
     assert any(p.hop == "slices" and p.message == "2/2 GPU node(s) publish gpu.nvidia.com slices" for p in seen)
+
+
+def test_install_waits_for_a_terminating_namespace_of_an_earlier_run() -> None:
+    class Terminating(FakeCluster):
+        gets = 0
+
+        def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> Any:
+            if kind == "Namespace":
+                self.gets += 1
+                if self.gets <= 3:  # still finalizing for three looks
+                    return {"metadata": {"name": name}, "status": {"phase": "Terminating"}}
+            return super().get(api_version, kind, name, namespace)
+
+    cluster = Terminating(gpus_per_node=4)
+    plan = sf.plan(sf.AWS)
+    clock = FakeClock()
+    said: list[str] = []
+    objs = render("gpu-smoke-test", plan.values, release=plan.release, namespace=plan.namespace)
+    created: list[Ref] = []
+    install(cluster, objs, plan.namespace, created, said.append, clock=clock)
+    assert said[0] == f"waiting for namespace {plan.namespace} to finish terminating"
+    assert clock.slept == 3.0 and created[0].kind == "Namespace"
+
+    stuck = Terminating(gpus_per_node=4)
+    stuck.gets = -10_000
+    with pytest.raises(KubeError, match="still terminating after 5s"):
+        install(stuck, objs, plan.namespace, [], clock=FakeClock(), terminating_wait=5)

@@ -1,0 +1,118 @@
+"""`ck8s-gpu smoke` against a real control plane (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler v1.34) with KWOK GPU nodes and published ResourceSlices: the real scheduler
+allocates the claims, the real Job and resource-claim controllers run, KWOK finishes the pods.
+
+Needs the binaries built by `bash tools/build.sh`; skips naming what is missing, unless
+CK8S_GPU_REQUIRE_TOOLS=1 (CI), where it fails instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from components.cli import main as cli_main
+from components.cli import smoke as cli
+from tests.unit.smoke import settings_fixtures as sf
+
+pytestmark = pytest.mark.integration
+TOOLS = Path(__file__).resolve().parents[3] / "tools"
+GPUS_PER_NODE = 4  # g6.12xlarge
+
+
+def _load(name: str) -> ModuleType:
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    lc = _load("localcluster")
+    bin_dir = lc.tools_bin_dir()
+    missing = lc.missing_binaries(bin_dir)
+    if missing:
+        msg = f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with `bash tools/build.sh`"
+        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
+            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
+        pytest.skip(msg)
+    c = lc.LocalCluster(tmp_path_factory.mktemp("smoke-lc"), nodes=2, bin_dir=bin_dir, instance_type="g6.12xlarge")
+    with c:
+        yield c
+
+
+def publish(cluster: Any, gpus: dict[str, int]) -> None:
+    _load("dra_publisher").publish(str(cluster.kubeconfig), gpus, kubectl=str(cluster.bin_dir / "kubectl"))
+
+
+def smoke(cluster: Any, tmp: Path, *argv: str) -> tuple[int, str, dict[str, Any]]:
+    stack = tmp / "Pulumi.local.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"ck8s-gpu:settings": sf.LOCAL}}))
+    report = tmp / "report.json"
+    out, err = io.StringIO(), io.StringIO()
+    args = cli_main.build_parser().parse_args(["smoke", "--kubeconfig", str(cluster.kubeconfig), "--stack",
+                                               str(stack), "--report", str(report), *argv])
+    code = cli.execute(args, out=out, err=err)
+    doc = json.loads(report.read_text()) if report.exists() else {}
+    return code, out.getvalue() + err.getvalue(), doc
+
+
+def checks(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {t["name"]: (t["status"], t["message"]) for t in doc["results"]["tests"]}
+
+
+def test_real_scheduler_allocates_distinct_gpus_and_the_run_cleans_up(cluster: Any, tmp_path: Path) -> None:
+    publish(cluster, {n: GPUS_PER_NODE for n in cluster.node_names})
+    code, text, doc = smoke(cluster, tmp_path)
+    assert code == 0, text
+    got = checks(doc)
+    assert got["resource-slices"][0] == "passed" and f"{cluster.node_names[0]}: 4 GPU(s)" in got["resource-slices"][1]
+    assert got["claims-allocated"][0] == "passed"
+    assert got["scheduler"] == ("passed", "2 pod(s) bound by default-scheduler")
+    assert got["claim-node"][0] == "passed"
+    assert got["distinct-gpus"][0] == "passed" and "per the claim history" in got["distinct-gpus"][1]
+    assert got["container-device"] == ("skipped", "no kubelet on simulated nodes")
+    assert got["jobs-complete"][0] == "passed"
+    leftover = cluster.kubectl("get", "jobs,configmaps,resourceclaimtemplates", "-A", "-l",
+                               f"ck8s-gpu.io/smoke-run={doc['results']['extra']['runId']}", "-o", "name")
+    assert leftover.strip() == ""
+
+
+def test_a_node_advertising_fewer_gpus_fails_the_slices_hop(cluster: Any, tmp_path: Path) -> None:
+    short = cluster.node_names[1]
+    publish(cluster, {cluster.node_names[0]: GPUS_PER_NODE, short: 1})
+    try:
+        code, text, doc = smoke(cluster, tmp_path, "--timeout", "120")
+    finally:
+        publish(cluster, {n: GPUS_PER_NODE for n in cluster.node_names})
+    assert code == 1, text
+    status, message = checks(doc)["resource-slices"]
+    assert status == "failed"
+    assert f"node {short} advertises 1 GPU(s), expected 4 (pool gpu, g6.12xlarge)" in message
+
+
+def test_missing_device_class_fails_and_names_the_scheduler_reason(cluster: Any, tmp_path: Path) -> None:
+    publish(cluster, {n: GPUS_PER_NODE for n in cluster.node_names})
+    code, text, doc = smoke(cluster, tmp_path, "--device-class", "gpu.example.com", "--timeout", "60")
+    assert code == 1, text
+    got = checks(doc)
+    assert got["device-class"] == ("failed", "DeviceClass gpu.example.com does not exist (is the DRA driver "
+                                             "installed with GPU resources enabled?)")
+    assert got["claims-allocated"][0] == "failed"
+    events = doc["results"]["extra"]["diagnostics"]["events"]
+    assert any(e["reason"] == "FailedScheduling" for e in events), events
