@@ -2,8 +2,8 @@
 
 Policy documents appear as JSON strings on `aws:iam/policy:Policy.policy`,
 `aws:iam/rolePolicy:RolePolicy.policy`, `aws:iam/userPolicy`, `aws:iam/groupPolicy` and
-`aws:iam/role:Role.inlinePolicies[].policy`; AWS-managed admin policies arrive through
-`*PolicyAttachment.policyArn` and `Role.managedPolicyArns`.
+`aws:iam/role:Role.inlinePolicies[].policy`, `aws:s3/bucketPolicy:BucketPolicy.policy`;
+AWS-managed admin policies arrive through `*PolicyAttachment.policyArn` and `Role.managedPolicyArns`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ DOCUMENT_TYPES = {
     "aws:iam/rolePolicy:RolePolicy",
     "aws:iam/userPolicy:UserPolicy",
     "aws:iam/groupPolicy:GroupPolicy",
+    "aws:s3/bucketPolicy:BucketPolicy",  # a resource policy: `*` on `*` there is just as open
 }
 ATTACHMENT_TYPES = {
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment",

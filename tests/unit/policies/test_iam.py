@@ -56,3 +56,11 @@ def test_unknown_documents_are_not_judged_but_garbage_is_reported() -> None:
     assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": "{not json"}) == [
         "policy is not valid JSON; it cannot be reviewed"
     ]
+
+
+def test_bucket_policies_are_documents_too() -> None:
+    tls_only = doc({"Sid": "TlsOnly", "Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": "*",
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}}})
+    assert violations(NO_WILDCARD_IAM, "aws:s3/bucketPolicy:BucketPolicy", {"policy": tls_only}) == []
+    public = doc({"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*"})
+    assert violations(NO_WILDCARD_IAM, "aws:s3/bucketPolicy:BucketPolicy", {"policy": public})
