@@ -1,0 +1,91 @@
+"""The real policy pack process, driven over its gRPC analyzer interface as the Pulumi engine
+drives it (no CLI needed): it starts, lists the catalog's policies with their levels, reads the
+stack settings from PULUMI_CONFIG, and reports violations per resource and per stack."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from components import policies
+
+PACK_DIR = Path(__file__).resolve().parents[3] / "policy"
+SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
+SETTINGS = {"platform": "aws", "region": "eu-west-1", "environment": "prod",
+            "network": {"apiAllowList": ["0.0.0.0/0"]}}
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    env = {**os.environ, "PULUMI_CONFIG": json.dumps({"ck8s-gpu:settings": json.dumps(SETTINGS)})}
+    proc = subprocess.Popen([sys.executable, "__main__.py"], cwd=PACK_DIR, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        port = proc.stdout.readline().strip() if proc.stdout else ""
+        assert port.isdigit(), f"the pack did not start: {proc.stderr.read() if proc.stderr else ''}"
+        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        grpc.channel_ready_future(channel).result(timeout=30)
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _struct(props: dict[str, Any]) -> struct_pb2.Struct:
+    s = struct_pb2.Struct()
+    s.update(props)
+    return s
+
+
+def analyze(stub: analyzer_pb2_grpc.AnalyzerStub, rtype: str, props: dict[str, Any]) -> Any:
+    return stub.Analyze(analyzer_pb2.AnalyzeRequest(
+        type=rtype, properties=_struct(props), urn=f"urn:pulumi:prod::ck8s-gpu::{rtype}::r", name="r",
+        options=analyzer_pb2.AnalyzerResourceOptions()))
+
+
+def test_the_pack_lists_the_catalog(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == policies.PACK_NAME
+    levels = {p.name: p.enforcementLevel for p in info.policies}
+    assert {n for n, lvl in levels.items() if lvl == analyzer_pb2.MANDATORY} == policies.MANDATORY
+    assert {n for n, lvl in levels.items() if lvl == analyzer_pb2.ADVISORY} == policies.ADVISORY
+
+
+def test_resource_violations_use_the_stack_settings(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    # Declared in apiAllowList, but the settings say prod: refused.
+    world_api = {"ipProtocol": "tcp", "fromPort": 6443, "toPort": 6443, "cidrIpv4": "0.0.0.0/0"}
+    response = analyze(analyzer, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", world_api)
+    [diag] = [d for d in response.diagnostics if d.policyName == "no-world-ingress"]
+    assert diag.enforcementLevel == analyzer_pb2.MANDATORY and "in prod" in diag.message
+    private = {**world_api, "cidrIpv4": "10.0.0.0/8"}
+    assert not analyze(analyzer, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", private).diagnostics
+
+
+def test_secrets_arrive_unwrapped_so_that_policy_stands_aside(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    kubeconfig = "apiVersion: v1\nkind: Config\nusers:\n- name: a\n  user:\n    token: c2VjcmV0LXRva2Vu\n"
+    response = analyze(analyzer, "pulumi:providers:kubernetes", {"kubeconfig": {**SECRET_SIG, "value": kubeconfig}})
+    assert "no-plaintext-secrets" in {n.policy_name for n in response.not_applicable}
+    assert not [d for d in response.diagnostics if d.policyName == "no-plaintext-secrets"]
+
+
+def test_stack_policies_run_over_all_resources(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
+        analyzer_pb2.AnalyzerResource(type="kubernetes:core/v1:Namespace", urn="urn:pulumi:prod::p::ns::ns", name="ns",
+                                      properties=_struct({"metadata": {"name": "apps"}}),
+                                      options=analyzer_pb2.AnalyzerResourceOptions()),
+    ]))
+    failed = {d.policyName for d in response.diagnostics}
+    # No smoke test, unlabeled namespace, prod without protection/backup, one control plane (advisory).
+    assert {"smoke-test-required", "gpu-namespace-pod-security", "prod-protects-dr-state",
+            "prod-single-control-plane"} <= failed
