@@ -11,6 +11,9 @@ two are diffed by resource key; whatever remains is a parity violation. Region-s
 
 from __future__ import annotations
 
+import base64
+import binascii
+import difflib
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -41,6 +44,13 @@ class RegionScope:
                         s.network.vpc_cidr if per_region else None)
             for s in (a, b)
         )
+
+
+def _decoded(value: str) -> str:
+    try:
+        return base64.b64decode(value, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return value
 
 
 def _cidr(match: re.Match[str], vpc: ipaddress.IPv4Network) -> str:
@@ -77,11 +87,13 @@ class _Normaliser:
             value = CIDR.sub(lambda m: _cidr(m, vpc), value)
         return value
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: Any, key: str = "") -> Any:
         if isinstance(value, str):
+            if key == "userData":  # launch templates carry it base64-encoded: compare the text
+                return self.text(_decoded(value))
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(k): self.value(v) for k, v in value.items()}
+            return {self.text(k): self.value(v, k) for k, v in value.items()}
         if isinstance(value, list):
             return [self.value(v) for v in value]
         return value
@@ -100,3 +112,19 @@ def violations(
     """What differs between two regions' plans beyond region-scoped values (empty = parity)."""
     scope_a, scope_b = RegionScope.pair(a_settings, b_settings)
     return diff_resources(normalise(a, scope_a), normalise(b, scope_b))
+
+
+def format_violations(diff: PlanDiff, context: int = 2) -> list[str]:
+    """Like plan.diff.format_diff, but long or multi-line values (user-data, policies) as a unified
+    diff of the two, so a reviewer sees the one line that differs."""
+    lines = [f"+ {k}" for k in diff.added] + [f"- {k}" for k in diff.removed]
+    for change in diff.changed:
+        lines.append(f"~ {change.key}")
+        for path, (old, new) in change.fields.items():
+            if isinstance(old, str) and isinstance(new, str) and ("\n" in old or len(old) > 120):
+                lines.append(f"    {path}:")
+                lines += [f"      {d}" for d in difflib.unified_diff(old.splitlines(), new.splitlines(), "a", "b",
+                                                                   n=context, lineterm="")]
+            else:
+                lines.append(f"    {path}: {old!r} -> {new!r}")
+    return lines
