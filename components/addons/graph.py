@@ -175,4 +175,11 @@ def cluster_capabilities(settings: Settings) -> frozenset[Capability]:
 def install_graph(settings: Settings, catalog: Sequence[Addon] | None = None) -> InstallGraph:
     """The stack's install graph from its settings (what AddonSet builds and the docs describe)."""
     cluster = cluster_capabilities(settings)
-    return build(select(catalog or ADDONS, settings, cluster), settings, cluster)
+    graph = build(select(catalog or ADDONS, settings, cluster), settings, cluster)
+    smoke = settings.smoke_test
+    if smoke.enabled and smoke.scheduler == "kai" and "kai-crds" not in graph.capabilities:
+        raise AddonGraphError([
+            "smokeTest.scheduler is kai but KAI is neither installed here (gpuStack.addons.kaiScheduler) "
+            "nor declared present (gpuStack.clusterProvides: [kai-crds])"
+        ])
+    return graph

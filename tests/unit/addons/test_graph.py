@@ -73,7 +73,8 @@ def test_toposort_puts_dependencies_first() -> None:
     ("local", []),
 ])
 def test_platform_defaults(platform: str, expected: list[str]) -> None:
-    assert sorted(install_graph(settings(platform)).names) == sorted(expected)
+    extra = {"smokeTest": {"scheduler": "default"}} if platform == "local" else {}  # as stacks/Pulumi.local.yaml
+    assert sorted(install_graph(settings(platform, **extra)).names) == sorted(expected)
 
 
 def test_auto_addons_follow_their_capabilities() -> None:
@@ -131,3 +132,9 @@ def test_catalog_covers_every_addon_setting_but_the_cloud_controller() -> None:
     assert set(catalog.PLATFORM_DEFAULTS) == set(catalog.BY_NAME)
     for row in catalog.PLATFORM_DEFAULTS.values():
         assert set(row) == set(catalog.PLATFORMS)
+
+
+def test_smoke_test_on_kai_needs_kai() -> None:
+    with pytest.raises(AddonGraphError, match=r"smokeTest\.scheduler is kai but KAI is neither installed"):
+        install_graph(settings("local"))  # KAI is off on local; the smoke test defaults to kai
+    assert install_graph(settings("local", gpuStack={"clusterProvides": ["kai-crds"]})).names == {"kai-queues"}
