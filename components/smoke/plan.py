@@ -13,7 +13,7 @@ from components import pins
 from components.cluster import ClusterFacts
 from components.settings.model import Settings
 from components.smoke.expectations import Expectations, expectations_for
-from components.smoke.values import chart_digest, chart_values, resource_api, run_id
+from components.smoke.values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id
 
 RELEASE = "gpu-smoke-test"
 # Readiness of the GPU nodes' slices is awaited for at most this share of the run's budget.
@@ -57,6 +57,10 @@ def smoke_plan(
 ) -> SmokePlan:
     """`nonce` joins settings.smokeTest.trigger in the run id: the CLI passes a fresh one per run."""
     t = settings.smoke_test
+    if settings.gpu_stack.allocation != "dra":
+        raise SmokeConfigError(
+            "the smoke test proves the DRA allocation path, but gpuStack.allocation is "
+            f"{settings.gpu_stack.allocation}: use allocation dra or set smokeTest.enabled false")
     draft = chart_values(settings, facts, image, run_id="")
     rid = run_id(draft, t.trigger + nonce, chart_digest())
     values = {**draft, "runId": rid}

@@ -172,3 +172,29 @@ def test_report_directory_failure_does_not_hide_the_verdict(tmp_path: Path) -> N
     blocker.write_text("")
     doc = {"results": {"extra": {"namespace": "n", "runId": "r"}}}
     assert prov.write_report(doc, str(blocker / "sub")) == ""
+
+
+def test_device_plugin_stacks_are_refused_with_the_setting_to_change() -> None:
+    from components.smoke.values import SmokeConfigError
+
+    with pytest.raises(SmokeConfigError, match=r"gpuStack\.allocation is device-plugin"):
+        sf.plan({**sf.AWS, "gpuStack": {"allocation": "device-plugin"}})
+
+
+def test_provider_pickles_by_reference_and_loads_in_a_fresh_process() -> None:
+    """The engine runs create() in another process from the pickled provider: it must import
+    components.smoke.provider there, not carry a copy of the code."""
+    import base64
+    import subprocess
+    import sys
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    blob = serialize_provider(prov.SmokeRunProvider())
+    assert len(base64.b64decode(blob)) < 2000  # a reference, not the module's code
+    root = Path(__file__).resolve().parents[3]
+    code = ("import base64, dill, sys; p = dill.loads(base64.b64decode(sys.stdin.read())); "
+            "print(type(p).__module__, type(p).__name__)")
+    done = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, text=True, cwd=root,
+                          env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert done.stdout.split() == ["components.smoke.provider", "SmokeRunProvider"], done.stderr
