@@ -14,7 +14,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from components.policies.props import is_unknown, items
+from components.policies.props import is_seq, is_unknown, items
 
 DOCUMENT_TYPES = {
     "aws:iam/policy:Policy",
@@ -44,7 +44,7 @@ def documents(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[st
 
 
 def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
+    return list(value) if is_seq(value) else [value]
 
 
 def _wild_action(action: Any) -> bool:

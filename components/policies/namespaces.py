@@ -16,7 +16,7 @@ from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs
 
 from components.policies.facts import facts_of
 from components.policies.helm import HELM_TYPES, chart_ref
-from components.policies.props import get, is_unknown, items
+from components.policies.props import get, is_unknown, items, plain
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -108,7 +108,7 @@ def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     name = props.get("name")
     return render(
         ref.local_path.name,
-        dict(values) if isinstance(values, Mapping) else {},
+        plain(values) if isinstance(values, Mapping) else {},
         release=name if isinstance(name, str) else ref.name,
         namespace=ns if isinstance(ns, str) else "default",
     )

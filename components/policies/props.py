@@ -11,7 +11,7 @@ import base64
 import binascii
 import gzip
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 # The offline plan's marker for values providers compute, and the real engine's unknown sentinels
@@ -27,6 +27,21 @@ UNKNOWN_STRINGS = frozenset({
 _PATH = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
+def is_seq(value: Any) -> bool:
+    """A list as policies receive it: a list offline, a read-only Sequence proxy in the real pack
+    (pulumi_policy/proxy.py `_ListProxy`), never a string."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def plain(value: Any) -> Any:
+    """Deep copy into plain dicts and lists (the real pack hands out read-only proxies)."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if is_seq(value):
+        return [plain(v) for v in value]
+    return value
+
+
 def is_unknown(value: Any) -> bool:
     return isinstance(value, str) and value in UNKNOWN_STRINGS
 
@@ -36,7 +51,7 @@ def get(props: Any, path: str, default: Any = None) -> Any:
     node = props
     for key, index in _PATH.findall(path):
         if index:
-            if not isinstance(node, list | tuple) or int(index) >= len(node):
+            if not is_seq(node) or int(index) >= len(node):
                 return default
             node = node[int(index)]
         else:
@@ -49,7 +64,7 @@ def get(props: Any, path: str, default: Any = None) -> Any:
 def items(props: Any, path: str) -> list[Any]:
     """The list at `path` (an absent or unknown list is empty)."""
     value = get(props, path)
-    return list(value) if isinstance(value, list | tuple) else []
+    return list(value) if is_seq(value) else []
 
 
 def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -57,7 +72,7 @@ def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping):
         for key in value:
             yield from leaves(value[key], f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list | tuple):
+    elif is_seq(value):
         for i, item in enumerate(value):
             yield from leaves(item, f"{path}[{i}]")
     else:
@@ -89,7 +104,7 @@ def helm_truthy(value: Any) -> bool:
         return value
     if isinstance(value, int | float):
         return value != 0
-    if isinstance(value, str | list | tuple | dict):
+    if isinstance(value, str | Mapping) or is_seq(value):
         return len(value) > 0
     return True
 

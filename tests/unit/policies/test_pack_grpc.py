@@ -72,6 +72,16 @@ def test_resource_violations_use_the_stack_settings(analyzer: analyzer_pb2_grpc.
     assert not analyze(analyzer, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", private).diagnostics
 
 
+def test_lists_arrive_as_proxies_and_are_still_read(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    sg = {"ingress": [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["10.0.0.0/8", "0.0.0.0/0"]}]}
+    failed = {d.policyName for d in analyze(analyzer, "aws:ec2/securityGroup:SecurityGroup", sg).diagnostics}
+    assert {"no-world-ingress", "no-world-ssh"} <= failed
+    lt = {"metadataOptions": {"httpTokens": "required"},
+          "blockDeviceMappings": [{"deviceName": "/dev/sda1", "ebs": {"encrypted": "false"}}]}
+    failed = {d.policyName for d in analyze(analyzer, "aws:ec2/launchTemplate:LaunchTemplate", lt).diagnostics}
+    assert failed == {"encrypted-volumes"}
+
+
 def test_secrets_arrive_unwrapped_so_that_policy_stands_aside(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
     kubeconfig = "apiVersion: v1\nkind: Config\nusers:\n- name: a\n  user:\n    token: c2VjcmV0LXRva2Vu\n"
     response = analyze(analyzer, "pulumi:providers:kubernetes", {"kubeconfig": {**SECRET_SIG, "value": kubeconfig}})
@@ -86,6 +96,23 @@ def test_stack_policies_run_over_all_resources(analyzer: analyzer_pb2_grpc.Analy
                                       options=analyzer_pb2.AnalyzerResourceOptions()),
     ]))
     failed = {d.policyName for d in response.diagnostics}
+    assert "smoke-test-isolated" in failed  # no NetworkPolicy anywhere
     # No smoke test, unlabeled namespace, prod without protection/backup, one control plane (advisory).
     assert {"smoke-test-required", "gpu-namespace-pod-security", "prod-protects-dr-state",
             "prod-single-control-plane"} <= failed
+
+
+def test_local_charts_render_inside_the_pack(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    """The smoke chart's own NetworkPolicy, rendered inside the pack from proxied values: the
+    smoke-test release exactly as the program registers it for the committed `local` stack."""
+    from components.plan.run import plan_stack
+
+    [smoke] = [r for r in plan_stack("local").resources
+               if r.type == "kubernetes:helm.sh/v3:Release" and str(r.raw_inputs.get("chart", "")).endswith(
+                   "gpu-smoke-test")]
+    release = analyzer_pb2.AnalyzerResource(
+        type=smoke.type, urn=smoke.urn, name=smoke.name, properties=_struct(json.loads(json.dumps(smoke.raw_inputs))),
+        options=analyzer_pb2.AnalyzerResourceOptions())
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[release]))
+    failed = {d.policyName for d in response.diagnostics}
+    assert "smoke-test-isolated" not in failed and "helm-release-pinned" not in failed
