@@ -100,7 +100,9 @@ class _View:
     def allocated(self, pod: Obj) -> list[tuple[Obj, SliceDevice | None]]:
         _, claim = self.claim(pod)
         results = allocation_results(claim) if claim else []
-        return [(r, self.slices.get((r.get("pool", ""), r.get("device", "")))) for r in results]
+        # Only our driver's devices resolve: another driver's pool/device names are not ours.
+        return [(r, self.slices.get((r.get("pool", ""), r.get("device", "")))
+                 if r.get("driver") == self.exp.driver else None) for r in results]
 
     def pod_events(self, pod: Obj) -> list[Obj]:
         return events_for(self.snap.events, "Pod", name(pod))
