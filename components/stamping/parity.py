@@ -128,3 +128,30 @@ def format_violations(diff: PlanDiff, context: int = 2) -> list[str]:
             else:
                 lines.append(f"    {path}: {old!r} -> {new!r}")
     return lines
+
+
+def scope_of(document: dict[str, Any]) -> RegionScope:
+    """The region scope of a written plan (resources.json), for `plan --diff` across regions:
+    cluster name and environment from the outputs, region from the cluster name, VPC CIDR from the
+    VPC, backup region from the BackupTarget's provider."""
+    outputs = document.get("outputs") or {}
+    cluster, environment = str(outputs.get("clusterName", "")), str(outputs.get("environment", ""))
+    prefix = f"ck8s-{environment}-"
+    region = cluster[len(prefix):] if environment and cluster.startswith(prefix) else ""
+    vpc_cidr = backup_region = None
+    for r in document.get("resources", []):
+        inputs = r.get("inputs") or {}
+        if r.get("type") == "aws:ec2/vpc:Vpc" and isinstance(inputs.get("cidrBlock"), str):
+            vpc_cidr = inputs["cidrBlock"]
+        if r.get("type") == "pulumi:providers:aws" and "ck8s-gpu:index:BackupTarget" in str(r.get("parent", "")):
+            backup_region = inputs.get("region")
+    return RegionScope(region, cluster, backup_region, vpc_cidr)
+
+
+def document_violations(old: dict[str, Any], new: dict[str, Any]) -> PlanDiff:
+    """`violations` for two written plans (resources.json documents) of different regions."""
+    a, b = scope_of(old), scope_of(new)
+    if a.vpc_cidr == b.vpc_cidr:  # same VPC CIDR: every CIDR must match as written
+        a = RegionScope(a.region, a.cluster_name, a.backup_region, None)
+        b = RegionScope(b.region, b.cluster_name, b.backup_region, None)
+    return diff_resources(normalise(old.get("resources", []), a), normalise(new.get("resources", []), b))

@@ -122,3 +122,22 @@ def test_plan_keys_ignore_stack_and_project(tmp_path: Path) -> None:
     assert resource_key("urn:pulumi:a::ck8s-gpu::aws:s3/bucket:Bucket::x") == resource_key(
         "urn:pulumi:b::ck8s-gpu::aws:s3/bucket:Bucket::x")
     assert SETTINGS_KEY == "ck8s-gpu:settings"
+
+
+def test_written_plans_of_two_regions_compare_without_their_settings() -> None:
+    """What `plan --diff` across regions needs: parity from two resources.json documents alone."""
+    from components.plan.artifacts import resources_document
+    from components.stamping.parity import document_violations, scope_of
+
+    base_config, _ = _template("aws-prod")
+    new_config, _ = _stamped("aws-prod", "eu-central-1", {"network": {"vpcCidr": "10.42.0.0/16"},
+                                                          "backup": {"region": "eu-west-1"}})
+    old = resources_document(plan_config(base_config, "aws-prod", "aws-prod"))
+    new = resources_document(plan_config(new_config, "aws-prod-eu-central-1", "stamped"))
+    assert scope_of(old).region == "us-east-1" and scope_of(new).vpc_cidr == "10.42.0.0/16"
+    diff = document_violations(old, new)
+    assert diff.empty, "\n".join(format_violations(diff))
+    changed = resources_document(plan_config(_stamped("aws-prod", "eu-central-1", {
+        "network": {"vpcCidr": "10.42.0.0/16", "azCount": 2}, "backup": {"region": "eu-west-1"}})[0],
+        "aws-prod-eu-central-1", "stamped"))
+    assert not document_violations(old, changed).empty  # one AZ fewer is not a regional difference
