@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         except BackendUnavailable as exc:
             print(f"ck8s-gpu stamp: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        # `pulumi stack init` rewrites a new stack's file to add its encryption salt (dropping the
+        # header): render again so the committed file is the stamped one, salt kept.
+        stackfile.write(stackfile.prepare(stamped, stacks_dir, source))
     print()
     print("\n".join(table(results)))
     return exit_code(results)

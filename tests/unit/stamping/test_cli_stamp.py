@@ -109,3 +109,24 @@ def test_offline_plans_every_region(stacks: Path, tmp_path: Path, capsys: pytest
     assert "2 of 2 region(s) succeeded" in text and text.count("planned") == 2
     for stack in ("aws-prod-us-east-2", "aws-prod-eu-central-1"):
         assert (out / stack / "resources.json").exists()
+
+
+def test_files_pulumi_rewrote_during_the_run_are_stamped_again(
+    stacks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pulumi stack init` adds the salt and re-serialises the file; the stamper restores its own
+    rendering with the salt kept, so `--check` is clean right after a first `--up`."""
+    path = stacks / "Pulumi.aws-dev-us-east-2.yaml"
+
+    class InitWritesSalt(FakeBackend):
+        def up(self, stack: str, on_output: Any) -> OpResult:
+            path.write_text("encryptionsalt: v1:SALT\nconfig: {}\n")
+            return super().up(stack, on_output)
+
+    _use(monkeypatch, InitWritesSalt())
+    monkeypatch.setattr(stamp_cli, "_preflight", lambda _profile: lambda _s: [])
+    args = ["stamp", "--template", "aws-dev", "--regions", "us-east-2", "--stacks-dir", str(stacks)]
+    assert main([*args, "--up"]) == 0
+    text = path.read_text()
+    assert text.startswith("# Stamped by") and "encryptionsalt: v1:SALT" in text and "ck8s-gpu:settings" in text
+    assert main([*args, "--check"]) == 0
