@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -12,7 +13,7 @@ import pulumi_aws as aws
 from components.aws.tags import default_tags
 from components.dr.names import bucket_name, key_alias, user_name
 from components.dr.policies import bucket_policy, noncurrent_days, velero_policy
-from components.dr.velero_values import credentials_file
+from components.dr.velero_values import credentials_file, velero_values
 from components.settings.model import Settings
 
 # The longest window AWS allows: a key scheduled for deletion by mistake can be rescued for 30 days
@@ -139,6 +140,7 @@ class BackupTarget(pulumi.ComponentResource):
         self.ready: list[pulumi.Resource] = [encryption, grant, versioning, alias]
         self.bucket_name: pulumi.Output[str] = self.bucket.bucket
         self.region = backup.region
+        self._settings = settings
         self.register_outputs({
             "bucket": self.bucket.bucket,
             "bucketArn": self.bucket.arn,
@@ -146,3 +148,12 @@ class BackupTarget(pulumi.ComponentResource):
             "region": backup.region,
             "credentials": self.credentials,
         })
+
+    def velero_values(self) -> pulumi.Output[dict[str, Any]]:
+        """The DR values for the `velero` release with the credentials file in them: a secret
+        Output (merge it over the add-on's values; the release then holds it as a secret)."""
+        values = velero_values(self._settings)
+        return pulumi.Output.secret(self.credentials.apply(lambda cloud: {
+            **values,
+            "credentials": {**values["credentials"], "secretContents": {"cloud": cloud}},
+        }))

@@ -93,3 +93,19 @@ def test_refuses_settings_without_an_off_region_backup() -> None:
     bare = Settings.model_validate({"platform": "aws", "region": "us-east-1"})
     with pytest.raises(ValueError, match="another region"):
         run_program(lambda: BackupTarget("backup", bare), {}, stack="dev", region="us-east-1")
+
+
+def test_release_values_carry_the_credentials_as_a_secret() -> None:
+    seen: dict[str, Any] = {}
+
+    def program() -> None:
+        target = BackupTarget("backup", _settings())
+        values = target.velero_values()
+        pulumi.export("values", values)
+        values.apply(lambda v: seen.update(v))
+
+    run = run_program(program, {}, stack="prod", region="us-east-1")
+    assert run.outputs["values"] == MASK
+    assert seen["credentials"]["useSecret"] is True
+    assert seen["credentials"]["secretContents"]["cloud"].startswith("[default]\naws_access_key_id=")
+    assert seen["configuration"]["backupStorageLocation"][0]["bucket"] == "ck8s-prod-us-east-1-velero"
