@@ -88,7 +88,7 @@ class RecordingMonitor(pmocks.MockMonitor):
         secrets: list[str] = []
         masked = _unwrap(wire, "", secrets, mask=True)
         raw = _unwrap(wire, "", [], mask=False)
-        if request.type == "pulumi-python:dynamic:Resource":
+        if request.type.startswith("pulumi-python:dynamic"):
             masked.pop("__provider", None)  # a pickled provider: noise in a plan
         deps = set(request.dependencies)
         for prop in request.propertyDependencies.values():
