@@ -57,6 +57,8 @@ retry() {
 }
 
 install_snaps() {
+  # On first boot snapd may still be seeding: installs fail with "too early for operation".
+  retry 8 "wait for snapd seeding" quiet snap wait system seed.loaded || die "snapd did not finish seeding"
   retry 8 "snap install k8s ($CK8S_SNAP_CHANNEL)" quiet snap install k8s --classic --channel="$CK8S_SNAP_CHANNEL" ||
     die "could not install the k8s snap"
   if [ "$CK8S_HOLD_SNAP_REFRESH" = true ]; then
@@ -197,7 +199,7 @@ finish_worker() {
 }
 
 main() {
-  export PATH="$PATH:/snap/bin"
+  export PATH="$PATH:/snap/bin" HOME="${HOME:-/root}" # cloud-init may run us without HOME (aws-cli needs it)
   mkdir -p "$STATE_DIR" "$RUN_DIR" "$(dirname "$LOG")"
   trap 'rm -rf "$RUN_DIR"' EXIT
   if [ -e "$STATE_DIR/done" ]; then

@@ -231,6 +231,7 @@ def test_bootstrap_control_plane_steps_in_order(node: Callable[[str], Node]) -> 
     result = n.run()
     assert result.returncode == 0, n.log
     assert steps(n) == [
+        "snap wait system",
         "snap install k8s",
         "snap refresh --hold",
         "read join-auth",
@@ -306,6 +307,7 @@ def test_worker_mints_its_own_token_joins_and_labels_itself(node: Callable[[str]
     result = n.run()
     assert result.returncode == 0, n.log
     assert steps(n) == [
+        "snap wait system",
         "snap install k8s",
         "snap refresh --hold",
         "read join-auth",
@@ -375,7 +377,7 @@ def test_joining_control_plane_mints_a_control_plane_token_for_itself(node: Call
     n = node(joiner_user_data())
     result = n.run()
     assert result.returncode == 0, n.log
-    assert steps(n)[2:] == [
+    assert steps(n)[3:] == [
         "read join-auth",
         "aws ec2",
         "mint https://10.0.0.10:6400/1.0/x/capi/generate-join-token",
