@@ -154,7 +154,8 @@ def main() -> int:
         *(f"| {s} | {n} | {p:.3f} | {f:.3f} | {r:.2f}x | {m:.0f} | {fm:.0f} |" for s, n, p, f, r, m, fm in rows),
         "",
         f"50 regions of `aws-dev` planned in {regions['wall_seconds']:.1f} s wall time with {regions['workers']} "
-        f"parallel processes, each starting a fresh interpreter (median plan {regions['median_plan_seconds']:.2f} s once imported).",
+        f"parallel processes, each starting a fresh interpreter "
+        f"(median plan {regions['median_plan_seconds']:.2f} s once imported).",
         "<!-- bench_plan:end -->",
     ]
     text = "\n".join(lines)

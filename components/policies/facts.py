@@ -50,7 +50,7 @@ class StackFacts:
             control_plane_count=s.control_plane.count,
             spot_pools=tuple(p.name for p in s.node_pools if p.capacity_type == "spot"),
             gpu_pools=tuple(p.name for p in s.node_pools),
-            smoke_enabled=s.smoke_test.enabled,
+            smoke_enabled=bool(s.smoke_test.enabled),
             smoke_namespace=s.smoke_test.namespace,
             protect=s.protection.protect,
             retain_on_delete=s.protection.retain_on_delete,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from components import pins
@@ -138,7 +138,8 @@ DEFAULT_QUEUES: tuple[QueueSettings, ...] = (
 
 
 class SmokeTestSettings(_Model):
-    enabled: bool = True
+    # null = on where it can prove something: the DRA allocation path (allocation dra).
+    enabled: bool | None = None
     namespace: str = Field(default="gpu-smoke-test", pattern=DNS_LABEL)
     # Number of single-GPU pods; each must get a distinct GPU.
     gpus: int = Field(default=1, ge=1, le=256)
@@ -220,6 +221,14 @@ class Settings(_Model):
     protection: ProtectionSettings = ProtectionSettings()
     backup: BackupSettings | None = None
     kind: KindSettings = KindSettings()
+
+    @model_validator(mode="after")
+    def _derived_defaults(self) -> Settings:
+        if self.smoke_test.enabled is None:
+            # The model is frozen; this runs once, inside validation, before anyone holds it.
+            smoke = self.smoke_test.model_copy(update={"enabled": self.gpu_stack.allocation == "dra"})
+            object.__setattr__(self, "smoke_test", smoke)
+        return self
 
     @property
     def cluster_name(self) -> str:

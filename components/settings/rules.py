@@ -183,6 +183,9 @@ def _smoke(s: Settings) -> Iterator[Problem]:
             yield f"{path}.queue", f"'{t.queue}' is not a leaf queue of settings.queues (only leaf queues schedule)"
     if t.gang and t.scheduler != "kai":
         yield f"{path}.gang", "gang scheduling needs scheduler: kai"
+    if s.gpu_stack.allocation != "dra":
+        yield (f"{path}.enabled",
+               "the smoke test proves the DRA allocation path: it cannot run with allocation device-plugin")
     if t.gang and t.gpus < 2:
         yield f"{path}.gpus", "the gang case needs at least 2 pods (gpus >= 2): a gang of one proves nothing"
     if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):

@@ -88,7 +88,8 @@ def test_existing_platform_needs_a_kubeconfig_to_deploy_but_not_to_plan() -> Non
     config = {"ck8s-gpu:settings": {"platform": "existing"}}
     with pytest.raises(SettingsError) as err:
         settings_from_config(config, "t")
-    assert err.value.problems == [("config.ck8s-gpu:kubeconfig", "required for platform existing (set it with --secret)")]
+    reason = "required for platform existing (set it with --secret)"
+    assert err.value.problems == [("config.ck8s-gpu:kubeconfig", reason)]
     assert settings_from_config(config, "t", offline=True).platform == "existing"
 
 
@@ -96,3 +97,10 @@ def test_settings_are_immutable() -> None:
     s = parse_settings(AWS)
     with pytest.raises(Exception):  # noqa: B017 (pydantic raises ValidationError on frozen models)
         s.region = "us-east-1"  # type: ignore[misc]
+
+
+def test_smoke_test_defaults_on_under_dra_and_off_under_the_device_plugin() -> None:
+    assert parse_settings(AWS).smoke_test.enabled is True
+    assert parse_settings({**AWS, "gpuStack": {"allocation": "device-plugin"}}).smoke_test.enabled is False
+    p = problems({**AWS, "gpuStack": {"allocation": "device-plugin"}, "smokeTest": {"enabled": True}})
+    assert set(p) == {"settings.smokeTest.enabled"}

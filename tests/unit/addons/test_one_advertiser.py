@@ -37,17 +37,19 @@ def _nest(dotted: str, value: Any) -> dict[str, Any]:
 @st.composite
 def raw_settings(draw: st.DrawFn, overrides: bool) -> dict[str, Any]:
     platform = draw(st.sampled_from(["aws", "kind", "existing", "local"]))
+    allocation = draw(st.sampled_from(["dra", "device-plugin"]))
     raw: dict[str, Any] = {
         "platform": platform,
         "kubernetes": {"track": draw(st.sampled_from(TRACKS))},
         "gpuStack": {
-            "allocation": draw(st.sampled_from(["dra", "device-plugin"])),
+            "allocation": allocation,
             "driver": draw(st.sampled_from(["operator", "host"])),
             "computeDomains": draw(st.booleans()),
             "clusterProvides": draw(st.lists(
                 st.sampled_from(["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]), unique=True)),
         },
-        "smokeTest": {"scheduler": draw(st.sampled_from(["kai", "default"]))},
+        # The smoke test proves the DRA path: device-plugin stacks must switch it off to be valid.
+        "smokeTest": {"scheduler": draw(st.sampled_from(["kai", "default"])), "enabled": allocation == "dra"},
     }
     if platform == "aws":
         raw["region"] = "eu-west-1"
