@@ -115,6 +115,7 @@ def test_worker_labels_taints_and_dra_label() -> None:
 def test_device_plugin_mode_has_no_dra_label_and_valueless_taints_render() -> None:
     def change(raw: dict[str, Any]) -> None:
         raw.setdefault("gpuStack", {})["allocation"] = "device-plugin"
+        raw["smokeTest"] = {"enabled": False}  # the smoke test proves the DRA path only
         raw["nodePools"][0]["taints"] = [{"key": "gpu", "effect": "NoExecute"}, {"key": "a", "value": "b"}]
 
     s = settings_for("aws-prod", change)

@@ -27,6 +27,7 @@ def _gates(raw: dict[str, Any]) -> None:
 def _spot_device_plugin_no_ccm(raw: dict[str, Any]) -> None:
     raw["nodePools"][0]["capacityType"] = "spot"
     raw["gpuStack"] = {"allocation": "device-plugin", "addons": {"awsCloudControllerManager": {"enabled": False}}}
+    raw["smokeTest"] = {"enabled": False}  # the smoke test proves the DRA path only
 
 
 VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {"gates-1.33": _gates, "spot": _spot_device_plugin_no_ccm}
