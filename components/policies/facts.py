@@ -27,6 +27,7 @@ class StackFacts:
     control_plane_count: int
     spot_pools: tuple[str, ...]
     gpu_pools: tuple[str, ...]
+    dra: bool  # GPUs are allocated through DRA (what the smoke test proves)
     smoke_enabled: bool
     smoke_namespace: str
     protect: bool
@@ -50,6 +51,7 @@ class StackFacts:
             control_plane_count=s.control_plane.count,
             spot_pools=tuple(p.name for p in s.node_pools if p.capacity_type == "spot"),
             gpu_pools=tuple(p.name for p in s.node_pools),
+            dra=s.gpu_stack.allocation == "dra",
             smoke_enabled=bool(s.smoke_test.enabled),
             smoke_namespace=s.smoke_test.namespace,
             protect=s.protection.protect,

@@ -16,23 +16,41 @@ from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs
 
 from components.policies.facts import facts_of
 from components.policies.helm import HELM_TYPES, chart_ref
-from components.policies.props import get, is_unknown, items, plain
+from components.policies.props import get, helm_truthy, is_unknown, items, plain
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 ENFORCE = "pod-security.kubernetes.io/enforce"
 LEVELS = ("restricted", "baseline", "privileged")
-# Charts whose pods need host access (why, in one line each).
-PRIVILEGED_CHARTS: dict[str, str] = {
-    "gpu-operator": "driver container, container toolkit, validators: privileged + hostPath",
-    "dra-driver-nvidia-gpu": "DRA kubelet plugin: privileged, kubelet plugin hostPaths",
-    "nvidia-dra-driver-gpu": "DRA kubelet plugin (pre-0.4 chart name)",
-    "nvidia-device-plugin": "device plugin socket hostPath",
-    "fake-gpu-operator": "simulated device/DRA plugins use kubelet hostPaths",
-    "dcgm-exporter": "reads GPUs and kubelet pod-resources through hostPath",
-    "kube-prometheus-stack": "node-exporter: host network, PID and root filesystem",
-    "aws-cloud-controller-manager": "host network on control planes",
+# Charts whose pods need host access (why), and the values switch that turns those pods on
+# (None: always). Velero's node-agent (chart default `deployNodeAgent: false`, vmware-tanzu
+# helm-charts charts/velero) mounts the kubelet's pod volumes from the host for file backups.
+PRIVILEGED_CHARTS: dict[str, tuple[str, str | None]] = {
+    "gpu-operator": ("driver container, container toolkit, validators: privileged + hostPath", None),
+    "dra-driver-nvidia-gpu": ("DRA kubelet plugin: privileged, kubelet plugin hostPaths", None),
+    "nvidia-dra-driver-gpu": ("DRA kubelet plugin (pre-0.4 chart name)", None),
+    "nvidia-device-plugin": ("device plugin socket hostPath", None),
+    "fake-gpu-operator": ("simulated device/DRA plugins use kubelet hostPaths", None),
+    "dcgm-exporter": ("reads GPUs and kubelet pod-resources through hostPath", None),
+    "kube-prometheus-stack": ("node-exporter: host network, PID and root filesystem", None),
+    "aws-cloud-controller-manager": ("host network on control planes", None),
+    "velero": ("node-agent: kubelet pod volumes through hostPath", "deployNodeAgent"),
 }
+
+
+def needs_privileged(props: Mapping[str, Any]) -> str | None:
+    """The chart name when this release runs pods that need a privileged namespace."""
+    ref = chart_ref(props)
+    if ref is None or ref.name not in PRIVILEGED_CHARTS:
+        return None
+    switch = PRIVILEGED_CHARTS[ref.name][1]
+    if switch is not None:
+        values = props.get("values")
+        if not isinstance(values, Mapping) or not helm_truthy(get(values, switch)):
+            return None
+    return ref.name
+
+
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease", "default"})
 
 
@@ -52,10 +70,10 @@ def pod_security_problems(resources: Iterable[tuple[str, str, str, Mapping[str, 
             namespaces[_ns_name(props, name)] = (urn, props)
         elif rtype in HELM_TYPES:
             releases.append((urn, props))
-            ref = chart_ref(props)
+            chart = needs_privileged(props)
             ns = props.get("namespace")
-            if ref is not None and ref.name in PRIVILEGED_CHARTS and isinstance(ns, str):
-                privileged_need.setdefault(ns, []).append(ref.name)
+            if chart is not None and isinstance(ns, str):
+                privileged_need.setdefault(ns, []).append(chart)
     problems: list[tuple[str, str]] = []
     for ns, (urn, props) in sorted(namespaces.items()):
         labels = get(props, "metadata.labels")  # label keys contain dots: no dotted path here

@@ -60,22 +60,41 @@ def _is_control_plane(r: Res) -> bool:
 
 # --- smoke test ---------------------------------------------------------------------------------
 
+def smoke_scope(resources: Sequence[Res], facts: StackFacts | None) -> str | None:
+    """None when the smoke test applies, else why not. It proves the DRA allocation path, so it
+    applies to GPU stacks that allocate through DRA (the settings refuse it under the device
+    plugin). Without settings, the releases tell: any DRA GPU advertiser makes it apply."""
+    if facts is not None:
+        if not facts.gpu_stack:
+            return "no GPU node pools"
+        return None if facts.dra else "allocation device-plugin: the smoke test proves the DRA path only"
+    plugins, dra = [], []
+    for r in resources:
+        if r.type in HELM_TYPES:
+            p, d = advertisers(r.props)
+            plugins += p
+            dra += d
+    if dra:
+        return None
+    return "GPUs through the device plugin only" if plugins else "no GPU advertiser in this stack"
+
+
 def smoke_problems(resources: Sequence[Res], facts: StackFacts | None) -> list[str]:
-    has_gpus = facts.gpu_stack if facts is not None else any(
-        any(advertisers(r.props)) for r in resources if r.type in HELM_TYPES
-    )
-    if not has_gpus:
-        return []
     problems = []
     if facts is not None and not facts.smoke_enabled:
-        problems.append("smokeTest.enabled is false: a GPU stack must prove the allocation path on every up")
+        problems.append("smokeTest.enabled is false: a DRA GPU stack must prove the allocation path on every up")
     if not any(r.type == SMOKE_TEST_TYPE for r in resources):
         problems.append(f"no {SMOKE_TEST_TYPE} resource: nothing proves GPUs are allocatable after deployment")
     return problems
 
 
 def validate_smoke_required(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    for problem in smoke_problems(_res(args), facts_of(args)):
+    resources, facts = _res(args), facts_of(args)
+    reason = smoke_scope(resources, facts)
+    if reason is not None:
+        args.not_applicable(reason)
+        return
+    for problem in smoke_problems(resources, facts):
         report_violation(problem, None)
 
 
@@ -148,7 +167,7 @@ def validate_control_plane(args: StackValidationArgs, report_violation: ReportVi
 
 SMOKE_TEST_REQUIRED = StackValidationPolicy(
     name="smoke-test-required",
-    description="Every GPU stack runs the in-cluster smoke test (SmokeTest component, enabled).",
+    description="Every GPU stack allocating through DRA runs the in-cluster smoke test (SmokeTest, enabled).",
     validate=validate_smoke_required,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

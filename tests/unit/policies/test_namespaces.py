@@ -49,6 +49,14 @@ def test_privileged_only_where_a_node_agent_chart_runs() -> None:
     assert stack_violations(GPU_NAMESPACE_POD_SECURITY, [ns("nvidia-dra-driver-gpu", "privileged"), oci_dra]) == []
 
 
+def test_velero_is_privileged_only_with_its_node_agent() -> None:
+    plain_velero = rel("velero", "velero", values={"deployNodeAgent": False})
+    assert stack_violations(GPU_NAMESPACE_POD_SECURITY, [ns("velero", "privileged"), plain_velero])
+    assert stack_violations(GPU_NAMESPACE_POD_SECURITY, [ns("velero", "baseline"), plain_velero]) == []
+    agent = rel("velero", "velero", values={"deployNodeAgent": True})
+    assert stack_violations(GPU_NAMESPACE_POD_SECURITY, [ns("velero", "privileged"), agent]) == []
+
+
 def test_helm_created_namespaces_have_no_labels() -> None:
     creating = rel("velero", "velero", createNamespace=True)
     found = stack_violations(GPU_NAMESPACE_POD_SECURITY, [creating])

@@ -16,23 +16,41 @@ from components.policies.stack import (
 from tests.unit.policies.helpers import facts, res, stack_violations
 
 SMOKE = res(SMOKE_TEST_TYPE, {}, name="smoke")
-PROD = {"environment": "prod", "controlPlane": {"count": 3}, "protection": {"protect": True, "retainOnDelete": True},
+PROD = {"environment": "prod", "controlPlane": {"count": 3}, "network": {"azCount": 3},
+        "protection": {"protect": True, "retainOnDelete": True},
         "backup": {"region": "us-west-2"}}
 
 
-def test_gpu_stacks_need_an_enabled_smoke_test() -> None:
+def test_dra_gpu_stacks_need_an_enabled_smoke_test() -> None:
     assert stack_violations(SMOKE_TEST_REQUIRED, [SMOKE], facts()) == []
     assert "no ck8s-gpu:index:SmokeTest" in stack_violations(SMOKE_TEST_REQUIRED, [], facts())[0][0]
     disabled = stack_violations(SMOKE_TEST_REQUIRED, [SMOKE], facts(smokeTest={"enabled": False}))
-    assert [m for m, _ in disabled] == ["smokeTest.enabled is false: a GPU stack must prove the allocation path "
-                                        "on every up"]
+    assert [m for m, _ in disabled] == ["smokeTest.enabled is false: a DRA GPU stack must prove the allocation "
+                                        "path on every up"]
 
 
-def test_without_settings_gpu_releases_make_a_gpu_stack() -> None:
-    operator = res(RELEASE, {"chart": "gpu-operator", "repositoryOpts": {"repo": "https://x"}, "values": {}})
-    assert stack_violations(SMOKE_TEST_REQUIRED, [operator])
-    assert stack_violations(SMOKE_TEST_REQUIRED, [operator, SMOKE]) == []
-    assert stack_violations(SMOKE_TEST_REQUIRED, []) == []  # nothing GPU about it
+def test_device_plugin_stacks_are_out_of_the_smoke_tests_scope() -> None:
+    # The settings refuse the smoke test there (it proves the DRA path), so the policy stands aside.
+    with pytest.raises(_NotApplicableError) as exc:
+        stack_violations(SMOKE_TEST_REQUIRED, [], facts(gpuStack={"allocation": "device-plugin"}))
+    assert "device-plugin" in (exc.value.reason or "")
+
+
+DRA_DRIVER = {"chart": "dra-driver-nvidia-gpu", "repositoryOpts": {"repo": "https://x"},
+              "values": {"gpuResourcesEnabledOverride": True}}
+OPERATOR = {"chart": "gpu-operator", "repositoryOpts": {"repo": "https://x"}, "values": {}}
+
+
+def test_without_settings_the_releases_decide() -> None:
+    dra = res(RELEASE, DRA_DRIVER, name="dra")
+    assert stack_violations(SMOKE_TEST_REQUIRED, [dra])
+    assert stack_violations(SMOKE_TEST_REQUIRED, [dra, SMOKE]) == []
+    with pytest.raises(_NotApplicableError) as exc:
+        stack_violations(SMOKE_TEST_REQUIRED, [res(RELEASE, OPERATOR, name="op")])  # device plugin (default)
+    assert "device plugin only" in (exc.value.reason or "")
+    with pytest.raises(_NotApplicableError) as exc:
+        stack_violations(SMOKE_TEST_REQUIRED, [])
+    assert "no GPU advertiser" in (exc.value.reason or "")
 
 
 def ca(protect: bool) -> list[Any]:
@@ -61,7 +79,7 @@ def test_prod_unprotected_state_violates_per_resource() -> None:
 
 
 def test_prod_settings_must_protect_retain_and_back_up() -> None:
-    bare = facts(environment="prod", controlPlane={"count": 3})
+    bare = facts(environment="prod", controlPlane={"count": 3}, network={"azCount": 3})
     messages = [m for m, _ in stack_violations(PROD_PROTECTS_DR_STATE, [], bare)]
     assert len(messages) == 3
     assert messages[0].startswith("protection.protect is false in prod")
