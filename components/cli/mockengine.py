@@ -155,6 +155,8 @@ class PlanMocks(pmocks.Mocks):
             return {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock", "userId": "mock"}
         if token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
+        if token == "aws:ec2/getVpc:getVpc":
+            return {"id": args.args.get("id", "vpc-0mock"), "cidrBlock": "10.99.0.0/16"}
         if token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region}
         return {}

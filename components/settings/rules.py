@@ -16,6 +16,8 @@ Rule = Callable[[Settings], Iterator[Problem]]
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
 ROOT = "settings"
+# Label domains under kubernetes.io a kubelet may set on its own Node (NodeRestriction admission).
+KUBELET_LABEL_DOMAINS = ("node.kubernetes.io", "kubelet.kubernetes.io")
 
 
 def _region(s: Settings) -> Iterator[Problem]:
@@ -29,6 +31,16 @@ def _control_plane(s: Settings) -> Iterator[Problem]:
     if s.control_plane.count not in (1, 3):
         yield (f"{ROOT}.controlPlane.count",
                f"must be 1 or 3 (etcd quorum), got {s.control_plane.count}")
+    if s.platform == "aws" and s.control_plane.count == 3 and s.network.existing is None and s.network.az_count < 3:
+        yield (f"{ROOT}.network.azCount",
+               "3 control planes need 3 AZs: with 2, losing the AZ holding two etcd members loses quorum")
+    if s.platform == "aws" and s.control_plane.api_load_balancer == "internet-facing":
+        if not s.network.api_allow_list:
+            yield (f"{ROOT}.network.apiAllowList",
+                   "an internet-facing API load balancer needs the CIDRs allowed to reach it (empty = nobody)")
+        if s.network.existing is not None and not s.network.existing.public_subnet_ids:
+            yield (f"{ROOT}.network.existing.publicSubnetIds",
+                   "an internet-facing API load balancer needs public subnets")
 
 
 def _kubernetes(s: Settings) -> Iterator[Problem]:
@@ -50,6 +62,12 @@ def _pools(s: Settings) -> Iterator[Problem]:
         if not p.min_size <= p.desired_size <= p.max_size:
             yield (f"{path}.desiredSize",
                    f"needs minSize <= desiredSize <= maxSize, got {p.min_size}/{p.desired_size}/{p.max_size}")
+        for key in p.labels:
+            domain = key.split("/", 1)[0] if "/" in key else ""
+            if domain.endswith(("kubernetes.io", "k8s.io")) and domain not in KUBELET_LABEL_DOMAINS:
+                yield (f"{path}.labels.{key}",
+                       "nodes label themselves and NodeRestriction forbids kubernetes.io/k8s.io labels "
+                       "except node.kubernetes.io/ and kubelet.kubernetes.io/")
         if pool_gpus(p) is None:
             yield (f"{path}.instanceType",
                    f"'{p.instance_type}' is not in the GPU instance-type table; declare its GPUs under "
@@ -95,17 +113,24 @@ def _one_advertiser(s: Settings) -> Iterator[Problem]:
                    f"dra needs track >= 1.34 or kubernetes.featureGates with DynamicResourceAllocation=true "
                    f"(track is {s.kubernetes.track})")
         for addon, key in (("gpuOperator", "devicePlugin.enabled"), ("fakeGpuOperator", "devicePlugin.enabled")):
-            if nested(getattr(addons, _snake(addon)).values, key) is True:
+            if _truthy(nested(getattr(addons, _snake(addon)).values, key)):
                 yield (f"{base}.{addon}.values.{key}",
                        "the device plugin cannot run with DRA GPU allocation (GPUs would be handed out twice)")
     else:
         for key in ("resources.gpus.enabled", "gpuResourcesEnabledOverride"):
-            if nested(addons.dra_driver.values, key) is True:
+            if _truthy(nested(addons.dra_driver.values, key)):
                 yield (f"{base}.draDriver.values.{key}",
                        "DRA GPU allocation cannot run with allocation: device-plugin (GPUs would be handed out twice)")
-        if nested(addons.fake_gpu_operator.values, "draPlugin.enabled") is True:
+        if _truthy(nested(addons.fake_gpu_operator.values, "draPlugin.enabled")):
             yield (f"{base}.fakeGpuOperator.values.draPlugin.enabled",
                    "the simulated DRA plugin cannot run with allocation: device-plugin")
+
+
+def _truthy(value: object) -> bool:
+    """As Helm templates read a value: `true`, "true", 1 all switch a component on."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "no", "off", "null")
+    return bool(value)
 
 
 def _snake(camel: str) -> str:

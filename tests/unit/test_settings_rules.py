@@ -104,3 +104,15 @@ def test_smoke_test_defaults_on_under_dra_and_off_under_the_device_plugin() -> N
     assert parse_settings({**AWS, "gpuStack": {"allocation": "device-plugin"}}).smoke_test.enabled is False
     p = problems({**AWS, "gpuStack": {"allocation": "device-plugin"}, "smokeTest": {"enabled": True}})
     assert set(p) == {"settings.smokeTest.enabled"}
+
+
+@pytest.mark.parametrize("value", [True, "true", "True", 1, "yes"])
+def test_a_device_plugin_switched_on_in_any_spelling_is_refused_under_dra(value: object) -> None:
+    p = problems({**AWS, "gpuStack": {"addons": {"gpuOperator": {"values": {"devicePlugin": {"enabled": value}}}}}})
+    assert "settings.gpuStack.addons.gpuOperator.values.devicePlugin.enabled" in p
+
+
+@pytest.mark.parametrize("value", [False, "false", 0, ""])
+def test_a_device_plugin_switched_off_in_any_spelling_is_accepted(value: object) -> None:
+    raw = {**AWS, "gpuStack": {"addons": {"gpuOperator": {"values": {"devicePlugin": {"enabled": value}}}}}}
+    assert parse_settings(raw).gpu_stack.allocation == "dra"

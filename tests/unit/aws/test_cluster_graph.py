@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from components.cli.mockengine import MASK, PlanRun, Recorded
+from components.settings.load import SettingsError
 from tests.unit.aws.conftest import AWS_STACKS, of_type, run_cluster, settings_for, user_data_by_name
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -343,7 +344,8 @@ def test_an_internet_facing_api_on_an_existing_vpc_needs_public_subnets() -> Non
     def existing(raw: dict[str, Any]) -> None:
         raw["network"]["existing"] = {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-a", "subnet-b"]}
 
-    with pytest.raises(ValueError, match="publicSubnetIds"):
+    # Refused at the settings boundary, before any resource (the component keeps its own guard).
+    with pytest.raises(SettingsError, match=r"settings\.network\.existing\.publicSubnetIds"):
         run_cluster(settings_for("aws-dev", existing))
 
 

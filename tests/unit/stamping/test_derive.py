@@ -86,7 +86,8 @@ def test_an_existing_vpc_must_be_replaced_per_region() -> None:
     config, _ = template("aws-dev")
     config = copy.deepcopy(config)
     config[SETTINGS_KEY]["network"]["existing"] = {"vpcId": "vpc-0123456789abcdef0",
-                                                   "privateSubnetIds": ["subnet-1", "subnet-2"]}
+                                                   "privateSubnetIds": ["subnet-1", "subnet-2"],
+                                                   "publicSubnetIds": ["subnet-p1", "subnet-p2"]}
     from components.settings.load import settings_from_config
 
     settings = settings_from_config(config, "dev", offline=True)
@@ -94,7 +95,8 @@ def test_an_existing_vpc_must_be_replaced_per_region() -> None:
         derive("aws-dev", config, settings, "us-east-2")
     s = derive("aws-dev", config, settings, "us-east-2", {"network": {"existing": None}})
     assert s.settings.network.existing is None
-    own = {"vpcId": "vpc-0fedcba9876543210", "privateSubnetIds": ["subnet-a", "subnet-b"]}
+    own = {"vpcId": "vpc-0fedcba9876543210", "privateSubnetIds": ["subnet-a", "subnet-b"],
+           "publicSubnetIds": ["subnet-c", "subnet-d"]}
     s = derive("aws-dev", config, settings, "us-east-2", {"network": {"existing": own}})
     assert s.settings.network.existing is not None and s.settings.network.existing.vpc_id == own["vpcId"]
 
