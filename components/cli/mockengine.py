@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
@@ -75,6 +75,19 @@ def _unwrap(value: Any, path: str, secrets: list[str], mask: bool) -> Any:
     return value
 
 
+def _mark_secret_outputs(response: Any, names: Any) -> None:
+    """What the real engine does for `additional_secret_outputs`: those outputs come back secret."""
+    for key in names:
+        if key not in response.object.fields:
+            continue
+        plain = struct_pb2.Value()
+        plain.CopyFrom(response.object.fields[key])
+        wrapped = response.object.fields[key].struct_value
+        wrapped.Clear()
+        wrapped.fields[SPECIAL].string_value = SECRET_SIG
+        wrapped.fields["value"].CopyFrom(plain)
+
+
 class RecordingMonitor(pmocks.MockMonitor):
     def __init__(self, mocks: pmocks.Mocks) -> None:
         super().__init__(mocks)
@@ -82,6 +95,7 @@ class RecordingMonitor(pmocks.MockMonitor):
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
+        _mark_secret_outputs(response, request.additionalSecretOutputs)
         if request.type == "pulumi:pulumi:Stack":
             return response
         wire = json_format.MessageToDict(request.object)
@@ -127,8 +141,12 @@ def _outputs(typ: str, name: str, inputs: dict[str, Any], region: str) -> dict[s
     if typ == "aws:ec2/instance:Instance":
         out.update(privateIp="10.0.0.10", privateDns=f"ip-10-0-0-10.{region}.compute.internal")
     if typ.startswith("tls:"):
-        pem = f"-----BEGIN MOCK-----\n{rid}\n-----END MOCK-----\n"
-        out.update(privateKeyPem=pem, publicKeyPem=pem, certPem=pem, privateKeyOpenssh=pem)
+        # Real PEM headers, so a key that leaks into a plain input looks like one to the policies.
+        def pem(kind: str) -> str:
+            return f"-----BEGIN {kind}-----\nTU9DSy{rid}\n-----END {kind}-----\n"
+
+        out.update(privateKeyPem=pem("PRIVATE KEY"), publicKeyPem=pem("PUBLIC KEY"), certPem=pem("CERTIFICATE"),
+                   privateKeyOpenssh=pem("OPENSSH PRIVATE KEY"))
     if typ == "random:index/randomPassword:RandomPassword":
         out["result"] = f"mock-{rid}"
     return out

@@ -58,3 +58,17 @@ def test_runs_are_independent() -> None:
     assert [r.name for r in b.resources] == ["b", "b-first", "b-second"]
     assert all("::two::" not in r.urn for r in a.resources)
     assert all(r.urn.startswith("urn:pulumi:two::") for r in b.resources)
+
+
+def test_additional_secret_outputs_come_back_secret() -> None:
+    def program() -> None:
+        r = pulumi.CustomResource("test:index:Thing", "t", {"token": "abc", "plain": "p"},
+                                  pulumi.ResourceOptions(additional_secret_outputs=["token"]))
+        # A consumer of the output: its input must be recorded as secret, as under the real engine.
+        pulumi.CustomResource("test:index:User", "u", {"copy": r.token, "other": r.plain})  # type: ignore[attr-defined]
+
+    run = run_program(program, {}, stack="t")
+    user = next(r for r in run.resources if r.name == "u")
+    seen = {"copy": "copy" in user.secret_paths, "other": "other" in user.secret_paths}
+    assert seen == {"copy": True, "other": False}
+    assert user.inputs["copy"] == MASK
