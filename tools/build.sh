@@ -26,8 +26,9 @@ recipe=1
 # Versions reported by the binaries (must agree with tools/mod/*/go.mod; see tools/README.md).
 pulumi_version=v3.274.1
 k8s_provider_version=4.34.2        # name the plugin is installed under (what pulumi-kubernetes==4.34.2 asks for)
-k8s_provider_build=4.24.0-dev.20260115+f47bc2d6f199   # what the built code really is (module pseudo-version)
+k8s_provider_build=4.0.0-20260115033456-f47bc2d6f199  # what the built code really is (its module pseudo-version)
 kube_version=v1.34.4
+langhost_version=3.274.1-ck8s.1   # our own host (tools/mod/langhost), built on pulumi sdk/v3 v3.274.1
 
 # name|module dir|package|ldflags (in build order: cheapest first)
 targets=(
@@ -39,7 +40,8 @@ targets=(
   "kube-apiserver|kubernetes|k8s.io/kubernetes/cmd/kube-apiserver|K8S"
   "kubectl|kubernetes|k8s.io/kubernetes/cmd/kubectl|K8S"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$pulumi_version"
-  "pulumi-resource-kubernetes|pulumi-kubernetes|github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes|-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$k8s_provider_build"
+  "pulumi-language-python|langhost|ck8s-gpu.local/tools/langhost|-X main.version=$langhost_version"
+  "pulumi-resource-kubernetes|pulumi-kubernetes|STAGED|-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$k8s_provider_build"
 )
 
 k8s_ldflags() {
@@ -62,7 +64,8 @@ mod_key() {
   local dir=$1 t
   {
     echo "recipe=$recipe"
-    cat "$mods/$dir/go.mod" "$mods/$dir/go.sum"
+    # go.mod, go.sum and, for our own langhost module, its sources
+    find "$mods/$dir" -maxdepth 1 -type f | LC_ALL=C sort | xargs cat
     for t in "${targets[@]}"; do if [[ "$t" == *"|$dir|"* ]]; then echo "$t"; fi; done
     if [[ "$dir" == kubernetes ]]; then k8s_ldflags; fi
   } | sha256sum | cut -c1-16
@@ -121,6 +124,28 @@ durations="$root/durations.tsv"
 [[ -f "$durations" ]] || printf 'binary\tseconds\tresult\n' >"$durations"
 log "key $key -> $root ($("$GO" version)); missing: ${missing[*]:-none}"
 
+# The provider's main package embeds files made by `go generate`, absent from its module zip:
+# build our own main (tools/mod/pulumi-kubernetes/main.go) in a staging copy next to those files,
+# made from the schema.json / terraform-mapping.json the module ships (compact, version set).
+stage_provider() {
+  local dir=$1 out=$2 src="$2/src" prov
+  rm -rf "$src" && mkdir -p "$src"
+  cp "$mods/$dir/go.mod" "$mods/$dir/go.sum" "$mods/$dir/main.go" "$src/"
+  prov=$(cd "$src" && "$GO" mod download -json github.com/pulumi/pulumi-kubernetes/provider/v4 |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -f "$prov/cmd/pulumi-resource-kubernetes/schema.json" ]] || { log "no schema.json under '$prov'"; return 1; }
+  python3 - "$prov/cmd/pulumi-resource-kubernetes" "$src" "$k8s_provider_build" <<'PY' || return 1
+import json, pathlib, sys
+cmd, src, version = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+schema = json.loads((cmd / "schema.json").read_text())
+schema["version"] = version
+(src / "schema-embed.json").write_text(json.dumps(schema, separators=(",", ":")))
+mapping = json.loads((cmd / "terraform-mapping.json").read_text())
+(src / "terraform-mapping-embed.json").write_text(json.dumps(mapping, separators=(",", ":")))
+PY
+  echo "$src"
+}
+
 failed=()
 total_start=$(date +%s)
 for t in "${wanted[@]}"; do
@@ -132,7 +157,9 @@ for t in "${wanted[@]}"; do
     [[ "$flags" == K8S ]] && flags=$(k8s_ldflags)
     log "building $name ($pkg) ..."
     start=$(date +%s)
-    if (cd "$mods/$dir" && "$GO" build -trimpath -ldflags "-s -w $flags" -o "$out/.$name.partial" "$pkg") \
+    src="$mods/$dir"
+    if [[ "$pkg" == STAGED ]]; then src=$(stage_provider "$dir" "$out") || { failed+=("$name"); continue; }; pkg=.; fi
+    if (cd "$src" && "$GO" build -trimpath -ldflags "-s -w $flags" -o "$out/.$name.partial" "$pkg") \
         >"$out/build-$name.log" 2>&1; then
       mv -f "$out/.$name.partial" "$out/$name"
       secs=$(( $(date +%s) - start ))

@@ -191,3 +191,80 @@ def test_claim_larger_than_any_node_stays_unschedulable(cluster, gpu_nodes):
     assert "cannot allocate all claims" in cond.get("message", ""), cond
     p = cluster.get_json("pod", "too-big", "-n", ns)
     assert not p["spec"].get("nodeName")
+
+
+PULUMI_BINARIES = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
+K8S_PLUGIN_VERSION = "4.34.2"  # what pulumi-kubernetes==4.34.2 asks the engine for
+
+_PROGRAM = '''
+import pulumi
+import pulumi_kubernetes as k8s
+
+cfg = pulumi.Config()
+p = k8s.Provider("local", kubeconfig=cfg.require("kubeconfig"))
+opts = pulumi.ResourceOptions(provider=p)
+ns = k8s.core.v1.Namespace("ns", metadata={"name": "engine-e2e"}, opts=opts)
+tmpl = k8s.resource.v1.ResourceClaimTemplate(
+    "one-gpu",
+    metadata={"name": "one-gpu", "namespace": ns.metadata["name"]},
+    spec={"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}]}}},
+    opts=opts,
+)
+pulumi.export("namespace", ns.metadata["name"])
+pulumi.export("template", tmpl.metadata["name"])
+'''
+
+
+def test_pulumi_engine_up_and_destroy_against_local_cluster(cluster, gpu_nodes, tmp_path):
+    """The real engine + our language host + the kubernetes plugin, file backend, no network."""
+    import json
+    import subprocess
+
+    bin_dir = cluster.bin_dir
+    home = bin_dir.parent / "pulumi-home"
+    plugin = home / "plugins" / f"resource-kubernetes-v{K8S_PLUGIN_VERSION}"
+    missing = [b for b in PULUMI_BINARIES if not os.access(bin_dir / b, os.X_OK)]
+    if not plugin.is_dir():
+        missing.append(f"plugin {plugin}")
+    if missing:
+        msg = f"Pulumi tools not built: missing {', '.join(missing)}; run `bash tools/build.sh`"
+        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "Pulumi.yaml").write_text("name: engine-e2e\nruntime: python\n")
+    (proj / "__main__.py").write_text(_PROGRAM)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PULUMI_HOME": str(home),
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
+        "PULUMI_CONFIG_PASSPHRASE": "integration-test",
+        "PULUMI_PYTHON_CMD": sys.executable,  # the interpreter running pytest has the SDKs
+    }
+    (tmp_path / "state").mkdir()
+
+    def pulumi(*args: str) -> str:
+        p = subprocess.run([str(bin_dir / "pulumi"), *args, "--non-interactive"], cwd=proj,
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, f"pulumi {' '.join(args)}:\n{p.stdout}\n{p.stderr}"
+        return p.stdout
+
+    t0 = time.monotonic()
+    pulumi("stack", "init", "ci")
+    pulumi("config", "set", "kubeconfig", str(cluster.kubeconfig))
+    pulumi("up", "--yes", "--skip-preview")
+    outputs = json.loads(pulumi("stack", "output", "--json"))
+    assert outputs == {"namespace": "engine-e2e", "template": "one-gpu"}
+    got = cluster.get_json("resourceclaimtemplate", "one-gpu", "-n", "engine-e2e")
+    assert got["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == (
+        dra.DEVICE_CLASS)
+    t_up = time.monotonic() - t0
+    pulumi("destroy", "--yes", "--skip-preview")
+    assert not cluster.kubectl("get", "namespace", "engine-e2e", "--ignore-not-found").strip() \
+        or "Terminating" in cluster.kubectl("get", "namespace", "engine-e2e", "--ignore-not-found")
+    print(f"\npulumi engine test: up {t_up:.1f}s, total {time.monotonic() - t0:.1f}s")

@@ -222,7 +222,7 @@ require (
 	sigs.k8s.io/yaml v1.5.0 // indirect
 )
 
-tool github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes
+// Built from main.go in this directory (see there), not from the upstream cmd package.
 
 // Repeats the provider's replace (its sibling SDK module, at the version its go.mod requires)
 // and the one of github.com/pulumi/pulumi/pkg/v3 it depends on.
