@@ -24,6 +24,7 @@ until ``down``. Pure standard library (Python 3.11+).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -337,16 +338,12 @@ class LocalCluster:
         cluster_dir = self.kwok_workdir / "clusters" / self.name
         if not cluster_dir.exists():
             return
-        try:
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             self._kwokctl("delete", "cluster", "--kubeconfig", str(self.kubeconfig), timeout=120)
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass
         # Fallback: kwokctl records component pids under the cluster dir.
         for pidfile in cluster_dir.rglob("*.pid") if cluster_dir.exists() else []:
-            try:
+            with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
                 os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
-            except (ValueError, ProcessLookupError, PermissionError):
-                pass
         shutil.rmtree(cluster_dir, ignore_errors=True)
 
     def __enter__(self) -> LocalCluster:
