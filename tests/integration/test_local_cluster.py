@@ -242,6 +242,7 @@ def test_pulumi_engine_up_and_destroy_against_local_cluster(cluster, gpu_nodes, 
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "PULUMI_HOME": str(home),
         "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
         "PULUMI_BACKEND_URL": f"file://{tmp_path / 'state'}",
         "PULUMI_CONFIG_PASSPHRASE": "integration-test",
         "PULUMI_PYTHON_CMD": sys.executable,  # the interpreter running pytest has the SDKs
