@@ -85,13 +85,22 @@ class Expectations:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Expectations:
-        d = dict(data)
+        """Also what the Pulumi engine hands the dynamic provider: it drops null properties and
+        carries every number as a float, so absent means None and counts become ints again."""
+        d = {k: None for k in NULLABLE} | dict(data)
         pools = d.get("pools")
-        d["pools"] = None if pools is None else tuple(PoolExpectation(**p) for p in pools)
+        d["pools"] = None if pools is None else tuple(
+            PoolExpectation(**{**p, "nodes": int(p["nodes"]), "gpus_per_node": int(p["gpus_per_node"])})
+            for p in pools)
         d["cases"] = tuple(
-            CaseExpectation(**{**c, "containers": tuple(c["containers"])}) for c in d["cases"]
+            CaseExpectation(**{**c, "pods": int(c["pods"]), "containers": tuple(c["containers"])})
+            for c in d["cases"]
         )
         return cls(**d)
+
+
+# Expectations fields that may be None (the engine drops them from the dynamic resource's inputs).
+NULLABLE = ("pools", "dcgm")
 
 
 def pool_expectations(settings: Settings, facts: ClusterFacts) -> tuple[PoolExpectation, ...]:
