@@ -115,7 +115,7 @@ class MemorySampler:
                     break
             cmd = _cmdline(pid)
             st = _status(pid)
-            if inside and "kubectl" not in cmd.split(" ", 1)[0]:
+            if inside and cmd and "kubectl" not in cmd.split(" ", 1)[0]:  # "": exiting
                 r = role(cmd)
                 self.peak[r] = max(self.peak.get(r, 0), _kib(st.get("VmHWM", "")))
                 tree_rss += _kib(st.get("VmRSS", ""))
