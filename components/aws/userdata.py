@@ -185,7 +185,12 @@ def worker_join_config(c: ClusterBoot, w: WorkerBoot) -> dict[str, Any]:
 # rendering
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's emitter when PyYAML has it: the pure-Python one spends most of a large plan on the
+# embedded node script (same output; the golden files hold it to that).
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[valid-type,misc]
     """Multi-line strings as literal blocks, so scripts and certificates stay readable in diffs."""
 
 
