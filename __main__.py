@@ -3,6 +3,7 @@
 import pulumi
 
 from components.addons.addon_set import AddonSet
+from components.dr.backup_target import BackupTarget, backup_target_needed
 from components.platforms import make_cluster
 from components.settings.from_pulumi import load_settings
 from components.smoke.component import SmokeTest
@@ -11,7 +12,13 @@ settings = load_settings()  # validated before any resource exists; bad input en
 kubeconfig = pulumi.Config("ck8s-gpu").get_secret("kubeconfig") if settings.platform in ("existing", "local") else None
 
 cluster = make_cluster(settings.cluster_name, settings, kubeconfig)
-addons = AddonSet("gpu-stack", settings, cluster)
+# Velero's off-region bucket, key and IAM user; the add-on gets the access key and waits for them.
+backup = BackupTarget("backup", settings) if backup_target_needed(settings) else None
+addons = AddonSet(
+    "gpu-stack", settings, cluster,
+    extra_values={"velero": backup.velero_values()} if backup else None,
+    extra_dependencies={"velero": backup.ready} if backup else None,
+)
 smoke = SmokeTest("smoke-test", settings, cluster, depends_on=addons.smoke_dependencies)
 
 pulumi.export("platform", settings.platform)
@@ -20,3 +27,5 @@ pulumi.export("clusterName", settings.cluster_name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("addons", [addon.name for addon in addons.graph.order])
 pulumi.export("smokeReport", smoke.report)
+if backup:
+    pulumi.export("backupBucket", backup.bucket_name)

@@ -98,6 +98,16 @@ IMAGES: dict[str, ImagePin] = {
         "v1.34.0",
         "sha256:7416a61b42b1662ca6ca89f02028ac133a309a2a30ba309614e8ec94d976dc5a",
     ),
+    # Velero's AWS object-store plugin (init container of CHARTS["velero"]): v1.13.x pairs with
+    # Velero v1.17.x, the server chart 11.1.1 runs by default (values.yaml image.tag v1.17.0).
+    # Digest as Renovate recorded it from docker.io (shepherdjerred/monorepo,
+    # packages/homelab/src/cdk8s/src/versions.ts); not re-read from the registry here, and a
+    # wrong digest fails the pull rather than running another image.
+    "velero-plugin-aws": ImagePin(
+        "docker.io/velero/velero-plugin-for-aws",
+        "v1.13.2",
+        "sha256:25c3a0a043fc396a0593a3da0aa16ed1f39df74883bda42c4588fc8877b72bde",
+    ),
 }
 
 # Tools the `local` tier builds from Go modules (tools/go.mod pins the same versions; a test

@@ -3,17 +3,21 @@
 A thin shell over pure functions (graph.install_graph, each add-on's values). Every release is a
 `helm.v3.Release` (hooks run; see docs/adr on Release vs Chart) with an explicit timeout; the
 GPU Operator's release is followed by a gate on ClusterPolicy `cluster-policy` being `ready`.
+Values some add-ons need from other components (Velero's access key from BackupTarget) come in
+through `extra_values` / `extra_dependencies`, keyed by add-on name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import pins
-from components.addons.base import Addon, AddonContext
+from components.addons.base import Addon, AddonContext, deep_merge
+from components.addons.catalog import BY_NAME, WIRED_VALUES
 from components.addons.gpu_operator import CLUSTER_POLICY
 from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
 from components.charts import chart_dir
@@ -41,12 +45,31 @@ def namespace_levels(addons: tuple[Addon, ...]) -> dict[str, str]:
     return out
 
 
+def release_values(addon: Addon, ctx: AddonContext, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Computed values, then the wiring's `extra` (e.g. credentials), then the stack's `values:`
+    override: the stack keeps the last word, as everywhere else."""
+    computed = deep_merge(addon.values(ctx), extra) if extra else addon.values(ctx)
+    return deep_merge(computed, addon.addon_settings(ctx.settings).values)
+
+
+def wiring_problems(graph: InstallGraph, settings: Settings, supplied: Iterable[str]) -> list[str]:
+    """Extra values/dependencies for an add-on that does not exist (a typo in the wiring), and
+    enabled add-ons that would install broken without the values the wiring should supply.
+    Extras for a known add-on the stack switched off are ignored: the settings decide."""
+    supplied = set(supplied)
+    problems = [f"extra values or dependencies for unknown add-on '{n}'" for n in sorted(supplied - set(BY_NAME))]
+    for name, problem in WIRED_VALUES.items():
+        if name in graph.names and name not in supplied and (why := problem(settings)) is not None:
+            problems.append(f"{name}: {why}")
+    return problems
+
+
 def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
     """The helm.v3.Release inputs of one add-on (pure: what `plan` shows and tests assert)."""
     args: dict[str, Any] = {
         "name": addon.release_name,
         "namespace": addon.namespace,
-        "values": addon.final_values(ctx),
+        "values": release_values(addon, ctx),
         "timeout": addon.timeout_seconds,
         "cleanup_on_fail": True,  # a failed install leaves no half-release to wedge the next run
         "wait_for_jobs": True,
@@ -78,10 +101,25 @@ class AddonSet(pulumi.ComponentResource):
     graph: InstallGraph
 
     def __init__(
-        self, name: str, settings: Settings, cluster: ClusterHandle, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        settings: Settings,
+        cluster: ClusterHandle,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        extra_values: Mapping[str, pulumi.Input[Mapping[str, Any]]] | None = None,
+        extra_dependencies: Mapping[str, Sequence[pulumi.Resource]] | None = None,
     ) -> None:
+        """`extra_values[addon]` is deep-merged over that add-on's computed values (under the
+        stack's own override) inside an Output: a secret input keeps the release's values secret.
+        `extra_dependencies[addon]`: resources its release must wait for."""
+        extra_values = dict(extra_values or {})
+        extra_dependencies = dict(extra_dependencies or {})
         try:  # one clean error listing every problem, before any resource exists
             graph = install_graph(settings)
+            problems = wiring_problems(graph, settings, [*extra_values, *extra_dependencies])
+            if problems:
+                raise AddonGraphError(problems)
         except AddonGraphError as exc:
             raise pulumi.RunError(str(exc)) from None
         super().__init__("ck8s-gpu:index:AddonSet", name, None, opts)
@@ -98,10 +136,15 @@ class AddonSet(pulumi.ComponentResource):
 
         ctxs = contexts(graph, settings, cluster.facts)
         for addon in graph.order:  # dependencies first: their ready gates exist already
-            args = release_args(addon, ctxs[addon.name])
+            ctx = ctxs[addon.name]
+            args = release_args(addon, ctx)
             repo = args.pop("repository_opts", None)
+            if addon.name in extra_values:
+                args["values"] = pulumi.Output.from_input(extra_values[addon.name]).apply(
+                    lambda extra, a=addon, c=ctx: release_values(a, c, extra))
             depends: list[pulumi.Resource] = [cluster.ready, self.namespaces[addon.namespace]]
             depends += [self.ready[d] for d in graph.edges[addon.name]]
+            depends += extra_dependencies.get(addon.name, ())
             grace = f"{addon.timeout_seconds + ENGINE_GRACE_SECONDS}s"
             release = k8s.helm.v3.Release(
                 f"{name}-{addon.name}",

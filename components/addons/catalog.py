@@ -44,6 +44,12 @@ def _dra_driver(settings: Settings) -> Default:
     return "on" if settings.gpu_stack.allocation == "dra" or settings.gpu_stack.compute_domains else "off"
 
 
+def _velero(settings: Settings) -> Default:
+    """on with settings.backup"""
+    # Backups are asked for by `backup:`; the program then creates the bucket Velero writes to.
+    return "on" if settings.backup is not None else "off"
+
+
 DefaultRule = Default | Callable[[Settings], Default]
 
 # Rows: add-on; columns: platform. `local` (KWOK nodes, no internet) installs only this
@@ -57,8 +63,14 @@ PLATFORM_DEFAULTS: dict[str, dict[str, DefaultRule]] = {
     # An existing cluster usually has its own Prometheus: declare monitoring-crds instead.
     "kube-prometheus-stack": {"aws": "on", "existing": "off", "kind": "on", "local": "off"},
     "observability": {"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
-    # Backups are wired by the backup component (bucket, IAM) before this is turned on.
-    "velero": {"aws": "off", "existing": "off", "kind": "off", "local": "off"},
+    # Elsewhere nothing creates a bucket or credentials: enable it explicitly with your own.
+    "velero": {"aws": _velero, "existing": "off", "kind": "off", "local": "off"},
+}
+
+# Add-ons whose values are completed by the program's wiring (AddonSet `extra_values`), with why
+# an AddonSet without them would install something broken (None: the stack brings its own).
+WIRED_VALUES: dict[str, Callable[[Settings], str | None]] = {
+    "velero": velero.credentials_problem,
 }
 
 # What each platform's cluster brings by itself. `local`: a test publisher writes the
@@ -72,7 +84,8 @@ PLATFORM_CAPABILITIES: dict[str, tuple[Capability, ...]] = {
 
 # Said plainly in docs/addons.md: what each platform leaves out, and why.
 LEFT_OUT: dict[str, str] = {
-    "aws": "fake-gpu-operator (real GPUs). velero until backups are configured.",
+    "aws": "fake-gpu-operator (real GPUs). velero without `backup:` (with it, the program also "
+           "creates the off-region bucket, key and IAM user Velero writes with).",
     "existing": "kube-prometheus-stack (declare `clusterProvides: [monitoring-crds]` to use the "
                 "cluster's own Prometheus Operator, or enable it); fake-gpu-operator; velero.",
     "kind": "GPU Operator and DRA driver (no NVIDIA hardware: fake-gpu-operator simulates the GPUs "

@@ -1,9 +1,9 @@
-"""Velero backups to an S3 bucket in another region (values only; issue 8 wires bucket and IAM).
+"""Velero backups of cluster objects and volumes to an encrypted bucket in another region.
 
-Off by default on every platform. Values keys verified against vmware-tanzu/helm-charts tag
-velero-11.1.1 (charts/velero/values.yaml: configuration.backupStorageLocation, schedules,
-credentials.useSecret, deployNodeAgent). The AWS object-store plugin (an init container) needs an
-image pin with a digest first; until then supply it through gpuStack.addons.velero.values.
+The values are built in ONE place, components/dr/velero_values.py (the same module the DR
+tooling reads); this module only declares the add-on. The access key Velero writes with is not
+in these values: BackupTarget supplies it as a secret through AddonSet(extra_values=...), and a
+stack that brings its own Secret sets `credentials.existingSecret` in the add-on's values.
 """
 
 from __future__ import annotations
@@ -11,41 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from components.addons.base import Addon, AddonContext
+from components.dr.velero_values import velero_values
 from components.settings.model import Settings
 
 NAMESPACE = "velero"
 
 
-def bucket_name(cluster_name: str) -> str:
-    """The bucket the backup component creates (one per cluster, in settings.backup.region)."""
-    return f"{cluster_name}-velero"
-
-
 def values(ctx: AddonContext) -> dict[str, Any]:
-    s = ctx.settings
-    backup = s.backup
-    if backup is None or backup.region is None:
-        return {}  # the add-on's check reports this before anything installs
-    return {
-        "configuration": {
-            "backupStorageLocation": [{
-                "name": "default",
-                "provider": "aws",
-                "bucket": bucket_name(s.cluster_name),
-                "default": True,
-                "config": {"region": backup.region},
-            }],
-            "volumeSnapshotLocation": [],
-        },
-        # Node credentials (instance profile / IRSA), never a static key in a Secret.
-        "credentials": {"useSecret": False},
-        "schedules": {
-            "cluster": {
-                "schedule": backup.schedule,
-                "template": {"ttl": f"{backup.ttl_hours}h0m0s", "includedNamespaces": ["*"]},
-            },
-        },
-    }
+    return velero_values(ctx.settings)
 
 
 def _check(settings: Settings) -> tuple[str, ...]:
@@ -54,12 +27,24 @@ def _check(settings: Settings) -> tuple[str, ...]:
     return ()
 
 
+def credentials_problem(settings: Settings) -> str | None:
+    """Why an AddonSet without wiring-supplied values would install a Velero that never backs up
+    (the chart's credentials Secret would be empty); None when the stack brings its own."""
+    credentials = ADDON.addon_settings(settings).values.get("credentials")
+    if isinstance(credentials, dict) and (credentials.get("existingSecret") or credentials.get("useSecret") is False):
+        return None
+    return ("its AWS credentials come from BackupTarget: pass AddonSet(extra_values={'velero': "
+            "target.velero_values()}), or set gpuStack.addons.velero.values.credentials.existingSecret")
+
+
 ADDON = Addon(
     name="velero",
     settings_key="velero",
-    description="Velero backups of cluster objects to a bucket in another region",
+    description="Velero backups of cluster objects and volumes (node-agent file-system backups) to an "
+                "encrypted, versioned bucket in another region",
     namespace=NAMESPACE,
-    pod_security="baseline",
+    # The node agent mounts the kubelet's pod directories (hostPath), which `baseline` forbids.
+    pod_security="privileged",
     values=values,
     chart_pin="velero",
     timeout_seconds=10 * 60,

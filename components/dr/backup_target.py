@@ -10,10 +10,12 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.addons.catalog import ADDONS
+from components.addons.graph import cluster_capabilities, select
 from components.aws.tags import default_tags
 from components.dr.names import bucket_name, key_alias, user_name
 from components.dr.policies import bucket_policy, noncurrent_days, velero_policy
-from components.dr.velero_values import credentials_file, velero_values
+from components.dr.velero_values import credentials_file, credentials_values
 from components.settings.model import Settings
 
 # The longest window AWS allows: a key scheduled for deletion by mistake can be rescued for 30 days
@@ -22,9 +24,18 @@ KEY_DELETION_WINDOW_DAYS = 30
 ABORT_INCOMPLETE_UPLOAD_DAYS = 7
 
 
+def backup_target_needed(settings: Settings) -> bool:
+    """The program creates a BackupTarget on AWS when the stack asks for backups and installs
+    Velero: with `velero.enabled: false` an access key nobody uses would only be a liability."""
+    if settings.platform != "aws" or settings.backup is None:
+        return False
+    return any(a.name == "velero" for a in select(ADDONS, settings, cluster_capabilities(settings)))
+
+
 class BackupTarget(pulumi.ComponentResource):
-    """Outputs: `bucket` (name), `bucket_arn`, `key_arn`, `region`, and `credentials` (a secret:
-    the AWS credentials file for Velero's chart value credentials.secretContents.cloud).
+    """Attributes: `bucket_name`, `region`, `credentials` (a secret: the AWS credentials file for
+    Velero's chart value credentials.secretContents.cloud), `ready` (what the Velero release waits
+    for) and `velero_values()` (its share of that release's values).
 
     `source_ips`: the cluster's NAT egress addresses; when given, the Velero user's S3 grants
     only work from them (a leaked key is useless elsewhere)."""
@@ -140,7 +151,6 @@ class BackupTarget(pulumi.ComponentResource):
         self.ready: list[pulumi.Resource] = [encryption, grant, versioning, alias]
         self.bucket_name: pulumi.Output[str] = self.bucket.bucket
         self.region = backup.region
-        self._settings = settings
         self.register_outputs({
             "bucket": self.bucket.bucket,
             "bucketArn": self.bucket.arn,
@@ -150,10 +160,7 @@ class BackupTarget(pulumi.ComponentResource):
         })
 
     def velero_values(self) -> pulumi.Output[dict[str, Any]]:
-        """The DR values for the `velero` release with the credentials file in them: a secret
-        Output (merge it over the add-on's values; the release then holds it as a secret)."""
-        values = velero_values(self._settings)
-        return pulumi.Output.secret(self.credentials.apply(lambda cloud: {
-            **values,
-            "credentials": {**values["credentials"], "secretContents": {"cloud": cloud}},
-        }))
+        """What this target adds to the `velero` release's values (the add-on computes the rest
+        from the same settings, components/dr/velero_values.py): the credentials file, as a
+        secret Output. Hand it to AddonSet(extra_values={"velero": ...}) with `ready`."""
+        return pulumi.Output.secret(self.credentials.apply(credentials_values))

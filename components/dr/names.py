@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from components.addons.velero import bucket_name
-
-__all__ = ["CREDENTIALS_SECRET", "bucket_name", "key_alias", "user_name"]
-
 # The Secret the Velero chart creates from credentials.secretContents (chart value credentials.name).
 CREDENTIALS_SECRET = "velero-aws-credentials"
+
+
+def bucket_name(cluster_name: str) -> str:
+    """The backup bucket of a cluster (one per cluster, in its settings.backup.region). A rebuild
+    finds a lost cluster's backups by this name alone, so it must never depend on anything else."""
+    return f"{cluster_name}-velero"
 
 
 def key_alias(cluster_name: str) -> str:

@@ -156,3 +156,64 @@ def test_local_installs_only_own_charts_when_crds_exist() -> None:
     r = run(s)
     assert r.outputs["releases"] == ["kai-queues"]
     assert r.outputs["smoke"] == []  # the local publisher is the cluster's own
+
+
+BACKUP = {"backup": {"region": "us-west-2"}}
+CREDENTIALS = {"credentials": {"secretContents": {"cloud": "[default]\naws_access_key_id=AKIA\n"}}}
+
+
+def run_wired(
+    s: Settings, extra_values: dict[str, Any], with_dependency: bool = False, secret: bool = False
+) -> PlanRun:
+    def program() -> None:  # Outputs exist only inside the program's event loop
+        cluster = StandInCluster(s)
+        target = pulumi.CustomResource("test:index:Target", "backup-ready", {})
+        extras = {k: pulumi.Output.secret(v) if secret else v for k, v in extra_values.items()}
+        AddonSet("gpu", s, cluster, extra_values=extras,
+                 extra_dependencies={"velero": [target]} if with_dependency else None)
+
+    return run_program(program, {}, stack="test")
+
+
+def test_extra_values_merge_secret_and_under_the_stack_override() -> None:
+    s = settings("aws", **BACKUP, gpuStack={"addons": {"velero": {"values": {"schedules": {"cluster": {
+        "schedule": "5 1 * * *"}}}}}})
+    extra = {**CREDENTIALS, "schedules": {"cluster": {"schedule": "0 0 * * *"}}}
+    r = run_wired(s, {"velero": extra}, with_dependency=True, secret=True)
+    velero = by_name(r)["gpu-velero"]
+    assert velero.inputs["values"] == MASK and "values" in velero.secret_paths  # the key never in clear
+    values = velero.raw_inputs["values"]
+    assert values["credentials"] == {"useSecret": True, "name": "velero-aws-credentials",
+                                     "secretContents": CREDENTIALS["credentials"]["secretContents"]}
+    assert values["schedules"]["cluster"]["schedule"] == "5 1 * * *"  # the stack keeps the last word
+    assert values["configuration"]["backupStorageLocation"][0]["config"] == {"region": "us-west-2"}
+    assert by_name(r)["backup-ready"].urn in velero.dependencies
+    assert by_name(r)["gpu-ns-velero"].urn in velero.dependencies
+    # Only the release given secret values is secret.
+    assert isinstance(by_name(r)["gpu-kai-scheduler"].inputs["values"], dict)
+
+
+def test_plain_extra_values_stay_readable() -> None:
+    r = run_wired(settings("aws"), {"kai-scheduler": {"global": {"extra": 1}}})
+    kai = by_name(r)["gpu-kai-scheduler"]
+    assert kai.inputs["values"]["global"]["extra"] == 1 and "values" not in kai.secret_paths
+    # merged over, not instead of, the computed values
+    assert kai.inputs["values"]["global"]["gpuSharing"] is False and "defaultQueue" in kai.inputs["values"]
+
+
+def test_extras_for_an_unknown_addon_are_refused_for_a_disabled_one_ignored() -> None:
+    with pytest.raises(Exception, match="unknown add-on 'veleor'"):
+        run_wired(settings("aws"), {"veleor": CREDENTIALS})
+    r = run_wired(settings("aws"), {"velero": CREDENTIALS})  # no backup: velero is off
+    assert "gpu-velero" not in by_name(r)
+
+
+def test_velero_without_its_credentials_is_refused_before_anything_registers() -> None:
+    s = settings("aws", **BACKUP)
+    with pytest.raises(Exception, match=r"velero: its AWS credentials come from BackupTarget") as err:
+        run(s)
+    assert "add-on graph is invalid" in str(err.value)
+    own = settings("aws", **BACKUP, gpuStack={"addons": {"velero": {"values": {"credentials": {
+        "existingSecret": "my-velero-credentials"}}}}})
+    velero = by_name(run(own))["gpu-velero"]
+    assert velero.inputs["values"]["credentials"]["existingSecret"] == "my-velero-credentials"

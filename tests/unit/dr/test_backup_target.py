@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from components.cli.mockengine import MASK, Recorded, run_program
-from components.dr.backup_target import BackupTarget
+from components.dr.backup_target import BackupTarget, backup_target_needed
 from components.settings.model import Settings
 
 
@@ -95,7 +95,7 @@ def test_refuses_settings_without_an_off_region_backup() -> None:
         run_program(lambda: BackupTarget("backup", bare), {}, stack="dev", region="us-east-1")
 
 
-def test_release_values_carry_the_credentials_as_a_secret() -> None:
+def test_release_values_are_only_the_credentials_and_secret() -> None:
     seen: dict[str, Any] = {}
 
     def program() -> None:
@@ -106,6 +106,22 @@ def test_release_values_carry_the_credentials_as_a_secret() -> None:
 
     run = run_program(program, {}, stack="prod", region="us-east-1")
     assert run.outputs["values"] == MASK
-    assert seen["credentials"]["useSecret"] is True
+    # Everything else comes from the add-on (components/dr/velero_values.py): one source of values.
+    assert list(seen) == ["credentials"] and list(seen["credentials"]) == ["secretContents"]
     assert seen["credentials"]["secretContents"]["cloud"].startswith("[default]\naws_access_key_id=")
-    assert seen["configuration"]["backupStorageLocation"][0]["bucket"] == "ck8s-prod-us-east-1-velero"
+
+
+@pytest.mark.parametrize(("platform", "backup", "velero", "needed"), [
+    ("aws", True, None, True),
+    ("aws", True, False, False),  # explicit enabled false wins: no unused access key
+    ("aws", False, None, False),
+    ("existing", True, True, False),  # nothing creates AWS resources off AWS: bring your own Secret
+])
+def test_the_program_creates_a_target_exactly_for_velero_on_aws(
+    platform: str, backup: bool, velero: bool | None, needed: bool
+) -> None:
+    doc: dict[str, Any] = {"platform": platform, "region": "us-east-1" if platform == "aws" else None,
+                           "gpuStack": {"addons": {"velero": {"enabled": velero}}}}
+    if backup:
+        doc["backup"] = {"region": "us-west-2"}
+    assert backup_target_needed(Settings.model_validate(doc)) is needed

@@ -5,8 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from components import pins
+from components.addons.base import AddonContext, deep_merge
+from components.cluster import cluster_facts
 from components.dr.names import CREDENTIALS_SECRET
-from components.dr.velero_values import RESTORE_LOCATION, credentials_file, velero_values
+from components.dr.velero_values import (
+    RESTORE_LOCATION,
+    SCHEDULE,
+    credentials_file,
+    credentials_values,
+    velero_values,
+)
 from components.settings.model import Settings
 
 
@@ -54,18 +62,37 @@ def test_restore_source_is_a_second_read_only_location() -> None:
                       "default": False, "accessMode": "ReadOnly", "config": {"region": "us-west-2"}}
 
 
-def test_merged_over_the_addon_values_both_locations_and_the_schedule_survive() -> None:
-    from components.addons.base import AddonContext, deep_merge
-    from components.addons.velero import values as addon_values
-    from components.cluster import cluster_facts
+def test_the_addon_installs_exactly_these_values() -> None:
+    """One source: the velero add-on's values are this module's, whatever the stack."""
+    from components.addons.velero import ADDON
 
     s = _settings(restoreFrom={"clusterName": "ck8s-prod-us-east-1", "region": "us-west-2"})
     ctx = AddonContext(settings=s, facts=cluster_facts(s), capabilities=frozenset(), enabled=frozenset({"velero"}),
                        version=pins.chart("velero").version)
-    merged = deep_merge(addon_values(ctx), velero_values(s))
-    assert [b["name"] for b in merged["configuration"]["backupStorageLocation"]] == ["default", RESTORE_LOCATION]
-    assert merged["schedules"]["cluster"]["schedule"] == s.backup.schedule  # type: ignore[union-attr]
-    assert merged["credentials"]["useSecret"] is True
+    assert ADDON.values(ctx) == velero_values(s)
+
+
+def test_the_aws_plugin_is_the_pinned_image_copied_into_the_plugins_volume() -> None:
+    [plugin] = velero_values(_settings())["initContainers"]
+    pin = pins.image("velero-plugin-aws")
+    assert plugin["image"] == f"docker.io/velero/velero-plugin-for-aws:{pin.tag}@{pin.digest}"
+    assert plugin["volumeMounts"] == [{"mountPath": "/target", "name": "plugins"}]
+
+
+def test_no_crd_upgrade_hook_with_an_unpinnable_kubectl_image() -> None:
+    assert velero_values(_settings())["upgradeCRDs"] is False
+
+
+def test_one_schedule_of_everything_kept_for_the_ttl() -> None:
+    v = velero_values(_settings(schedule="15 2 * * *", ttlHours=48))
+    assert v["schedules"] == {SCHEDULE: {"schedule": "15 2 * * *",
+                                         "template": {"ttl": "48h0m0s", "includedNamespaces": ["*"]}}}
+
+
+def test_credentials_values_fill_the_secret_the_chart_creates() -> None:
+    merged = deep_merge(velero_values(_settings()), credentials_values("[default]\n"))
+    assert merged["credentials"] == {"useSecret": True, "name": CREDENTIALS_SECRET,
+                                     "secretContents": {"cloud": "[default]\n"}}
 
 
 def test_credentials_file() -> None:
