@@ -81,3 +81,29 @@ class ClusterHandle(Protocol):
 
     @property
     def facts(self) -> ClusterFacts: ...
+
+
+class ClusterHandleBase(pulumi.ComponentResource):
+    """The ClusterHandle properties over the four attributes every platform component sets."""
+
+    _provider: k8s.Provider
+    _kubeconfig: pulumi.Output[str]
+    _ready: pulumi.Resource
+    _facts: ClusterFacts
+
+    @property
+    def provider(self) -> k8s.Provider:
+        return self._provider
+
+    @property
+    def kubeconfig(self) -> pulumi.Output[str]:
+        return self._kubeconfig
+
+    @property
+    def ready(self) -> pulumi.Resource:
+        return self._ready
+
+    @property
+    def facts(self) -> ClusterFacts:
+        return self._facts
+

@@ -38,12 +38,12 @@ from components.aws.userdata import (
     render_joining_control_plane,
     worker_boot,
 )
-from components.cluster import ClusterFacts, cluster_facts
+from components.cluster import ClusterHandleBase, cluster_facts
 from components.k8s_ready import ApiReady
 from components.settings.model import Settings
 
 
-class AwsCluster(pulumi.ComponentResource):
+class AwsCluster(ClusterHandleBase):
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("ck8s-gpu:index:AwsCluster", name, None, opts)
         if settings.platform != "aws" or settings.region is None:
@@ -157,18 +157,3 @@ class AwsCluster(pulumi.ComponentResource):
             "controlPlanePrivateIps": [i.private_ip for i in control_plane.instances],
         })
 
-    @property
-    def provider(self) -> k8s.Provider:
-        return self._provider
-
-    @property
-    def kubeconfig(self) -> pulumi.Output[str]:
-        return self._kubeconfig
-
-    @property
-    def ready(self) -> pulumi.Resource:
-        return self._ready
-
-    @property
-    def facts(self) -> ClusterFacts:
-        return self._facts

@@ -143,7 +143,7 @@ def _outputs(typ: str, name: str, inputs: dict[str, Any], region: str) -> dict[s
     if typ.startswith("tls:"):
         # Real PEM headers, so a key that leaks into a plain input looks like one to the policies.
         def pem(kind: str) -> str:
-            return f"-----BEGIN {kind}-----\nTU9DSy{rid}\n-----END {kind}-----\n"
+            return f"-----BEGIN {kind}-----\n{rid}\n-----END {kind}-----\n"  # body: the fake id alone
 
         out.update(privateKeyPem=pem("PRIVATE KEY"), publicKeyPem=pem("PUBLIC KEY"), certPem=pem("CERTIFICATE"),
                    privateKeyOpenssh=pem("OPENSSH PRIVATE KEY"))

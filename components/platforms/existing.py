@@ -8,17 +8,15 @@ simulated GPUs and no kubelet. Nothing is created but the readiness gate and the
 from __future__ import annotations
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from components.cluster import ClusterFacts, cluster_facts
-from components.k8s_ready import ApiReady
+from components.cluster import ClusterHandleBase, cluster_facts
 from components.platforms.gate import ready_and_provider
 from components.settings.model import Settings
 
 API_READY_TIMEOUT_SECONDS = 300
 
 
-class ExistingCluster(pulumi.ComponentResource):
+class ExistingCluster(ClusterHandleBase):
     """Implements components.cluster.ClusterHandle for platform `existing`."""
 
     PLATFORM = "existing"
@@ -44,21 +42,6 @@ class ExistingCluster(pulumi.ComponentResource):
         )
         self.register_outputs({"kubeconfig": self._kubeconfig, "endpoint": self._ready.endpoint})
 
-    @property
-    def provider(self) -> k8s.Provider:
-        return self._provider
-
-    @property
-    def kubeconfig(self) -> pulumi.Output[str]:
-        return self._kubeconfig
-
-    @property
-    def ready(self) -> ApiReady:
-        return self._ready
-
-    @property
-    def facts(self) -> ClusterFacts:
-        return self._facts
 
 
 class LocalCluster(ExistingCluster):

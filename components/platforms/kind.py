@@ -8,11 +8,9 @@ cannot change a cluster in place), deleting the old one first because the name i
 from __future__ import annotations
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_command import local
 
-from components.cluster import ClusterFacts
-from components.k8s_ready import ApiReady
+from components.cluster import ClusterHandleBase
 from components.kind import commands
 from components.kind.config import kind_facts, kind_problems, mirrored_pool, render_kind_config
 from components.platforms.gate import ready_and_provider
@@ -22,7 +20,7 @@ from components.settings.model import Settings
 API_READY_TIMEOUT_SECONDS = 600
 
 
-class KindCluster(pulumi.ComponentResource):
+class KindCluster(ClusterHandleBase):
     """Implements components.cluster.ClusterHandle for platform `kind`."""
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -72,18 +70,3 @@ class KindCluster(pulumi.ComponentResource):
             "endpoint": self._ready.endpoint,
         })
 
-    @property
-    def provider(self) -> k8s.Provider:
-        return self._provider
-
-    @property
-    def kubeconfig(self) -> pulumi.Output[str]:
-        return self._kubeconfig
-
-    @property
-    def ready(self) -> ApiReady:
-        return self._ready
-
-    @property
-    def facts(self) -> ClusterFacts:
-        return self._facts
