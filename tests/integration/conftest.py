@@ -14,34 +14,18 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
+from tests.helpers.tools import load_tool, skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS_DIR = ROOT / "tools"
 # The engine's own binaries; the dynamic provider host is a script tools/build.sh writes.
 ENGINE_BINARIES = ("pulumi", "pulumi-language-python", "pulumi-resource-kubernetes",
                    "pulumi-resource-pulumi-python")
 
 
-def load_tool(name: str) -> ModuleType:
-    """tools/<name>.py (stdlib-only scripts, not a package), imported once."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TOOLS_DIR / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def skip_or_fail(reason: str) -> None:
-    if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def k8s_plugin_version() -> str:

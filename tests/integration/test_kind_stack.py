@@ -4,7 +4,7 @@ An ephemeral stack (file backend in a temp dir, passphrase secrets) with the con
 stacks/Pulumi.kind.yaml under a unique kind cluster name: up -> the smoke report passed (hardware
 checks skipped with a reason) -> a second preview changes nothing -> destroy -> the kind cluster
 is gone. Skips naming every missing prerequisite (a reachable Docker daemon, kind, the Pulumi
-CLI), or fails instead under CK8S_GPU_REQUIRE_TOOLS=1. Takes 10-20 minutes on a laptop.
+CLI), or fails instead under CK8S_GPU_REQUIRE_KIND=1 (a Docker-capable job). Takes 10-20 minutes on a laptop.
 """
 
 from __future__ import annotations
@@ -65,9 +65,11 @@ def missing_prerequisites(env: dict[str, str] | None = None) -> list[str]:
 
 
 def skip_or_fail(missing: list[str]) -> None:
+    # Its own switch: CI's machines can never run Docker, so CK8S_GPU_REQUIRE_TOOLS (the Go-built
+    # tools, which CI does build) must not turn this skip into a failure; a Docker-capable job sets this.
     reason = "kind stack test needs: " + "; ".join(missing)
-    if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {reason}", pytrace=False)
+    if os.environ.get("CK8S_GPU_REQUIRE_KIND") == "1":
+        pytest.fail(f"CK8S_GPU_REQUIRE_KIND=1 and {reason}", pytrace=False)
     pytest.skip(reason)
 
 

@@ -7,33 +7,19 @@ are absent, unless CK8S_GPU_REQUIRE_TOOLS=1, where it fails instead.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.tools import load_tool
+
 pytestmark = pytest.mark.integration
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-
-
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-lc = _load("localcluster")
-dra = _load("dra_publisher")
+lc = load_tool("localcluster")
+dra = load_tool("dra_publisher")
 
 NS = "dra-e2e"
 NODES = 2

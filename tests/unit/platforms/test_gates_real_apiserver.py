@@ -7,10 +7,8 @@ Uses the loopback control plane with KWOK GPU nodes (tools/localcluster.py, bina
 from __future__ import annotations
 
 import base64
-import importlib.util
 import itertools
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,21 +21,12 @@ import yaml
 from components import k8s_ready
 from components.k8s_ready import WaitTimeout, check_api_ready
 from components.k8s_wait import Target, wait_for
+from tests.helpers.tools import load_tool
 
 pytestmark = pytest.mark.integration
 
-TOOLS = Path(__file__).resolve().parents[3] / "tools"
-
-
 def _localcluster() -> Any:
-    if "localcluster" in sys.modules:
-        return sys.modules["localcluster"]
-    spec = importlib.util.spec_from_file_location("localcluster", TOOLS / "localcluster.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["localcluster"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("localcluster")
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,10 @@ CK8S_GPU_REQUIRE_TOOLS=1 (CI), where it fails instead.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,41 +19,28 @@ import yaml
 
 from components.cli import main as cli_main
 from components.cli import smoke as cli
+from tests.helpers.tools import load_tool, skip_or_fail
 from tests.unit.smoke import settings_fixtures as sf
 
 pytestmark = pytest.mark.integration
-TOOLS = Path(__file__).resolve().parents[3] / "tools"
 GPUS_PER_NODE = 4  # g6.12xlarge
-
-
-def _load(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    lc = _load("localcluster")
+    lc = load_tool("localcluster")
     bin_dir = lc.tools_bin_dir()
     missing = lc.missing_binaries(bin_dir)
     if missing:
         msg = f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with `bash tools/build.sh`"
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
-        pytest.skip(msg)
+        skip_or_fail(msg)
     c = lc.LocalCluster(tmp_path_factory.mktemp("smoke-lc"), nodes=2, bin_dir=bin_dir, instance_type="g6.12xlarge")
     with c:
         yield c
 
 
 def publish(cluster: Any, gpus: dict[str, int]) -> None:
-    _load("dra_publisher").publish(str(cluster.kubeconfig), gpus, kubectl=str(cluster.bin_dir / "kubectl"))
+    load_tool("dra_publisher").publish(str(cluster.kubeconfig), gpus, kubectl=str(cluster.bin_dir / "kubectl"))
 
 
 def smoke(cluster: Any, tmp: Path, *argv: str) -> tuple[int, str, dict[str, Any]]:
