@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -30,3 +31,21 @@ def skip_or_fail(reason: str) -> None:
     if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
         pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+# What a Pulumi program run needs of the checkout; tests run it from a temp copy so the engine
+# never writes stack files into stacks/ or rewrites Pulumi.yaml.
+PROJECT_PARTS = ("__main__.py", "components", "charts")
+
+
+def copy_project(dest: Path) -> Path:
+    """A runnable copy of the program (no stack files) at `dest`."""
+    root = TOOLS_DIR.parent
+    dest.mkdir(parents=True)
+    for part in PROJECT_PARTS:
+        src = root / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / part)
+    return dest

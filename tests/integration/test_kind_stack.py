@@ -21,11 +21,11 @@ import pytest
 import yaml
 
 from components import pins
+from tests.helpers.tools import copy_project
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK_FILE = ROOT / "stacks" / "Pulumi.kind.yaml"
 # What `pulumi up` needs from the checkout: the program, its package and its own charts.
-PROJECT_PARTS = ("__main__.py", "components", "charts")
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -75,14 +75,7 @@ def skip_or_fail(missing: list[str]) -> None:
 
 def ephemeral_project(tmp: Path, stack: str, cluster_name: str) -> Path:
     """A copy of the project whose stack file is the kind stack's, renamed and with its own cluster."""
-    project = tmp / "project"
-    project.mkdir()
-    for part in PROJECT_PARTS:
-        src = ROOT / part
-        if src.is_dir():
-            shutil.copytree(src, project / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, project / part)
+    project = copy_project(tmp / "project")
     doc = yaml.safe_load(STACK_FILE.read_text())
     doc["config"]["ck8s-gpu:settings"].setdefault("kind", {})["clusterName"] = cluster_name
     (project / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))

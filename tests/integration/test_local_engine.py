@@ -15,7 +15,6 @@ Needs `bash tools/build.sh`; skips naming what is missing, fails under CK8S_GPU_
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 import uuid
@@ -30,13 +29,13 @@ import yaml
 from components.instance_types import gpu_facts
 from components.smoke.expectations import NO_KUBELET, POOL_LABELS, RUN_LABEL
 from components.smoke.report import passed
+from tests.helpers.tools import copy_project
 from tests.integration.conftest import ROOT, EngineTools, inline_kubeconfig, k8s_plugin_version, load_tool
 
 pytestmark = pytest.mark.integration
 
 STACK_FILE = ROOT / "stacks" / "Pulumi.local.yaml"
 SETTINGS_KEY = "ck8s-gpu:settings"
-PROJECT_PARTS = ("__main__.py", "components", "charts")
 PASSPHRASE = "local-engine-integration-test"
 # The hops that must really have run against the real API server and scheduler.
 MUST_PASS = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "distinct-gpus")
@@ -132,14 +131,7 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
     try:
         publish(cluster, {n: g for n, (_, _, g) in nodes.items()}, itype)
 
-        project = work / "project"
-        project.mkdir()
-        for part in PROJECT_PARTS:
-            src = ROOT / part
-            if src.is_dir():
-                shutil.copytree(src, project / part, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy2(src, project / part)
+        project = copy_project(work / "project")
         stack_name = f"local-it-{uuid.uuid4().hex[:6]}"
         (project / f"Pulumi.{stack_name}.yaml").write_text(
             yaml.safe_dump({"config": {SETTINGS_KEY: settings}}, sort_keys=False))
