@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
-CHARTS_DIR = Path(__file__).resolve().parent.parent / "charts"
+from components import PROJECT_DIR
+
+CHARTS_DIR = PROJECT_DIR / "charts"
 
 
 def chart_dir(name: str) -> Path:

@@ -28,9 +28,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from components import PROJECT_DIR
     from components.dr.restore import restore_commands
     from components.plan import artifacts
-    from components.plan.run import PROJECT_DIR, plan_config, stack_file
+    from components.plan.run import plan_config, stack_file
     from components.plan.tree import count_lines
     from components.settings.load import SettingsError, read_stack_file
     from components.stamping.derive import derive_all

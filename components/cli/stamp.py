@@ -49,7 +49,8 @@ def _regions(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from components.plan.run import PROJECT_DIR, stack_file
+    from components import PROJECT_DIR
+    from components.plan.run import stack_file
     from components.settings.load import SettingsError, read_stack_file
     from components.stamping import stackfile
     from components.stamping.derive import derive_all, unused_overrides

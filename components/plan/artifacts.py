@@ -11,10 +11,11 @@ from typing import Any
 
 import yaml
 
+from components import PROJECT_DIR
 from components.charts import CHARTS_DIR, render
 from components.cli.mockengine import MASK, Recorded
 from components.plan.portable import portable
-from components.plan.run import PROJECT_DIR, Plan
+from components.plan.run import Plan
 from components.plan.tree import counts
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
+from components import PROJECT_DIR
 
 
 def portable(value: Any) -> Any:

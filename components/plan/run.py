@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
 from components.cli.mockengine import PlanRun, Recorded, run_program
 from components.settings.load import KUBECONFIG_KEY, read_stack_file, settings_from_config
 from components.settings.model import Settings
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 SECRET_PLACEHOLDER = "[secret config: not decrypted by the offline plan]"
 # Parsable on purpose: components may read the server address; nothing ever connects to it.
 PLACEHOLDER_KUBECONFIG = """apiVersion: v1

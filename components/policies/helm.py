@@ -29,13 +29,12 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components import pins
+from components import PROJECT_DIR, pins
 from components.policies.props import get, helm_truthy, is_unknown
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES = (RELEASE, CHART_V4)
-PROJECT_DIR = Path(__file__).resolve().parent.parent.parent
 LOCAL_CHARTS = PROJECT_DIR / "charts"
 
 
