@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.inventory import api_lb_name
 from components.aws.kubeconfig import API_PORT
 from components.aws.protection import state_opts
 from components.aws.tags import named
@@ -39,19 +40,26 @@ class ApiLoadBalancer(pulumi.ComponentResource):
                 "settings.network.existing.publicSubnetIds: an internet-facing API load balancer needs public subnets"
             )
         child = pulumi.ResourceOptions(parent=self)
+        # Explicit names: pulumi-aws would auto-name the NLB up to 255 chars (AWS allows 32) and the
+        # target group's autoname overflows 32 for longer cluster names. A named resource cannot be
+        # created before its old copy is gone, hence delete_before_replace.
+        aws_name = api_lb_name(cluster)
+        named_child = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(delete_before_replace=True))
         lb = aws.lb.LoadBalancer(
             f"{name}-nlb",
+            name=aws_name,
             load_balancer_type="network",
             internal=internal,
             subnets=list(subnets),
             security_groups=[security_group_id],
             enable_cross_zone_load_balancing=True,
             enable_deletion_protection=settings.protection.protect,
-            tags=named(f"{cluster}-api"),
-            opts=state_opts(settings, child),
+            tags=named(aws_name),
+            opts=state_opts(settings, named_child),
         )
         tg = aws.lb.TargetGroup(
             f"{name}-tg",
+            name=aws_name,  # ELBv2 allows a load balancer and a target group the same name
             port=API_PORT,
             protocol="TCP",
             target_type="instance",
@@ -60,8 +68,8 @@ class ApiLoadBalancer(pulumi.ComponentResource):
             health_check=aws.lb.TargetGroupHealthCheckArgs(
                 protocol="TCP", port=str(API_PORT), interval=10, healthy_threshold=2, unhealthy_threshold=2
             ),
-            tags=named(f"{cluster}-api"),
-            opts=child,
+            tags=named(aws_name),
+            opts=named_child,
         )
         self.listener = aws.lb.Listener(
             f"{name}-listener",

@@ -9,7 +9,8 @@ from typing import Any
 
 from components import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
 from components.cli.mockengine import PlanRun, Recorded, run_program
-from components.settings.load import KUBECONFIG_KEY, read_stack_file, settings_from_config
+from components.plan.names import recorded_problems
+from components.settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file, settings_from_config
 from components.settings.model import Settings
 
 SECRET_PLACEHOLDER = "[secret config: not decrypted by the offline plan]"
@@ -53,7 +54,7 @@ def offline_config(config: dict[str, Any], settings: Settings) -> tuple[dict[str
 
 
 def plan_config(config: dict[str, Any], stack: str, source: str) -> Plan:
-    """Validate first (nothing registered on bad input), then run the program."""
+    """Validate first (nothing registered on bad input), run the program, then check its AWS names."""
     settings = settings_from_config(config, source, offline=True)
     wire, secret_keys = offline_config(config, settings)
     run: PlanRun = run_program(
@@ -63,6 +64,10 @@ def plan_config(config: dict[str, Any], stack: str, source: str) -> Plan:
         region=settings.region or "",
         secret_keys=secret_keys,
     )
+    # The mock engine never runs pulumi-aws's Check: apply its naming and AWS's rules to what was registered.
+    problems = recorded_problems(run.resources)
+    if problems:
+        raise SettingsError(source, problems)
     return Plan(stack=stack, settings=settings, resources=run.resources, outputs=run.outputs)
 
 

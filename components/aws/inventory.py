@@ -1,0 +1,101 @@
+"""Every name-bearing AWS resource the program registers for a stack, without running it (pure).
+
+The settings rule `_aws_names` checks these names before any resource exists, so a too-long
+environment is a clean settings error instead of a failed `pulumi preview`. The logical names
+mirror the component nesting (AwsCluster "<cluster>" > child "<cluster>-<part>" > resource);
+tests/unit/aws/test_naming.py proves this list equals what the program registers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.aws.naming import name_problems, physical_name
+from components.dr.names import bucket_name, key_alias, user_name
+from components.settings.model import Settings
+
+BACKUP = "backup"  # __main__.py: BackupTarget("backup", settings)
+NODE_ROLES = ("control-plane", "worker")
+SECRETS = ("join-auth", "ca-keys")
+
+
+def api_lb_name(cluster_name: str) -> str:
+    """The API NLB's and its target group's AWS name (ELBv2 allows one name for both). Explicit:
+    pulumi-aws would auto-name the LB up to 255 chars, while AWS allows 32."""
+    return f"{cluster_name}-api"
+
+
+def mint_document_name(cluster_name: str) -> str:
+    """The SSM document nodes run to mint their worker join token."""
+    return f"{cluster_name}-mint-worker-token"
+
+
+@dataclass(frozen=True)
+class PlannedName:
+    token: str
+    logical: str
+    explicit: str | None  # None: pulumi-aws auto-names it from `logical`
+    field: str  # the settings path whose value drives the name
+
+    @property
+    def physical(self) -> str:
+        return physical_name(self.token, self.logical, self.explicit)
+
+    def problems(self) -> list[str]:
+        return name_problems(self.token, self.logical, self.explicit)
+
+
+def _cluster(cluster: str) -> list[PlannedName]:
+    # Imported here: these modules import the package that imports this one (cycle otherwise).
+    from components.aws.security_groups import GROUPS
+
+    env = "settings.environment"  # cluster_name is ck8s-{environment}-{region}
+    api = f"{cluster}-api"  # ApiLoadBalancer component
+    out = [
+        PlannedName("aws:lb/loadBalancer:LoadBalancer", f"{api}-nlb", api_lb_name(cluster), env),
+        PlannedName("aws:lb/targetGroup:TargetGroup", f"{api}-tg", api_lb_name(cluster), env),
+        PlannedName("aws:ssm/document:Document", mint_document_name(cluster), mint_document_name(cluster), env),
+    ]
+    for role in NODE_ROLES:  # NodeRole f"{cluster}-{role}"
+        out += [
+            PlannedName("aws:iam/role:Role", f"{cluster}-{role}-role", None, env),
+            PlannedName("aws:iam/rolePolicy:RolePolicy", f"{cluster}-{role}-node", None, env),
+            PlannedName("aws:iam/instanceProfile:InstanceProfile", f"{cluster}-{role}-profile", None, env),
+        ]
+    out += [PlannedName("aws:secretsmanager/secret:Secret", f"{cluster}-secrets-{s}", None, env) for s in SECRETS]
+    out += [PlannedName("aws:ec2/securityGroup:SecurityGroup", f"{cluster}-sg-{g}", None, env) for g in GROUPS]
+    return out
+
+
+def _pools(settings: Settings) -> list[PlannedName]:
+    out: list[PlannedName] = []
+    for i, pool in enumerate(settings.node_pools):  # GpuNodePool f"{cluster}-pool-{pool}"
+        base = f"{settings.cluster_name}-pool-{pool.name}"
+        field = f"settings.nodePools[{i}].name"
+        out += [
+            PlannedName("aws:ec2/launchTemplate:LaunchTemplate", f"{base}-lt", None, field),
+            PlannedName("aws:autoscaling/group:Group", f"{base}-asg", None, field),
+        ]
+    return out
+
+
+def _backup(cluster: str) -> list[PlannedName]:
+    env = "settings.environment"
+    return [
+        PlannedName("aws:kms/alias:Alias", f"{BACKUP}-key-alias", key_alias(cluster), env),
+        PlannedName("aws:s3/bucket:Bucket", f"{BACKUP}-bucket", bucket_name(cluster), env),
+        PlannedName("aws:iam/user:User", f"{BACKUP}-user", user_name(cluster), env),
+        PlannedName("aws:iam/userPolicy:UserPolicy", f"{BACKUP}-user-policy", None, "settings.backup"),
+    ]
+
+
+def planned_names(settings: Settings) -> list[PlannedName]:
+    """Exactly the name-bearing AWS resources `__main__.py` registers for `settings`."""
+    if settings.platform != "aws" or settings.region is None:
+        return []
+    from components.dr.backup_target import backup_target_needed  # cycle: see _cluster
+
+    out = _cluster(settings.cluster_name) + _pools(settings)
+    if backup_target_needed(settings):
+        out += _backup(settings.cluster_name)
+    return out
