@@ -172,12 +172,15 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def api_timeout_message(endpoint: str, elapsed: float, attempts: int, last: Observation) -> str:
+def api_timeout_message(
+    endpoint: str, elapsed: float, attempts: int, last: Observation, waiting_for: str = ""
+) -> str:
     verb = "gave up" if last.permanent or last.fatal else "timed out"
-    return (
+    text = (
         f"Kubernetes API at {endpoint} not ready: {verb} after {elapsed:.0f}s and {attempts} attempts; "
         f"last error: {last.detail}"
     )
+    return f"{text}\nwaiting for: {waiting_for}" if waiting_for else text
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,7 +204,9 @@ def http_get(api: Any, path: str, timeout: float = REQUEST_TIMEOUT_SECONDS) -> H
         return HttpResult(None, error=f"{type(exc).__name__}: {exc}")
 
 
-def check_api_ready(kubeconfig: str, timeout_seconds: float, min_ready_nodes: int) -> dict[str, Any]:
+def check_api_ready(
+    kubeconfig: str, timeout_seconds: float, min_ready_nodes: int, waiting_for: str = ""
+) -> dict[str, Any]:
     """Poll until /readyz is ok and enough nodes are Ready. Returns the dynamic resource's outputs."""
     from components.kube.client import api_client  # the kubernetes client is slow to import
 
@@ -226,7 +231,7 @@ def check_api_ready(kubeconfig: str, timeout_seconds: float, min_ready_nodes: in
         poll(
             probe,
             timeout_seconds=timeout_seconds,
-            describe_timeout=lambda elapsed, n, last: api_timeout_message(endpoint, elapsed, n, last),
+            describe_timeout=lambda elapsed, n, last: api_timeout_message(endpoint, elapsed, n, last, waiting_for),
         )
     finally:
         api.close()
@@ -247,13 +252,14 @@ def _inputs_changed(olds: dict[str, Any], news: dict[str, Any], keys: tuple[str,
 class _ApiReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         outs = check_api_ready(str(props["kubeconfig"]), float(props["timeoutSeconds"]),
-                               int(props["minReadyNodes"]))
+                               int(props["minReadyNodes"]), str(props.get("waitingFor") or ""))
         return {
             **outs,
             "kubeconfigSha256": sha256(str(props["kubeconfig"])),
             "timeoutSeconds": props["timeoutSeconds"],
             "minReadyNodes": props["minReadyNodes"],
             "trigger": props.get("trigger"),
+            "waitingFor": props.get("waitingFor"),
         }
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
@@ -291,7 +297,10 @@ class ApiReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="ApiReady"):  # 
         *,
         min_ready_nodes: int = 1,
         trigger: pulumi.Input[str] | None = None,
+        waiting_for: pulumi.Input[str] | None = None,
     ) -> None:
+        """`waiting_for` names what the gate waits on (a node, an instance and where its boot log
+        is) in the failure message."""
         if timeout_seconds <= 0:
             raise ValueError(f"ApiReady {name}: timeout_seconds must be positive, got {timeout_seconds}")
         if min_ready_nodes < 0:
@@ -301,6 +310,7 @@ class ApiReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="ApiReady"):  # 
             "timeoutSeconds": timeout_seconds,
             "minReadyNodes": min_ready_nodes,
             "trigger": trigger,
+            "waitingFor": waiting_for,
             "endpoint": None,
             "readyNodes": None,
             "kubeconfigSha256": None,

@@ -4,13 +4,15 @@ Implements components.cluster.ClusterHandle. Wiring only: every decision lives i
 (network plan, security-group rules, IAM policies, user-data, kubeconfig, CCM values).
 
     network ─ security groups ─ API load balancer ────────────────┐
-    PKI (CA, client CA, admin cert) ─ secrets (auth token, CA keys) ├─ control planes ─ gates ─ ready
-    IAM roles (scoped to those secrets) ───────────────────────────┘                        │
+    PKI (CA, client CA, admin cert) ─ secrets (auth token, CA material) ├─ control planes ─ gates ─ ready
+    IAM roles (control planes: those secrets; workers: none) ──────┘                        │
     kubeconfig (from state) ─ Kubernetes provider ─ CCM ──────────────────── after ready ──┤
-    GPU node pools (launch template + ASG) ──────────────────────────────── after ready ──┘
+    SSM mint document ─ GPU node pools (launch template + ASG) ──────────── after ready ──┘
 """
 
 from __future__ import annotations
+
+import json
 
 import pulumi
 import pulumi_aws as aws
@@ -19,9 +21,11 @@ import pulumi_kubernetes as k8s
 from components.aws.ami import Arch, arch_for_instance_type, ubuntu_ami
 from components.aws.ccm import AwsCloudControllerManager
 from components.aws.control_plane import ControlPlane
-from components.aws.iam import NodeRole
+from components.aws.iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
+from components.aws.inventory import mint_document_name
 from components.aws.kubeconfig import api_server_url, render_kubeconfig
 from components.aws.load_balancer import ApiLoadBalancer
+from components.aws.mint import mint_document
 from components.aws.network import AwsNetwork
 from components.aws.node_pool import GpuNodePool
 from components.aws.pki import ClusterPki
@@ -63,12 +67,42 @@ class AwsCluster(ClusterHandleBase):
         network = AwsNetwork(f"{name}-network", settings, on_aws)
         groups = ClusterSecurityGroups(f"{name}-sg", settings, network.vpc_id, network.vpc_cidr, on_aws)
         pki = ClusterPki(f"{name}-pki", settings, pulumi.ResourceOptions(parent=self))
-        secrets = ClusterSecrets(f"{name}-secrets", settings, pki.ca_key_pem, pki.client_ca_key_pem, on_aws)
+        secrets = ClusterSecrets(
+            f"{name}-secrets",
+            settings,
+            (pki.ca_cert_pem, pki.ca_key_pem),
+            (pki.client_ca_cert_pem, pki.client_ca_key_pem),
+            on_aws,
+        )
         ccm = ccm_enabled(settings)
         cp_role = NodeRole(
-            f"{name}-control-plane", "control-plane", [secrets.auth_secret_arn, secrets.pki_secret_arn], ccm, on_aws
+            f"{name}-control-plane",
+            pulumi.Output.all(secrets.auth_secret_arn, secrets.pki_secret_arn).apply(
+                lambda arns: policy_json(control_plane_policy([str(a) for a in arns], ccm))
+            ),
+            on_aws,
         )
-        worker_role = NodeRole(f"{name}-worker", "worker", [secrets.auth_secret_arn], False, on_aws)
+        # Workers get their join token from a control plane through this document, and no secret.
+        mint_name = mint_document_name(cluster)
+        mint = aws.ssm.Document(
+            f"{name}-mint-worker-token",
+            name=mint_name,
+            document_type="Command",
+            document_format="JSON",
+            content=json.dumps(mint_document(cluster), sort_keys=True),
+            opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(delete_before_replace=True)),
+        )
+        on_aws_invoke = pulumi.InvokeOutputOptions(parent=self, provider=aws_provider)
+        identity = aws.get_caller_identity_output(opts=on_aws_invoke)
+        partition = aws.get_partition_output(opts=on_aws_invoke)
+        worker_role = NodeRole(
+            f"{name}-worker",
+            pulumi.Output.all(partition.partition, identity.account_id).apply(
+                lambda v: policy_json(worker_policy(Scope(str(v[0]), settings.region or "", str(v[1]), cluster),
+                                                    mint_name))
+            ),
+            on_aws,
+        )
         api = ApiLoadBalancer(
             f"{name}-api",
             settings,
@@ -85,12 +119,10 @@ class AwsCluster(ClusterHandleBase):
             )
         )
 
-        boot: pulumi.Output[ClusterBoot] = pulumi.Output.all(secrets.auth_secret_arn, api.dns_name).apply(
-            lambda v: cluster_boot(settings, v[0], v[1])
+        boot: pulumi.Output[ClusterBoot] = pulumi.Output.all(secrets.auth_secret_arn, api.dns_name, mint.name).apply(
+            lambda v: cluster_boot(settings, v[0], v[1], v[2])
         )
-        cp_boot = pulumi.Output.all(secrets.pki_secret_arn, pki.ca_cert_pem, pki.client_ca_cert_pem).apply(
-            lambda v: control_plane_boot(settings, v[0], v[1], v[2])
-        )
+        cp_boot = secrets.pki_secret_arn.apply(lambda arn: control_plane_boot(settings, arn))
         amis: dict[Arch, pulumi.Output[str]] = {}
 
         def ami(instance_type: str) -> pulumi.Output[str]:
@@ -131,7 +163,7 @@ class AwsCluster(ClusterHandleBase):
                     subnet_ids=network.private_subnet_ids,
                     security_group_ids=[groups.nodes.id],
                     instance_profile=worker_role.instance_profile,
-                    grants=[*worker_role.grants, self._ready],
+                    grants=[*worker_role.grants, mint, self._ready],
                     user_data=boot.apply(lambda b, w=worker: render_gpu_worker(b, w)),
                     opts=on_aws,
                 )

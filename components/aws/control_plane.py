@@ -35,6 +35,15 @@ def placement(count: int, subnet_count: int) -> list[int]:
     return [i % subnet_count for i in range(count)]
 
 
+def waiting_for(name: str, instance_id: str, node_name: str, region: str) -> str:
+    """What a control plane's gate names when it fails: the node and where its boot log is."""
+    return (
+        f"control plane {name} (instance {instance_id}, node {node_name}); its boot log: "
+        f"aws ec2 get-console-output --region {region} --instance-id {instance_id} --latest --output text "
+        f"| grep -A3 CK8S-GPU-BOOT-FAILED, or /var/log/ck8s-gpu-*.log through SSM"
+    )
+
+
 class ControlPlane(pulumi.ComponentResource):
     """Outputs: `instances`, `gates` (one ApiReady per instance), `ready` (the last gate)."""
 
@@ -95,6 +104,9 @@ class ControlPlane(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[instance, attachment, listener]),
                 timeout_seconds=READY_TIMEOUT_SECONDS,
                 min_ready_nodes=i + 1,
+                waiting_for=pulumi.Output.all(instance.id, instance.private_dns).apply(
+                    lambda v, n=node_name: waiting_for(n, v[0], v[1], settings.region or "")
+                ),
             )
             self.instances.append(instance)
             self.gates.append(gate)

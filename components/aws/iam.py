@@ -1,22 +1,23 @@
-"""Instance roles: SSM access instead of SSH, each role scoped to the secrets it needs.
+"""Instance roles: SSM access instead of SSH, each role scoped to exactly what its nodes do at boot.
 
-Control planes read the join auth secret and the CA-key secret; workers read only the join auth
-secret. Both list the cluster's control planes (ec2:DescribeInstances: the API has no
-resource-level scoping for it) to find a k8sd to mint their join token from. With the AWS cloud
-controller manager on, control planes also get its policy (it runs on them with host networking
-and uses their instance credentials).
+Control planes read the CAPI join auth secret and the CA-key secret (and, with the AWS cloud
+controller manager on, get its policy: it runs on them with host networking). Workers read no
+secret at all: they list the cluster's control planes (ec2:DescribeInstances has no resource-level
+scoping), send the one mint document to them (components/aws/mint.py), read its output, and may
+mark an instance of their own cluster's worker groups Unhealthy when their first boot fails.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.tags import Role
+from components.aws.tags import CLUSTER_TAG, ROLE_TAG
 
 # kubernetes/cloud-provider-aws docs/prerequisites.md ("Control Plane Policy"), read at 63ec440
 # (2026-07). The CCM manages Service load balancers, node addresses/zones and instance lifecycle.
@@ -79,6 +80,7 @@ CCM_CONTROL_PLANE_ACTIONS: tuple[str, ...] = (
     "iam:CreateServiceLinkedRole",
     "kms:DescribeKey",
 )
+# Both roles: the SSM agent (sessions instead of SSH; control planes also run the mint document).
 SSM_MANAGED_POLICY = "AmazonSSMManagedInstanceCore"
 
 
@@ -93,8 +95,16 @@ def assume_role_policy() -> str:
     })
 
 
-def node_policy(role: Role, secret_arns: Sequence[str], ccm: bool) -> dict[str, Any]:
-    """The inline policy of a node role (pure; `secret_arns` are exactly the secrets it may read)."""
+def policy_json(document: dict[str, Any]) -> str:
+    return json.dumps(document, sort_keys=True)
+
+
+def _find_control_planes() -> dict[str, Any]:
+    return {"Sid": "FindControlPlanes", "Effect": "Allow", "Action": ["ec2:DescribeInstances"], "Resource": "*"}
+
+
+def control_plane_policy(secret_arns: Sequence[str], ccm: bool) -> dict[str, Any]:
+    """The inline policy of the control-plane role (pure): the CAPI auth and CA-key secrets."""
     statements: list[dict[str, Any]] = [
         {
             "Sid": "ReadClusterSecrets",
@@ -102,14 +112,9 @@ def node_policy(role: Role, secret_arns: Sequence[str], ccm: bool) -> dict[str, 
             "Action": ["secretsmanager:GetSecretValue"],
             "Resource": sorted(secret_arns),
         },
-        {
-            "Sid": "FindControlPlanes",
-            "Effect": "Allow",
-            "Action": ["ec2:DescribeInstances"],
-            "Resource": "*",
-        },
+        _find_control_planes(),
     ]
-    if role == "control-plane" and ccm:
+    if ccm:
         statements.append({
             "Sid": "CloudControllerManager",
             "Effect": "Allow",
@@ -119,17 +124,71 @@ def node_policy(role: Role, secret_arns: Sequence[str], ccm: bool) -> dict[str, 
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-class NodeRole(pulumi.ComponentResource):
-    """An EC2 role + instance profile for one node role: `instance_profile`, `role`, `grants`."""
+@dataclass(frozen=True)
+class Scope:
+    """Where the cluster lives, for ARNs in the worker policy."""
 
-    def __init__(
-        self,
-        name: str,
-        role: Role,
-        secret_arns: Sequence[pulumi.Input[str]],
-        ccm: bool,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    partition: str
+    region: str
+    account: str
+    cluster: str
+
+
+def worker_policy(scope: Scope, mint_document_name: str) -> dict[str, Any]:
+    """The inline policy of the GPU worker role (pure). No Secrets Manager action at all.
+
+    ssm:SendCommand is authorised on the document AND on each target instance, so they are two
+    statements: the instance one carries the tag conditions (ssm:resourceTag/*), which a document
+    does not have. ssm:GetCommandInvocation has no resource-level scoping (Service Authorization
+    Reference, Systems Manager); the output it can read is worker tokens only.
+    """
+    p, r, a = scope.partition, scope.region, scope.account
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            _find_control_planes(),
+            {
+                "Sid": "SendMintDocument",
+                "Effect": "Allow",
+                "Action": ["ssm:SendCommand"],
+                "Resource": [f"arn:{p}:ssm:{r}:{a}:document/{mint_document_name}"],
+            },
+            {
+                "Sid": "ToThisClustersControlPlanes",
+                "Effect": "Allow",
+                "Action": ["ssm:SendCommand"],
+                "Resource": [f"arn:{p}:ec2:{r}:{a}:instance/*"],
+                "Condition": {"StringEquals": {
+                    f"ssm:resourceTag/{CLUSTER_TAG}": scope.cluster,
+                    f"ssm:resourceTag/{ROLE_TAG}": "control-plane",
+                }},
+            },
+            {
+                "Sid": "ReadMintResult",
+                "Effect": "Allow",
+                "Action": ["ssm:GetCommandInvocation"],
+                "Resource": "*",
+            },
+            {
+                "Sid": "ReplaceSelfOnFailedBoot",
+                "Effect": "Allow",
+                "Action": ["autoscaling:SetInstanceHealth"],
+                "Resource": [f"arn:{p}:autoscaling:{r}:{a}:autoScalingGroup:*:autoScalingGroupName/*"],
+                "Condition": {"StringEquals": {
+                    f"autoscaling:ResourceTag/{CLUSTER_TAG}": scope.cluster,
+                    f"autoscaling:ResourceTag/{ROLE_TAG}": "worker",
+                }},
+            },
+        ],
+    }
+
+
+class NodeRole(pulumi.ComponentResource):
+    """An EC2 role + instance profile for one node role: `instance_profile`, `role`, `grants`.
+
+    `policy` is the role's inline policy document (JSON), built by the pure functions above."""
+
+    def __init__(self, name: str, policy: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("ck8s-gpu:index:NodeRole", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.role = aws.iam.Role(f"{name}-role", assume_role_policy=assume_role_policy(), opts=child)
@@ -140,15 +199,8 @@ class NodeRole(pulumi.ComponentResource):
             policy_arn=partition.apply(lambda p: f"arn:{p}:iam::aws:policy/{SSM_MANAGED_POLICY}"),
             opts=child,
         )
-        policy = aws.iam.RolePolicy(
-            f"{name}-node",
-            role=self.role.id,  # an IAM role's id is its name
-            policy=pulumi.Output.all(*secret_arns).apply(
-                lambda arns: json.dumps(node_policy(role, [str(a) for a in arns], ccm), sort_keys=True)
-            ),
-            opts=child,
-        )
+        inline = aws.iam.RolePolicy(f"{name}-node", role=self.role.id, policy=policy, opts=child)
         self.instance_profile = aws.iam.InstanceProfile(f"{name}-profile", role=self.role.id, opts=child)
-        # Instances depend on these too: a node must not boot before it may read its secrets.
-        self.grants: list[pulumi.Resource] = [ssm, policy]
+        # Instances depend on these too: a node must not boot before it may do its boot steps.
+        self.grants: list[pulumi.Resource] = [ssm, inline]
         self.register_outputs({"role": self.role.arn, "instanceProfile": self.instance_profile.arn})

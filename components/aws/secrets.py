@@ -1,10 +1,12 @@
 """The secrets nodes read at boot from AWS Secrets Manager (never from user-data).
 
 - join auth token: a random token the bootstrap control plane registers with k8sd
-  (`k8s x-capi set-auth-token`); nodes present it to k8sd's `x/capi/generate-join-token` to mint
-  their own single-use join token. Control planes and workers may read it.
-- CA keys: the `ca-key` / `client-ca-key` entries of the bootstrap config, as a YAML fragment the
-  first control plane appends to the non-secret part from its user-data. Control planes only.
+  (`k8s x-capi set-auth-token`); joining control planes present it to k8sd's
+  `x/capi/generate-join-token` to mint their own single-use join token. Control planes only: it
+  can mint control-plane tokens (workers get theirs through components/aws/mint.py).
+- CA material: the `ca-crt`/`ca-key`/`client-ca-crt`/`client-ca-key` entries of the bootstrap
+  config, as a YAML fragment the first control plane appends to the part from its user-data.
+  Control planes only.
 Names are generated (random suffix) so a rebuilt stack never trips over a secret still in its
 deletion recovery window.
 """
@@ -23,20 +25,23 @@ AUTH_TOKEN_LENGTH = 48
 RECOVERY_WINDOW_DAYS = 7
 
 
-def pki_secret_document(ca_key_pem: str, client_ca_key_pem: str) -> str:
-    """YAML appended to the bootstrap config on the first control plane (top-level keys only)."""
-    return yaml.safe_dump({"ca-key": ca_key_pem, "client-ca-key": client_ca_key_pem}, sort_keys=True)
+def pki_secret_document(ca_cert_pem: str, ca_key_pem: str, client_ca_cert_pem: str, client_ca_key_pem: str) -> str:
+    """YAML appended to the bootstrap config on the first control plane (top-level keys only). The
+    certificates are not secret, but here they keep ~2.5 KB out of EC2's 16 KiB user-data."""
+    return yaml.safe_dump({"ca-crt": ca_cert_pem, "ca-key": ca_key_pem, "client-ca-crt": client_ca_cert_pem,
+                           "client-ca-key": client_ca_key_pem}, sort_keys=True)
 
 
 class ClusterSecrets(pulumi.ComponentResource):
-    """Outputs: `auth_secret_arn`, `pki_secret_arn` and `auth_token` (a Pulumi secret)."""
+    """Outputs: `auth_secret_arn`, `pki_secret_arn` and `auth_token` (a Pulumi secret).
+    `ca` and `client_ca` are (certificate PEM, key PEM) pairs."""
 
     def __init__(
         self,
         name: str,
         settings: Settings,
-        ca_key_pem: pulumi.Input[str],
-        client_ca_key_pem: pulumi.Input[str],
+        ca: tuple[pulumi.Input[str], pulumi.Input[str]],
+        client_ca: tuple[pulumi.Input[str], pulumi.Input[str]],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ck8s-gpu:index:ClusterSecrets", name, None, opts)
@@ -57,11 +62,13 @@ class ClusterSecrets(pulumi.ComponentResource):
             )
             return holder
 
-        auth = secret("join-auth", "k8sd join auth token (nodes mint their own join tokens)", self.auth_token)
+        auth = secret(
+            "join-auth", "k8sd CAPI join auth token (control planes mint their own join tokens)", self.auth_token
+        )
         pki = secret(
             "ca-keys",
             "cluster CA keys for the first control plane's bootstrap",
-            pulumi.Output.all(ca_key_pem, client_ca_key_pem).apply(lambda v: pki_secret_document(v[0], v[1])),
+            pulumi.Output.all(*ca, *client_ca).apply(lambda v: pki_secret_document(v[0], v[1], v[2], v[3])),
         )
         self.auth_secret_arn: pulumi.Output[str] = auth.arn
         self.pki_secret_arn: pulumi.Output[str] = pki.arn

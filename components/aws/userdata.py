@@ -2,8 +2,9 @@
 
 Every node gets the same script (`scripts/ck8s-node.sh`, installed as /usr/local/sbin/ck8s-gpu-node
 and run once by runcmd), an env file saying who it is, and the non-secret Canonical Kubernetes
-config for its role. Nothing secret is in user-data: the CA keys and the join auth token are read
-from Secrets Manager at boot, join tokens are minted at boot. See docs/adr (join design).
+config for its role. Nothing secret is in user-data: control planes read the CA material and the
+CAPI join auth token from Secrets Manager at boot; workers read no secret and get their join token
+through SSM (aws/mint.py). See docs/adr/0011.
 """
 
 from __future__ import annotations
@@ -41,18 +42,20 @@ class ClusterBoot:
     region: str
     snap_channel: str
     hold_snap_refresh: bool
-    auth_secret_id: str
+    auth_secret_id: str  # control planes only: the worker role cannot read it
     api_host: str  # the API load balancer's DNS name: an extra SAN of every API server certificate
     feature_gates: tuple[str, ...] = ()
     runtime_config: str | None = None  # kube-apiserver --runtime-config (DRA before 1.34)
     cloud_provider_external: bool = True
+    # (bootstrap-config feature key, enabled), every feature named: see bootstrap_config().
+    features: tuple[tuple[str, bool], ...] = ()
+    # The SSM document workers run on a control plane to get a worker join token (aws/mint.py).
+    mint_document: str = ""
 
 
 @dataclass(frozen=True)
 class ControlPlaneBoot:
-    pki_secret_id: str
-    ca_cert_pem: str
-    client_ca_cert_pem: str
+    pki_secret_id: str  # the CA certificates and keys: appended to bootstrap.yaml on the node
     pod_cidr: str
     service_cidr: str
     # More than one control plane: the first one joins running peers instead of bootstrapping
@@ -85,7 +88,25 @@ def ccm_enabled(settings: Settings) -> bool:
     return settings.gpu_stack.addons.aws_cloud_controller_manager.enabled is not False
 
 
-def cluster_boot(settings: Settings, auth_secret_id: str, api_host: str) -> ClusterBoot:
+# settings.kubernetes.features field -> k8s-snap bootstrap config key under `cluster-config`
+# (k8s-snap src/k8s/pkg/k8sd/types/cluster_config.go; docs reference/bootstrap-config-reference).
+FEATURE_KEYS: dict[str, str] = {
+    "network": "network",
+    "dns": "dns",
+    "gateway": "gateway",
+    "ingress": "ingress",
+    "load_balancer": "load-balancer",
+    "local_storage": "local-storage",
+    "metrics_server": "metrics-server",
+}
+
+
+def features(settings: Settings) -> tuple[tuple[str, bool], ...]:
+    f = settings.kubernetes.features
+    return tuple((key, bool(getattr(f, field))) for field, key in FEATURE_KEYS.items())
+
+
+def cluster_boot(settings: Settings, auth_secret_id: str, api_host: str, mint_document: str) -> ClusterBoot:
     if settings.region is None:
         raise ValueError("settings.region is required on aws")
     return ClusterBoot(
@@ -98,16 +119,14 @@ def cluster_boot(settings: Settings, auth_secret_id: str, api_host: str) -> Clus
         feature_gates=tuple(settings.kubernetes.feature_gates),
         runtime_config=dra_runtime_config(settings),
         cloud_provider_external=ccm_enabled(settings),
+        features=features(settings),
+        mint_document=mint_document,
     )
 
 
-def control_plane_boot(
-    settings: Settings, pki_secret_id: str, ca_cert_pem: str, client_ca_cert_pem: str
-) -> ControlPlaneBoot:
+def control_plane_boot(settings: Settings, pki_secret_id: str) -> ControlPlaneBoot:
     return ControlPlaneBoot(
         pki_secret_id=pki_secret_id,
-        ca_cert_pem=ca_cert_pem,
-        client_ca_cert_pem=client_ca_cert_pem,
         pod_cidr=settings.kubernetes.pod_cidr,
         service_cidr=settings.kubernetes.service_cidr,
         peer_join=settings.control_plane.count > 1,
@@ -154,8 +173,13 @@ def _extra_node_args(c: ClusterBoot, control_plane: bool) -> dict[str, dict[str,
 
 
 def bootstrap_config(c: ClusterBoot, cp: ControlPlaneBoot) -> dict[str, Any]:
-    """`k8s bootstrap --file` without the CA keys (appended on the node from Secrets Manager)."""
-    cluster_config: dict[str, Any] = {}
+    """`k8s bootstrap --file` without the CA material (appended on the node from Secrets Manager).
+
+    Every feature is named: with `--file`, k8sd turns each feature the file leaves unset OFF,
+    network and DNS included (cluster_config_defaults.go), and without a CNI no node is Ready."""
+    if not c.features:
+        raise ValueError("bootstrap config needs every feature set explicitly (ClusterBoot.features)")
+    cluster_config: dict[str, Any] = {key: {"enabled": on} for key, on in c.features}
     if c.cloud_provider_external:
         cluster_config["cloud-provider"] = "external"
     return {
@@ -163,8 +187,6 @@ def bootstrap_config(c: ClusterBoot, cp: ControlPlaneBoot) -> dict[str, Any]:
         "pod-cidr": cp.pod_cidr,
         "service-cidr": cp.service_cidr,
         "extra-sans": [c.api_host],
-        "ca-crt": cp.ca_cert_pem,
-        "client-ca-crt": cp.client_ca_cert_pem,
         **_extra_node_args(c, control_plane=True),
     }
 
@@ -207,7 +229,15 @@ def dump_yaml(doc: Any) -> str:
 
 
 def node_script() -> str:
-    return SCRIPT_SOURCE.read_text()
+    """The node script as embedded: comment-only lines dropped (EC2's 16 KiB limit; the commented
+    source is components/aws/scripts/ck8s-node.sh), shellcheck directives and the shebang kept."""
+    lines = SCRIPT_SOURCE.read_text().splitlines()
+    kept = [
+        line for line in lines[1:]
+        if not line.lstrip().startswith("#") or line.lstrip().startswith("# shellcheck")
+    ]
+    header = [lines[0], f"# ck8s-gpu node setup; commented source: components/aws/scripts/{SCRIPT_SOURCE.name}"]
+    return "\n".join(header + kept) + "\n"
 
 
 def node_env(role: NodeRole, c: ClusterBoot, **extra: str) -> str:
@@ -217,7 +247,7 @@ def node_env(role: NodeRole, c: ClusterBoot, **extra: str) -> str:
         "CK8S_REGION": c.region,
         "CK8S_SNAP_CHANNEL": c.snap_channel,
         "CK8S_HOLD_SNAP_REFRESH": "true" if c.hold_snap_refresh else "false",
-        "CK8S_AUTH_SECRET_ID": c.auth_secret_id,
+        **({"CK8S_MINT_DOCUMENT": c.mint_document} if role == "worker" else {"CK8S_AUTH_SECRET_ID": c.auth_secret_id}),
         **extra,
     }
     return "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())

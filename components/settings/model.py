@@ -33,8 +33,23 @@ class _Model(BaseModel):
     )
 
 
+class FeatureSettings(_Model):
+    """Canonical Kubernetes' built-in features. `k8s bootstrap --file` turns every feature the file
+    leaves unset OFF (k8s-snap src/k8s/pkg/k8sd/types/cluster_config_defaults.go), so the bootstrap
+    file names each one with these values."""
+
+    network: bool = True  # Cilium: without a CNI no node ever becomes Ready
+    dns: bool = True  # CoreDNS
+    metrics_server: bool = True
+    gateway: bool = False
+    ingress: bool = False
+    load_balancer: bool = False  # Cilium L2/BGP; on AWS the cloud controller manager serves Services
+    local_storage: bool = False
+
+
 class KubernetesSettings(_Model):
     track: str = pins.DEFAULT_TRACK
+    features: FeatureSettings = FeatureSettings()
     # Stop the snap refreshing inside its track behind our back; upgrades are deliberate.
     hold_snap_refresh: bool = True
     # Extra feature gates, e.g. ["DynamicResourceAllocation=true"] to run DRA on 1.32/1.33.

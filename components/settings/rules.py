@@ -7,8 +7,9 @@ import re
 from collections.abc import Callable, Iterator
 
 from components import pins
+from components.settings import k8s_syntax
 from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
-from components.settings.model import QueueSettings, Settings
+from components.settings.model import NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
@@ -16,8 +17,10 @@ Rule = Callable[[Settings], Iterator[Problem]]
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
 ROOT = "settings"
-# Label domains under kubernetes.io a kubelet may set on its own Node (NodeRestriction admission).
-KUBELET_LABEL_DOMAINS = ("node.kubernetes.io", "kubelet.kubernetes.io")
+# Labels the project sets on pool nodes itself (components/aws/tags.py POOL_TAG, addons/nodes.py):
+# a stack label with one of these keys would be silently replaced.
+RESERVED_LABEL_PREFIX = "ck8s-gpu/"
+RESERVED_LABELS = ("nvidia.com/dra-kubelet-plugin", "run.ai/simulated-gpu-node-pool")
 
 
 def _region(s: Settings) -> Iterator[Problem]:
@@ -62,16 +65,54 @@ def _pools(s: Settings) -> Iterator[Problem]:
         if not p.min_size <= p.desired_size <= p.max_size:
             yield (f"{path}.desiredSize",
                    f"needs minSize <= desiredSize <= maxSize, got {p.min_size}/{p.desired_size}/{p.max_size}")
-        for key in p.labels:
-            domain = key.split("/", 1)[0] if "/" in key else ""
-            if domain.endswith(("kubernetes.io", "k8s.io")) and domain not in KUBELET_LABEL_DOMAINS:
-                yield (f"{path}.labels.{key}",
-                       "nodes label themselves and NodeRestriction forbids kubernetes.io/k8s.io labels "
-                       "except node.kubernetes.io/ and kubelet.kubernetes.io/")
+        yield from _pool_labels_and_taints(path, p)
         if pool_gpus(p) is None:
             yield (f"{path}.instanceType",
                    f"'{p.instance_type}' is not in the GPU instance-type table; declare its GPUs under "
                    f"{path}.gpu (count, productName, memoryGiB)")
+
+
+def _pool_labels_and_taints(path: str, p: NodePoolSettings) -> Iterator[Problem]:
+    """Kubernetes' syntax (the API server refuses the node's own label/taint otherwise) and
+    NodeRestriction (nodes label themselves with their kubelet's credentials)."""
+    for key, value in p.labels.items():
+        where = f"{path}.labels.{key}"
+        for reason in k8s_syntax.qualified_name_problems(key):
+            yield where, f"label key '{_cut(key)}': {reason}"
+        for reason in k8s_syntax.label_value_problems(value):
+            yield where, f"label value '{_cut(value)}': {reason}"
+        if not k8s_syntax.kubelet_may_set(key):
+            yield (where, "nodes label themselves and NodeRestriction forbids a kubelet kubernetes.io/k8s.io "
+                          "labels except node.kubernetes.io/, kubelet.kubernetes.io/ and the well-known ones")
+        if key.startswith(RESERVED_LABEL_PREFIX) or key in RESERVED_LABELS:
+            yield where, "set by ck8s-gpu itself on every pool node (pool name, GPU publisher selection)"
+    seen: set[tuple[str, str]] = set()
+    for j, taint in enumerate(p.taints):
+        where = f"{path}.taints[{j}]"
+        for reason in k8s_syntax.qualified_name_problems(taint.key):
+            yield f"{where}.key", f"taint key '{_cut(taint.key)}': {reason}"
+        for reason in k8s_syntax.label_value_problems(taint.value):
+            yield f"{where}.value", f"taint value '{_cut(taint.value)}': {reason}"
+        if (taint.key, taint.effect) in seen:
+            # validateNodeTaints: "taints must be unique by key and effect pair"
+            yield where, f"duplicate taint {taint.key}:{taint.effect} (taints must be unique by key and effect)"
+        seen.add((taint.key, taint.effect))
+
+
+def _cut(value: str, limit: int = 80) -> str:
+    return value if len(value) <= limit else value[:limit] + "..."
+
+
+def _features(s: Settings) -> Iterator[Problem]:
+    f = s.kubernetes.features
+    path = f"{ROOT}.kubernetes.features"
+    if s.platform == "aws" and not f.network:
+        yield (f"{path}.network",
+               "must be true: without k8s-snap's CNI no node becomes Ready and no node can join")
+    if s.platform == "aws" and f.load_balancer and s.gpu_stack.addons.aws_cloud_controller_manager.enabled is not False:
+        yield (f"{path}.loadBalancer",
+               "the AWS cloud controller manager serves LoadBalancer Services here; Cilium's L2/BGP load "
+               "balancer would race it (and L2 announcements do not work in a VPC)")
 
 
 def _networks(s: Settings) -> Iterator[Problem]:
@@ -237,9 +278,31 @@ def _platform(s: Settings) -> Iterator[Problem]:
             yield f"{ROOT}.backup.region", f"'{s.backup.region}' is not an AWS region name"
 
 
+def _aws_names(s: Settings) -> Iterator[Problem]:
+    """pulumi-aws auto-naming and AWS's name/tag rules (components/aws/naming.py) on every name the
+    program would create: the mock plan never runs the provider's Check, and `up` would fail late."""
+    if s.platform != "aws" or s.region is None or not REGION.match(s.region):
+        return  # _region reports it; names need a real region
+    # Imported here: components.aws imports the settings package (cycle at import time).
+    from components.aws.inventory import planned_names
+    from components.aws.naming import NAME_RULES, tag_problems
+    from components.aws.tags import node_tags
+
+    for planned in planned_names(s):
+        for problem in planned.problems():
+            named = "named" if planned.explicit is not None else "auto-named like"
+            yield (planned.field, f"{planned.token} '{planned.logical}' {named} '{planned.physical}': "
+                                  f"{problem} (rule: {NAME_RULES[planned.token].source})")
+    # The largest merged tag sets: nodes' (stack tags + cluster, ownership, Name, role[, pool]).
+    sets = [node_tags(s, "control-plane", f"{s.cluster_name}-cp-0")]
+    sets += [node_tags(s, "worker", f"{s.cluster_name}-{pool.name}", pool=pool.name) for pool in s.node_pools]
+    for problem in dict.fromkeys(reason for tags in sets for reason in tag_problems(tags)):
+        yield f"{ROOT}.tags", problem
+
+
 RULES: tuple[Rule, ...] = (
-    _region, _control_plane, _kubernetes, _pools, _networks, _one_advertiser, _addon_versions,
-    _queues, _smoke, _mig, _platform,
+    _region, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _addon_versions,
+    _queues, _smoke, _mig, _platform, _aws_names,
 )
 
 

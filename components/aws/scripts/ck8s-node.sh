@@ -3,17 +3,21 @@
 #
 # Installs the k8s snap, then, by CK8S_ROLE:
 #   bootstrap      bootstraps the cluster with the CA keys read from Secrets Manager and registers
-#                  the join auth token with k8sd; when other control planes are already running
-#                  (this is a replacement of the first one) it joins them instead.
+#                  the control-plane join auth token with k8sd. When other control planes already
+#                  run, this is a replacement of the first one: with peers it joins them; on a
+#                  single-control-plane cluster it refuses (see docs/adr/0011).
 #   control-plane  joins the running control planes
 #   worker         joins as a worker, then labels its own Node
-# A joining node mints its own single-use join token from a control plane's k8sd
-# (POST :6400/1.0/x/capi/generate-join-token with the shared auth token), so no token ever sits
-# in user-data and nodes can join long after the cluster was made. See docs/adr (join design).
+# Control planes mint their single-use join token from a peer's k8sd (POST
+# :6400/1.0/x/capi/generate-join-token with the control-plane-only auth token). Workers hold no
+# secret: through SSM Run Command they ask a control plane to run CK8S_MINT_DOCUMENT, which can
+# only run `k8s get-join-token <name> --worker`. No token ever sits in user-data.
 #
+# A node that cannot join gives up with `CK8S-GPU-BOOT-FAILED: <reason>` on its console; a worker
+# then marks its instance Unhealthy so its Auto Scaling group replaces it.
 # Idempotent: a marker makes a second run (reboot, `cloud-init clean`) a no-op. Secrets live in a
-# tmpfs directory removed on exit and never reach the log. CK8S_* variables override every path
-# so tests run this with stand-in commands.
+# tmpfs directory removed on exit and never reach the log. CK8S_* variables override every path,
+# so tests run this unchanged against the k8s-snap fake (tests/fakes/k8s_snap).
 set -euo pipefail
 umask 077
 
@@ -22,18 +26,36 @@ CONFIG_DIR=${CK8S_CONFIG_DIR:-/etc/ck8s-gpu}
 . "$CONFIG_DIR/node.env"
 STATE_DIR=${CK8S_STATE_DIR:-/var/lib/ck8s-gpu}
 RUN_DIR=${CK8S_RUN_DIR:-/run/ck8s-gpu}
-KUBE_PKI_DIR=${CK8S_KUBE_PKI_DIR:-/etc/kubernetes/pki}
+KUBE_DIR=${CK8S_KUBE_DIR:-/etc/kubernetes}
+SNAP_DIR=${CK8S_SNAP_DIR:-/snap}
+CONSOLE=${CK8S_CONSOLE:-/dev/console}
 LOG=${CK8S_LOG_DIR:-/var/log}/ck8s-gpu-$CK8S_ROLE.log
 RETRY_BASE=${CK8S_RETRY_BASE_SECONDS:-5}
 RETRY_MAX=${CK8S_RETRY_MAX_SECONDS:-60}
 JOIN_ATTEMPTS=${CK8S_JOIN_ATTEMPTS:-40}
-TOKEN_TTL_NS=900000000000 # minted join tokens expire after 15 minutes
+MINT_POLLS=${CK8S_MINT_POLLS:-30}          # SSM invocation polls, one every MINT_POLL_SECONDS
+MINT_POLL_SECONDS=${CK8S_MINT_POLL_SECONDS:-2}
+TOKEN_TTL_NS=900000000000 # minted control-plane join tokens expire after 15 minutes
 NODE_NAME=
 NODE_IP=
+INSTANCE_ID=
 
 log() { printf '%s [%s] %s\n' "$(date -u +%FT%TZ)" "$CK8S_ROLE" "$*" | tee -a "$LOG" >&2; }
+
+# die REASON: give up for good. cloud-init never runs this script again on this instance, so the
+# reason goes to the console (`aws ec2 get-console-output`) and a worker asks its Auto Scaling
+# group for a replacement.
 die() {
   log "FAILED: $*"
+  { printf 'CK8S-GPU-BOOT-FAILED: %s %s: %s\n' "$CK8S_ROLE" "${NODE_NAME:-?}" "$*" >"$CONSOLE"; } 2>/dev/null || true
+  if [ "$CK8S_ROLE" = worker ] && [ -n "$INSTANCE_ID" ]; then
+    if aws autoscaling set-instance-health --region "$CK8S_REGION" --instance-id "$INSTANCE_ID" \
+      --health-status Unhealthy --no-should-respect-grace-period >>"$LOG" 2>&1; then
+      log "marked instance $INSTANCE_ID Unhealthy: its Auto Scaling group replaces it"
+    else
+      log "could not mark instance $INSTANCE_ID Unhealthy (see $LOG)"
+    fi
+  fi
   exit 1
 }
 # Output to the log only. Never used for commands that print secrets.
@@ -78,25 +100,46 @@ fetch_secret() {
   retry 8 "read secret $1" get_secret "$1" "$2" || die "cannot read secret $1 (check the instance role)"
 }
 
+# Control planes only: the worker role cannot read this secret.
 load_auth_token() {
   fetch_secret "$CK8S_AUTH_SECRET_ID" "$RUN_DIR/auth-token"
   # A header file keeps the token out of curl's command line.
   printf 'capi-auth-token: %s\n' "$(cat "$RUN_DIR/auth-token")" >"$RUN_DIR/auth-header"
 }
 
-# discover: private IPs of this cluster's running control planes other than this node, into RUN_DIR/peers.
+# discover: "<instance-id> <private-ip>" of this cluster's running control planes other than this
+# node, one a line, into RUN_DIR/peers.
 discover() {
   aws ec2 describe-instances --region "$CK8S_REGION" --output text \
     --filters "Name=tag:ck8s-gpu/cluster,Values=$CK8S_CLUSTER" "Name=tag:ck8s-gpu/role,Values=control-plane" \
-    "Name=instance-state-name,Values=running" --query 'Reservations[].Instances[].PrivateIpAddress' \
+    "Name=instance-state-name,Values=running" --query 'Reservations[].Instances[].[InstanceId,PrivateIpAddress]' \
     >"$RUN_DIR/peers.raw" 2>>"$LOG" || return 1
-  tr -s '[:space:]' '\n' <"$RUN_DIR/peers.raw" | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -vxF "$NODE_IP" \
-    >"$RUN_DIR/peers" || true
+  { grep -E '^i-[0-9a-f]+[[:space:]]+[0-9]+(\.[0-9]+){3}$' "$RUN_DIR/peers.raw" || true; } |
+    awk -v self="$INSTANCE_ID" '$1 != self {print $1, $2}' >"$RUN_DIR/peers"
 }
 
-# mint_token PEER WORKER: a single-use join token named after this node, from PEER's k8sd.
-mint_token() {
-  printf '{"name":"%s","worker":%s,"ttl":%s}' "$NODE_NAME" "$2" "$TOKEN_TTL_NS" >"$RUN_DIR/request.json"
+# json_get FILE KEY OUT: the string KEY of the JSON object in FILE into OUT (stripped); fails when
+# it is missing or empty.
+json_get() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+path, key, out = sys.argv[1:]
+try:
+    doc = json.load(open(path))
+except ValueError:
+    sys.exit(f"{path}: the answer is not JSON")
+value = doc.get(key) if isinstance(doc, dict) else None
+if not isinstance(value, str) or not value.strip():
+    sys.exit(f"{path}: no {key} in the answer")
+with open(out, "w") as f:
+    f.write(value.strip())
+EOF
+}
+
+# mint_cp_token PEER_IP: a single-use control-plane join token named after this node, from the
+# peer's k8sd (x/capi/generate-join-token with the control-plane-only auth token).
+mint_cp_token() {
+  printf '{"name":"%s","worker":false,"ttl":%s}' "$NODE_NAME" "$TOKEN_TTL_NS" >"$RUN_DIR/request.json"
   # -k: k8sd's certificate is made on the first control plane, so nothing here can pin it. The
   # token it returns carries that certificate's fingerprint, which join-cluster then verifies.
   curl -sS -k --max-time 30 -X POST -H 'Content-Type: application/json' -H "@$RUN_DIR/auth-header" \
@@ -118,30 +161,73 @@ with open(sys.argv[2], "w") as out:
 EOF
 }
 
+# mint_worker_token PEER_ID: a single-use worker join token named after this node, from control
+# plane PEER_ID through SSM Run Command. The worker role may send only CK8S_MINT_DOCUMENT and only
+# to this cluster's control planes; the document hard-codes --worker.
+mint_worker_token() {
+  local command_id status n=0
+  command_id=$(aws ssm send-command --region "$CK8S_REGION" --document-name "$CK8S_MINT_DOCUMENT" \
+    --instance-ids "$1" --parameters "NodeName=$NODE_NAME" --query Command.CommandId --output text 2>>"$LOG") ||
+    return 1
+  while [ "$n" -lt "$MINT_POLLS" ]; do
+    n=$((n + 1))
+    sleep "$MINT_POLL_SECONDS"
+    # The answer holds the token: it goes to the tmpfs run dir, never to the log.
+    aws ssm get-command-invocation --region "$CK8S_REGION" --command-id "$command_id" --instance-id "$1" \
+      --output json >"$RUN_DIR/invocation.json" 2>>"$LOG" || continue # InvocationDoesNotExist at first
+    json_get "$RUN_DIR/invocation.json" Status "$RUN_DIR/invocation-status" 2>>"$LOG" || return 1
+    status=$(cat "$RUN_DIR/invocation-status")
+    case "$status" in
+    Pending | InProgress | Delayed) ;;
+    Success)
+      json_get "$RUN_DIR/invocation.json" StandardOutputContent "$RUN_DIR/join-token" 2>>"$LOG"
+      return
+      ;;
+    *)
+      if json_get "$RUN_DIR/invocation.json" StandardErrorContent "$RUN_DIR/mint-error" 2>/dev/null; then
+        log "minting on $1: $status: $(head -c 300 "$RUN_DIR/mint-error")"
+      else
+        log "minting on $1: $status"
+      fi
+      return 1
+      ;;
+    esac
+  done
+  log "minting on $1: no answer after $MINT_POLLS polls"
+  return 1
+}
+
 # join_once WORKER CONFIG: one pass over the running control planes; 0 once joined.
 join_once() {
-  local peer peers
+  local peer_id peer_ip
   discover || {
     log "cannot list control planes"
     return 1
   }
-  peers=$(cat "$RUN_DIR/peers")
-  [ -n "$peers" ] || {
+  [ -s "$RUN_DIR/peers" ] || {
     log "no running control plane found yet"
     return 1
   }
-  for peer in $peers; do
-    if ! mint_token "$peer" "$1"; then
-      log "no join token from $peer"
-      continue
+  while read -r peer_id peer_ip; do
+    rm -f "$RUN_DIR/join-token"
+    if [ "$1" = true ]; then
+      mint_worker_token "$peer_id" || {
+        log "no worker join token from $peer_id"
+        continue
+      }
+    else
+      mint_cp_token "$peer_ip" || {
+        log "no control-plane join token from $peer_id ($peer_ip)"
+        continue
+      }
     fi
     if quiet k8s join-cluster "$(cat "$RUN_DIR/join-token")" --name "$NODE_NAME" --address "$NODE_IP" \
-      --file "$2" --timeout 10m; then
-      log "joined through $peer"
+      --file "$2" --timeout 10m </dev/null; then
+      log "joined through $peer_id ($peer_ip)"
       return 0
     fi
-    log "join through $peer failed (concurrent control-plane joins are refused: retrying)"
-  done
+    log "join through $peer_id ($peer_ip) failed (see $LOG): retrying with a new token"
+  done <"$RUN_DIR/peers"
   return 1
 }
 
@@ -163,13 +249,17 @@ bootstrap_cluster() {
 become_member() {
   case "$CK8S_ROLE" in
   bootstrap)
-    if [ "$CK8S_PEER_JOIN" = true ]; then
-      retry 8 "list control planes" discover || die "cannot list control planes: refusing to bootstrap blind"
-      if [ -s "$RUN_DIR/peers" ]; then
-        log "control planes $(tr '\n' ' ' <"$RUN_DIR/peers")are running: joining them, not bootstrapping"
-        join_cluster false
-        return
+    # Never bootstrap blind: a second cluster behind the same load balancer is worse than none.
+    retry 8 "list control planes" discover || die "cannot list control planes: refusing to bootstrap blind"
+    if [ -s "$RUN_DIR/peers" ]; then
+      local running
+      running=$(cut -d' ' -f1 "$RUN_DIR/peers" | tr '\n' ' ')
+      if [ "$CK8S_PEER_JOIN" != true ]; then
+        die "control plane ${running}of single-control-plane cluster $CK8S_CLUSTER still runs: a replacement would leave a 2-member etcd that loses quorum when the old instance goes (see docs/adr/0011)"
       fi
+      log "control planes ${running}are running: this is a replacement, joining them instead of bootstrapping"
+      join_cluster false
+      return
     fi
     bootstrap_cluster
     ;;
@@ -179,7 +269,7 @@ become_member() {
   esac
 }
 
-# Control planes: wait for the API, then (re-)register the join auth token. Idempotent; the
+# Control planes: wait for the cluster, then (re-)register the join auth token. Idempotent; the
 # token is cluster-wide, so a replaced control plane also picks up a rotated secret.
 finish_control_plane() {
   retry 10 "wait for the cluster" quiet k8s status --wait-ready --timeout 2m || die "the cluster did not become ready"
@@ -187,15 +277,16 @@ finish_control_plane() {
     die "could not register the join auth token with k8sd"
 }
 
-# Workers: labels through the API with the kubelet's own credentials (NodeRestriction lets a
-# kubelet label its Node outside kubernetes.io/*); never `--node-labels`, which would replace
-# k8sd's role labels.
+# Workers: labels through the API with the kubelet's own credentials (the Node authorizer and
+# NodeRestriction let a kubelet label its own Node outside kubernetes.io/*), with the snap's
+# kubectl: `k8s kubectl` is refused on 1.34 workers. Never `--node-labels`: it replaces k8sd's
+# role labels.
 finish_worker() {
   local labels
   read -r -a labels <<<"$CK8S_NODE_LABELS"
   [ "${#labels[@]}" -gt 0 ] || return 0
-  retry 30 "label node $NODE_NAME" quiet k8s kubectl label node "$NODE_NAME" --overwrite "${labels[@]}" ||
-    die "could not label node $NODE_NAME"
+  retry 30 "label node $NODE_NAME" quiet "$SNAP_DIR/k8s/current/bin/kubectl" --kubeconfig "$KUBE_DIR/kubelet.conf" \
+    label node "$NODE_NAME" --overwrite "${labels[@]}" || die "could not label node $NODE_NAME"
 }
 
 main() {
@@ -208,11 +299,14 @@ main() {
   fi
   NODE_NAME=$(cloud-init query ds.meta_data.local-hostname) || die "no instance metadata (local-hostname)"
   NODE_IP=$(cloud-init query ds.meta_data.local-ipv4) || die "no instance metadata (local-ipv4)"
-  if [ -z "$NODE_NAME" ] || [ -z "$NODE_IP" ]; then die "empty instance metadata (local-hostname, local-ipv4)"; fi
-  log "node $NODE_NAME ($NODE_IP) of cluster $CK8S_CLUSTER, k8s $CK8S_SNAP_CHANNEL"
+  INSTANCE_ID=$(cloud-init query ds.meta_data.instance-id) || die "no instance metadata (instance-id)"
+  if [ -z "$NODE_NAME" ] || [ -z "$NODE_IP" ] || [ -z "$INSTANCE_ID" ]; then
+    die "empty instance metadata (local-hostname, local-ipv4, instance-id)"
+  fi
+  log "node $NODE_NAME ($NODE_IP, $INSTANCE_ID) of cluster $CK8S_CLUSTER, k8s $CK8S_SNAP_CHANNEL"
   install_snaps
-  load_auth_token
-  if [ -e "$STATE_DIR/member" ] || [ -e "$KUBE_PKI_DIR/ca.crt" ]; then
+  if [ "$CK8S_ROLE" != worker ]; then load_auth_token; fi
+  if [ -e "$STATE_DIR/member" ] || [ -e "$KUBE_DIR/pki/ca.crt" ]; then
     log "already a cluster member: not bootstrapping or joining again"
   else
     become_member

@@ -115,25 +115,18 @@ def test_api_sources(lb: str, allow: list[str], expected: tuple[str, ...]) -> No
 # -- IAM ---------------------------------------------------------------------------------------
 
 
-def test_workers_read_only_the_secrets_they_are_given_and_get_no_ccm_rights() -> None:
-    policy = iam.node_policy("worker", ["arn:auth"], ccm=True)
-    statements = {s["Sid"]: s for s in policy["Statement"]}
-    assert set(statements) == {"ReadClusterSecrets", "FindControlPlanes"}
-    assert statements["ReadClusterSecrets"]["Resource"] == ["arn:auth"]
-    assert statements["ReadClusterSecrets"]["Action"] == ["secretsmanager:GetSecretValue"]
-
-
 def test_control_planes_get_the_ccm_policy_only_with_the_ccm() -> None:
-    with_ccm = {s["Sid"]: s for s in iam.node_policy("control-plane", ["b", "a"], ccm=True)["Statement"]}
+    with_ccm = {s["Sid"]: s for s in iam.control_plane_policy(["b", "a"], ccm=True)["Statement"]}
     assert with_ccm["ReadClusterSecrets"]["Resource"] == ["a", "b"]
     assert "elasticloadbalancing:CreateLoadBalancer" in with_ccm["CloudControllerManager"]["Action"]
-    without = iam.node_policy("control-plane", ["a"], False)["Statement"]
+    without = iam.control_plane_policy(["a"], False)["Statement"]
     assert "CloudControllerManager" not in {s["Sid"] for s in without}
 
 
 def test_nothing_may_write_secrets_or_assume_roles() -> None:
-    actions = [a for role in ("worker", "control-plane") for s in iam.node_policy(role, ["a"], True)["Statement"]  # type: ignore[arg-type]
-               for a in s["Action"]]
+    scope = iam.Scope("aws", "eu-west-1", "123456789012", "c")
+    docs = [iam.control_plane_policy(["a"], True), iam.worker_policy(scope, "c-mint-worker-token")]
+    actions = [a for d in docs for s in d["Statement"] for a in s["Action"]]
     assert not [a for a in actions if a.startswith(("secretsmanager:Put", "secretsmanager:Create", "sts:", "iam:Pass"))]
 
 

@@ -160,12 +160,13 @@ def test_keys_kubeconfig_and_join_auth_are_pulumi_secrets(run: PlanRun) -> None:
     assert set(versions) == {"join-auth", "ca-keys"}
 
 
-def test_the_ca_keys_secret_holds_both_ca_keys(run: PlanRun) -> None:
+def test_the_ca_keys_secret_holds_both_certificate_authorities(run: PlanRun) -> None:
     version = next(v for v in of_type(run, "aws:secretsmanager/secretVersion:SecretVersion") if "ca-keys" in v.name)
     doc = yaml.safe_load(version.raw_inputs["secretString"])
     keys = {r.name.removesuffix("-key"): r for r in of_type(run, "tls:index/privateKey:PrivateKey")}
-    assert set(doc) == {"ca-key", "client-ca-key"}
-    assert doc["ca-key"] != doc["client-ca-key"]
+    assert set(doc) == {"ca-crt", "ca-key", "client-ca-crt", "client-ca-key"}
+    assert doc["ca-key"] != doc["client-ca-key"] and doc["ca-crt"] != doc["client-ca-crt"]
+    assert doc["ca-crt"].startswith("-----BEGIN CERTIFICATE-----")
     assert len(keys) == 3  # ca, client-ca, admin
 
 
@@ -178,16 +179,28 @@ def test_no_secret_value_appears_in_any_user_data(run: PlanRun) -> None:
         assert "PRIVATE KEY" not in text
 
 
-def test_worker_role_cannot_read_the_ca_keys(run: PlanRun) -> None:
+def test_workers_read_no_secret_and_control_planes_read_both(run: PlanRun) -> None:
     policies = {r.name.split("-")[-2]: yaml.safe_load(r.raw_inputs["policy"]) for r in
                 of_type(run, "aws:iam/rolePolicy:RolePolicy")}
-    secret_arns = {v.name: v for v in of_type(run, "aws:secretsmanager/secret:Secret")}
-    ca_keys_arn = next(f"secret/{n}" for n in secret_arns if n.endswith("ca-keys"))
-    readable = {role: next(s for s in p["Statement"] if s["Sid"] == "ReadClusterSecrets")["Resource"]
-                for role, p in policies.items()}
-    assert any(ca_keys_arn in arn for arn in readable["plane"])
-    assert not any(ca_keys_arn in arn for arn in readable["worker"])
-    assert len(readable["worker"]) == 1
+    secrets = [f"secret/{v.name}" for v in of_type(run, "aws:secretsmanager/secret:Secret")]
+    assert len(secrets) == 2
+    readable = next(s for s in policies["plane"]["Statement"] if s["Sid"] == "ReadClusterSecrets")["Resource"]
+    assert all(any(name in arn for arn in readable) for name in secrets)
+    worker_actions = [a for s in policies["worker"]["Statement"] for a in s["Action"]]
+    assert not [a for a in worker_actions if a.lower().startswith("secretsmanager:")]
+    # the worker's one minting path: the SSM document this program made, sent to control planes only
+    (document,) = of_type(run, "aws:ssm/document:Document")
+    send = [s for s in policies["worker"]["Statement"] if "ssm:SendCommand" in s["Action"]]
+    assert {r for s in send for r in s["Resource"]} >= {
+        f"arn:aws:ssm:{run_region(run)}:123456789012:document/{document.inputs['name']}"}
+    content = json.loads(document.inputs["content"])
+    assert content["mainSteps"][0]["inputs"]["runCommand"] == [
+        "/snap/bin/k8s get-join-token '{{ NodeName }}' --worker --expires-in 15m"]
+
+
+def run_region(run: PlanRun) -> str:
+    (provider,) = of_type(run, "pulumi:providers:aws")
+    return str(provider.inputs["region"])
 
 
 def test_kubeconfig_is_built_from_state(run: PlanRun) -> None:

@@ -19,8 +19,8 @@ PEM = "-----BEGIN CERTIFICATE-----\n" + ("M" * 64 + "\n") * 18 + "-----END CERTI
 
 
 def boots(settings: Any) -> tuple[ud.ClusterBoot, ud.ControlPlaneBoot]:
-    c = ud.cluster_boot(settings, ARN.format("join-auth"), LB)
-    cp = ud.control_plane_boot(settings, ARN.format("ca-keys"), PEM, PEM.replace("M", "N"))
+    c = ud.cluster_boot(settings, ARN.format("join-auth"), LB, "ck8s-mint-worker-token")
+    cp = ud.control_plane_boot(settings, ARN.format("ca-keys"))
     return c, cp
 
 
@@ -41,16 +41,20 @@ def env_of(text: str) -> dict[str, str]:
     return dict(pairs)
 
 
-def test_bootstrap_config_carries_the_ca_certificates_and_the_api_name_but_no_key() -> None:
+def test_bootstrap_config_carries_the_api_name_but_no_ca_material() -> None:
     c, cp = boots(settings_for("aws-prod"))
     text = ud.render_bootstrap_control_plane(c, cp)
     config = yaml.safe_load(files(text)[f"{ud.CONFIG_DIR}/bootstrap.yaml"])
-    assert config["ca-crt"] == PEM and config["client-ca-crt"] == PEM.replace("M", "N")
+    assert not {"ca-crt", "client-ca-crt", "ca-key", "client-ca-key"} & set(config)
     assert config["extra-sans"] == [LB]
-    assert config["cluster-config"] == {"cloud-provider": "external"}
+    # every feature named: `bootstrap --file` turns each one it leaves unset off (network and DNS too)
+    assert config["cluster-config"] == {
+        "network": {"enabled": True}, "dns": {"enabled": True}, "gateway": {"enabled": False},
+        "ingress": {"enabled": False}, "load-balancer": {"enabled": False}, "local-storage": {"enabled": False},
+        "metrics-server": {"enabled": True}, "cloud-provider": "external",
+    }
     assert config["pod-cidr"] == "10.1.0.0/16" and config["service-cidr"] == "10.152.183.0/24"
-    assert "ca-key" not in config and "client-ca-key" not in config
-    assert "PRIVATE KEY" not in text
+    assert "PRIVATE KEY" not in text and "CERTIFICATE" not in text
 
 
 def test_ca_keys_from_secrets_manager_complete_the_bootstrap_config() -> None:
@@ -58,9 +62,10 @@ def test_ca_keys_from_secrets_manager_complete_the_bootstrap_config() -> None:
     c, cp = boots(settings_for("aws-prod"))
     base = files(ud.render_bootstrap_control_plane(c, cp))[f"{ud.CONFIG_DIR}/bootstrap.yaml"]
     key = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"
-    merged = yaml.safe_load(base + pki_secret_document(key, key.replace("abc", "def")))
+    merged = yaml.safe_load(base + pki_secret_document(PEM, key, PEM.replace("M", "N"), key.replace("abc", "def")))
     assert merged["ca-key"] == key and merged["client-ca-key"] == key.replace("abc", "def")
-    assert merged["ca-crt"] == PEM
+    assert merged["ca-crt"] == PEM and merged["client-ca-crt"] == PEM.replace("M", "N")
+    assert merged["extra-sans"] == [LB]
 
 
 def test_cloud_provider_is_not_external_when_the_ccm_is_off() -> None:
@@ -68,7 +73,23 @@ def test_cloud_provider_is_not_external_when_the_ccm_is_off() -> None:
         raw.setdefault("gpuStack", {}).setdefault("addons", {})["awsCloudControllerManager"] = {"enabled": False}
 
     c, cp = boots(settings_for("aws-prod", off))
-    assert ud.bootstrap_config(c, cp)["cluster-config"] == {}
+    assert "cloud-provider" not in ud.bootstrap_config(c, cp)["cluster-config"]
+
+
+def test_feature_settings_reach_the_bootstrap_file() -> None:
+    def change(raw: dict[str, Any]) -> None:
+        raw["kubernetes"]["features"] = {"metricsServer": False, "localStorage": True, "gateway": True}
+
+    c, cp = boots(settings_for("aws-prod", change))
+    features = ud.bootstrap_config(c, cp)["cluster-config"]
+    assert features["metrics-server"] == {"enabled": False} and features["local-storage"] == {"enabled": True}
+    assert features["gateway"] == {"enabled": True} and features["network"] == {"enabled": True}
+
+
+def test_a_bootstrap_file_without_features_is_refused() -> None:
+    c, cp = boots(settings_for("aws-prod"))
+    with pytest.raises(ValueError, match="every feature set explicitly"):
+        ud.bootstrap_config(ud.ClusterBoot(**{**c.__dict__, "features": ()}), cp)
 
 
 def test_env_tells_each_role_who_it_is_and_where_its_secrets_are() -> None:
@@ -81,13 +102,15 @@ def test_env_tells_each_role_who_it_is_and_where_its_secrets_are() -> None:
     assert seed["CK8S_SNAP_CHANNEL"] == "1.34-classic/stable"
     joiner = env_of(ud.render_joining_control_plane(c))
     assert joiner["CK8S_ROLE"] == "control-plane" and "CK8S_PKI_SECRET_ID" not in joiner
+    assert joiner["CK8S_AUTH_SECRET_ID"] == ARN.format("join-auth")
     worker = env_of(ud.render_gpu_worker(c, ud.worker_boot(s, s.node_pools[0])))
+    # a worker is told no secret at all: it mints its token through the SSM document
     assert worker["CK8S_ROLE"] == "worker" and "CK8S_PKI_SECRET_ID" not in worker
-    assert worker["CK8S_AUTH_SECRET_ID"] == ARN.format("join-auth")
+    assert "CK8S_AUTH_SECRET_ID" not in worker and worker["CK8S_MINT_DOCUMENT"] == "ck8s-mint-worker-token"
     assert worker["CK8S_REGION"] == "us-east-1" and worker["CK8S_CLUSTER"] == "ck8s-prod-us-east-1"
 
 
-def test_single_control_plane_seed_always_bootstraps() -> None:
+def test_single_control_plane_seed_is_told_it_has_no_peers() -> None:
     c, cp = boots(settings_for("aws-dev"))
     text = ud.render_bootstrap_control_plane(c, cp)
     assert env_of(text)["CK8S_PEER_JOIN"] == "false"
@@ -155,25 +178,30 @@ def test_1_32_serves_v1beta1_only_and_1_34_needs_nothing() -> None:
     assert not any(k.startswith("extra-node-") for k in ud.bootstrap_config(c, cp))
 
 
-def test_the_node_script_is_embedded_verbatim_and_executable() -> None:
+def test_the_node_script_is_embedded_without_comments_and_executable() -> None:
     c, cp = boots(settings_for("aws-prod"))
     doc = yaml.safe_load(ud.render_bootstrap_control_plane(c, cp))
     script = next(f for f in doc["write_files"] if f["path"] == ud.SCRIPT_PATH)
-    assert script["content"] == ud.SCRIPT_SOURCE.read_text()
+    source = ud.SCRIPT_SOURCE.read_text().splitlines()
+    code = [line for line in source if not line.lstrip().startswith("#") or "shellcheck" in line]
+    embedded = script["content"].splitlines()
+    assert embedded[0] == "#!/bin/bash" and embedded[2:] == code
+    assert "components/aws/scripts/ck8s-node.sh" in embedded[1]
     assert script["permissions"] == "0700"
     assert all(f["permissions"] == "0600" for f in doc["write_files"] if f["path"] != ud.SCRIPT_PATH)
 
 
-def test_user_data_fits_ec2s_limit_with_real_sized_certificates() -> None:
+def test_the_largest_user_data_keeps_headroom_under_ec2s_limit() -> None:
+    """Bootstrap with DRA gates on every component and peers (the largest role), 2 KiB to spare."""
     def gates(raw: dict[str, Any]) -> None:
         raw["kubernetes"] = {"track": "1.33-classic", "featureGates": ["DynamicResourceAllocation=true"]}
 
     c, cp = boots(settings_for("aws-prod", gates))
-    assert len(ud.render_bootstrap_control_plane(c, cp).encode()) < ud.USER_DATA_LIMIT
+    assert len(ud.render_bootstrap_control_plane(c, cp).encode()) < ud.USER_DATA_LIMIT - 2048
 
 
 def test_oversized_user_data_fails_at_render_time() -> None:
     c, cp = boots(settings_for("aws-prod"))
-    huge = ud.ControlPlaneBoot(**{**cp.__dict__, "ca_cert_pem": PEM * 12})
+    huge = ud.ClusterBoot(**{**c.__dict__, "api_host": "a" * 8000})
     with pytest.raises(ValueError, match="EC2 accepts 16384"):
-        ud.render_bootstrap_control_plane(c, huge)
+        ud.render_bootstrap_control_plane(huge, cp)

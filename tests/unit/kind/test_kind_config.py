@@ -33,7 +33,7 @@ def settings(**raw: Any) -> Settings:
         "nodePools": [
             {"name": "small", "instanceType": "g6.xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1},
             {"name": "big", "instanceType": "p5.48xlarge", "minSize": 3, "desiredSize": 3, "maxSize": 3,
-             "labels": {"team": "ml", "run.ai/simulated-gpu-node-pool": "spoofed"},
+             "labels": {"team": "ml"},
              "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                         {"key": "dedicated", "effect": "NoExecute"}]},
         ],
@@ -135,7 +135,7 @@ def test_workers_mirror_the_chosen_pool() -> None:
     assert {n["image"] for n in doc["nodes"]} == {pins.image("kind-node").ref}
     assert "@sha256:" in control["image"]
     # The pool's own labels, and the simulated-pool label fake-gpu-operator assigns GPUs by: its
-    # value is the pool name, whatever the user wrote.
+    # value is the pool name (a stack cannot set that label itself: see the test below).
     assert workers[0]["labels"] == {
         "nvidia.com/gpu.deploy.dra-plugin-gpu": "true",
         "run.ai/simulated-gpu-node-pool": "big",
@@ -149,6 +149,16 @@ def test_workers_mirror_the_chosen_pool() -> None:
     # The control plane is schedulable, like Canonical Kubernetes control planes.
     init = yaml.safe_load(control["kubeadmConfigPatches"][0])
     assert init == {"kind": "InitConfiguration", "nodeRegistration": {"taints": []}}
+
+
+def test_a_stack_cannot_spoof_the_simulated_pool_label() -> None:
+    from components.settings.load import SettingsError
+
+    with pytest.raises(SettingsError, match=r"nodePools\[1\]\.labels\.run\.ai/simulated-gpu-node-pool: set by ck8s-gpu"):
+        settings(nodePools=[
+            {"name": "small", "instanceType": "g6.xlarge"},
+            {"name": "big", "instanceType": "g6.xlarge", "labels": {"run.ai/simulated-gpu-node-pool": "spoofed"}},
+        ])
 
 
 def test_first_pool_is_mirrored_by_default_and_untainted_pools_get_no_patch() -> None:

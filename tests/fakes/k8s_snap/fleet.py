@@ -1,0 +1,148 @@
+"""A simulated fleet of EC2 instances running the REAL node script from rendered user-data.
+
+Each instance has its own root directory (its /etc/ck8s-gpu from user-data, /etc/kubernetes,
+/snap, /var/log, console), its own fake `aws`, `snap` and `cloud-init` on PATH, the real bash,
+curl and python3, and acts in the shared world (world.py). Control planes serve k8sd's CAPI
+endpoint on their loopback address once they are cluster members (k8sd_server.py).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.fakes.k8s_snap import world
+from tests.fakes.k8s_snap.k8sd_server import Supervisor
+from tests.fakes.k8s_snap.main import shim
+
+SCRIPT_PATH = "/usr/local/sbin/ck8s-gpu-node"
+
+
+@dataclass
+class Instance:
+    fleet: Fleet
+    id: str
+    ip: str
+    name: str
+    root: Path
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[str] | None = None
+    result: subprocess.CompletedProcess[str] | None = None
+
+    def start(self, **env: str) -> Instance:
+        self.process = subprocess.Popen(
+            ["bash", str(self.root / SCRIPT_PATH.lstrip("/"))], env={**self.env, **env},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        return self
+
+    def wait(self, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        assert self.process is not None, "start() first"
+        out, err = self.process.communicate(timeout=timeout)
+        self.result = subprocess.CompletedProcess(self.process.args, self.process.returncode, out, err)
+        self.process = None
+        return self.result
+
+    def run(self, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        return self.start(**env).wait(timeout)
+
+    @property
+    def log(self) -> str:
+        return "\n".join(p.read_text() for p in sorted((self.root / "var/log").glob("ck8s-gpu-*.log")))
+
+    @property
+    def console(self) -> str:
+        path = self.root / "dev/console"
+        return path.read_text() if path.exists() else ""
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return dict(world.read(self.fleet.dir)["instances"][self.id])
+
+    def calls(self, prefix: str = "") -> list[str]:
+        return [c["call"] for c in world.read(self.fleet.dir)["calls"]
+                if c["instance"] == self.id and c["call"].startswith(prefix)]
+
+
+class Fleet:
+    def __init__(self, directory: Path, region: str) -> None:
+        self.dir = directory
+        self.region = region
+        directory.mkdir(parents=True, exist_ok=True)
+        with world.locked(directory) as state:
+            state.update(world.empty())
+        self.net = f"127.{random.randint(64, 250)}.{random.randint(0, 250)}"
+        self.instances: dict[str, Instance] = {}
+        self.supervisor = Supervisor(directory)
+        self.supervisor.start()
+
+    def close(self) -> None:
+        for inst in self.instances.values():
+            if inst.process is not None:
+                inst.process.kill()
+                inst.process.communicate()
+        self.supervisor.stop()
+
+    # ------------------------------------------------------------------------------ world setup
+
+    def mutate(self) -> Any:
+        return world.locked(self.dir)
+
+    def add_instance(self, user_data: str, tags: dict[str, str], role_policies: list[dict[str, Any]],
+                     role: str, asg: str | None = None) -> Instance:
+        n = len(self.instances) + 10
+        ip = f"{self.net}.{n}"
+        iid = f"i-{secrets.token_hex(8)}{n:x}"
+        name = f"ip-{ip.replace('.', '-')}.{self.region}.compute.internal"
+        root = self.dir / iid
+        for f in yaml.safe_load(user_data)["write_files"]:
+            target = root / f["path"].lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f["content"])
+            target.chmod(int(f["permissions"], 8))
+        (root / "dev").mkdir(parents=True, exist_ok=True)
+        with world.locked(self.dir) as state:
+            state["instances"][iid] = {
+                "ip": ip, "name": name, "tags": dict(tags), "state": "running", "health": "Healthy",
+                "role": role, "role_policies": role_policies, "asg": asg, "root": str(root), "node": {"snap": {}},
+                "ssm_online": True,
+            }
+        fake_bin = root / "fakebin"
+        for tool in ("aws", "snap", "cloud-init"):
+            shim(fake_bin / tool, tool, iid, str(self.dir), self.region)
+        env = {
+            "PATH": f"{fake_bin}:{root / 'snap/bin'}:/usr/bin:/bin:{Path(sys.executable).parent}",
+            "HOME": str(root),
+            "CK8S_CONFIG_DIR": str(root / "etc/ck8s-gpu"),
+            "CK8S_STATE_DIR": str(root / "var/lib/ck8s-gpu"),
+            "CK8S_RUN_DIR": str(root / "run/ck8s-gpu"),
+            "CK8S_LOG_DIR": str(root / "var/log"),
+            "CK8S_KUBE_DIR": str(root / "etc/kubernetes"),
+            "CK8S_SNAP_DIR": str(root / "snap"),
+            "CK8S_CONSOLE": str(root / "dev/console"),
+            "CK8S_RETRY_BASE_SECONDS": "0",
+            "CK8S_MINT_POLL_SECONDS": "0",
+            "CK8S_JOIN_ATTEMPTS": "4",
+        }
+        inst = Instance(self, iid, ip, name, root, env)
+        self.instances[iid] = inst
+        return inst
+
+    def terminate(self, inst: Instance) -> None:
+        with world.locked(self.dir) as state:
+            state["instances"][inst.id]["state"] = "terminated"
+
+    @property
+    def cluster(self) -> dict[str, Any] | None:
+        return world.read(self.dir).get("cluster")
+
+    @property
+    def world(self) -> dict[str, Any]:
+        return world.read(self.dir)

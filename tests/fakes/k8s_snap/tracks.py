@@ -1,0 +1,127 @@
+"""What differs between the Canonical Kubernetes tracks the project supports, and the config schemas.
+
+Read from canonical/k8s-snap release-1.34 (f7e1b7c7), release-1.35 (ee72ef7b) and, for 1.36 (whose
+branch has no Go source: k8sd moved out), canonical/k8sd main (1417866d); config types from
+canonical/k8s-snap-api v1.1.1 / v1.2.1 (api/v1) and v2.1.1 (api). Paths below are relative to
+src/k8s/ on 1.34/1.35 and to the k8sd repository root on 1.36.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Track:
+    name: str
+    # cmd/k8s/k8s_kubectl.go: 1.34 refuses on workers; 1.35+ fall back to kubelet.conf.
+    kubectl_refused_on_workers: bool
+    # pkg/k8sd/api/cluster_tokens.go: 1.36 checks the name against Nodes when minting (k8sd d49f150).
+    node_name_checked_at_mint: bool
+    # api type names in yaml.v2 UnmarshalStrict errors (k8s-snap-api v1 vs v2).
+    api_package: str
+    bootstrap_type: str
+    # type_bootstrap_config.go: k8s-dqlite keys exist on 1.34/1.35 only; kube-proxy-enabled on 1.36 only.
+    dqlite: bool
+    kube_proxy_key: bool
+
+
+_V1_BOOTSTRAP_TYPE = (
+    'struct { apiv1.Alias "yaml:\\",inline\\""; AltKey *string '
+    '"yaml:\\"kube-controller-manager-client-key,omitempty\\"" }'
+)
+TRACKS = {
+    "1.34": Track("1.34", True, False, "apiv1", _V1_BOOTSTRAP_TYPE, dqlite=True, kube_proxy_key=False),
+    "1.35": Track("1.35", False, False, "apiv1", _V1_BOOTSTRAP_TYPE, dqlite=True, kube_proxy_key=False),
+    "1.36": Track("1.36", False, True, "api", "api.BootstrapConfig", dqlite=False, kube_proxy_key=True),
+}
+
+
+def from_channel(channel: str) -> Track:
+    """`1.34-classic/stable` -> the 1.34 track."""
+    return TRACKS[channel.split("-", 1)[0]]
+
+
+# ---------------------------------------------------------------------------------- schemas
+# type_bootstrap_config.go, type_cluster_config.go, type_control_plane_join_config.go,
+# type_worker_node_join_config.go. "bool"/"str"/"int"/"list"/"map" or a nested schema.
+
+_CERTS = ("front-proxy-client", "admin-client", "kube-proxy-client", "kube-scheduler-client",
+          "kube-controller-manager-client", "apiserver", "kubelet", "kubelet-client")
+_EXTRA_ARGS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet",
+               "containerd", "etcd")
+
+
+def cluster_config_schema(track: Track) -> dict[str, object]:
+    network: dict[str, object] = {"enabled": "bool"}
+    if track.kube_proxy_key:
+        network["kube-proxy-enabled"] = "bool"
+    return {
+        "network": network,
+        "dns": {"enabled": "bool", "cluster-domain": "str", "service-ip": "str", "upstream-nameservers": "list"},
+        "ingress": {"enabled": "bool", "default-tls-secret": "str", "enable-proxy-protocol": "bool"},
+        "load-balancer": {"enabled": "bool", "cidrs": "list", "l2-mode": "bool", "l2-interfaces": "list",
+                          "bgp-mode": "bool", "bgp-local-asn": "int", "bgp-peer-address": "str",
+                          "bgp-peer-asn": "int", "bgp-peer-port": "int"},
+        "local-storage": {"enabled": "bool", "local-path": "str", "reclaim-policy": "str", "default": "bool"},
+        "gateway": {"enabled": "bool"},
+        "metrics-server": {"enabled": "bool"},
+        "cloud-provider": "str",
+        "annotations": "map",
+    }
+
+
+def bootstrap_schema(track: Track) -> dict[str, object]:
+    schema: dict[str, object] = {
+        "cluster-config": cluster_config_schema(track),
+        "control-plane-taints": "list", "pod-cidr": "str", "service-cidr": "str", "disable-rbac": "bool",
+        "disable-system-tuning": "bool", "secure-port": "int", "datastore-type": "str",
+        "datastore-servers": "list", "datastore-ca-crt": "str", "datastore-client-crt": "str",
+        "datastore-client-key": "str", "etcd-port": "int", "etcd-peer-port": "int", "extra-sans": "list",
+        "ca-crt": "str", "ca-key": "str", "client-ca-crt": "str", "client-ca-key": "str",
+        "front-proxy-ca-crt": "str", "front-proxy-ca-key": "str", "apiserver-kubelet-client-crt": "str",
+        "apiserver-kubelet-client-key": "str", "service-account-key": "str",
+        "extra-node-config-files": "map", "extra-node-containerd-config": "map", "containerd-base-dir": "str",
+    }
+    for prefix in ("etcd-ca", "etcd-server", "etcd-peer", "etcd-apiserver-client", *_CERTS):
+        schema[f"{prefix}-crt"] = "str"
+        schema[f"{prefix}-key"] = "str"
+    for component in _EXTRA_ARGS:
+        schema[f"extra-node-{component}-args"] = "map"
+    if track.dqlite:
+        schema["k8s-dqlite-port"] = "int"
+        schema["extra-node-k8s-dqlite-args"] = "map"
+        schema["kube-ControllerManager-client-key"] = "str"  # the v1 struct tag; the alias is accepted too
+    return schema
+
+
+def control_plane_join_schema(track: Track) -> dict[str, object]:
+    schema: dict[str, object] = {"extra-sans": "list", "disable-system-tuning": "bool",
+                                 "extra-node-config-files": "map", "extra-node-containerd-config": "map",
+                                 "containerd-base-dir": "str"}
+    for prefix in (*_CERTS, "etcd-server", "etcd-peer"):
+        schema[f"{prefix}-crt"] = "str"
+        schema[f"{prefix}-key"] = "str"
+    for component in _EXTRA_ARGS:
+        schema[f"extra-node-{component}-args"] = "map"
+    if track.dqlite:
+        schema["extra-node-k8s-dqlite-args"] = "map"
+    return schema
+
+
+def worker_join_schema(track: Track) -> dict[str, object]:
+    schema: dict[str, object] = {"disable-system-tuning": "bool", "extra-node-config-files": "map",
+                                 "extra-node-containerd-config": "map", "containerd-base-dir": "str"}
+    for prefix in ("kubelet", "kubelet-client", "kube-proxy-client"):
+        schema[f"{prefix}-crt"] = "str"
+        schema[f"{prefix}-key"] = "str"
+    for component in ("kube-proxy", "kubelet", "containerd", "k8s-apiserver-proxy"):
+        schema[f"extra-node-{component}-args"] = "map"
+    return schema
+
+
+TYPE_NAMES = {  # nested schema -> Go type name in yaml.v2 errors
+    "cluster-config": "UserFacingClusterConfig", "network": "NetworkConfig", "dns": "DNSConfig",
+    "ingress": "IngressConfig", "load-balancer": "LoadBalancerConfig", "local-storage": "LocalStorageConfig",
+    "gateway": "GatewayConfig", "metrics-server": "MetricsServerConfig",
+}

@@ -1,0 +1,91 @@
+"""A committed AWS stack's cluster, simulated: the node script from its rendered user-data on a
+fleet of fake instances, with the IAM policies, secrets, SSM document and Auto Scaling group tags
+our own code produces for that stack (so the fake judges exactly what `pulumi up` would create)."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components.aws import iam, mint
+from components.aws import userdata as ud
+from components.aws.inventory import mint_document_name
+from components.aws.secrets import pki_secret_document
+from components.aws.tags import node_tags
+from components.settings.model import Settings
+from tests.fakes.k8s_snap.fleet import Fleet, Instance
+from tests.unit.aws.conftest import settings_for
+
+ACCOUNT = "123456789012"
+LB = "ck8s-api-0123456789.elb.amazonaws.com"
+PEM = "-----BEGIN CERTIFICATE-----\nCACERT\n-----END CERTIFICATE-----\n"
+CA_KEY = "-----BEGIN RSA PRIVATE KEY-----\nCAKEYsecret\n-----END RSA PRIVATE KEY-----\n"
+CLIENT_CA_KEY = "-----BEGIN RSA PRIVATE KEY-----\nCLIENTKEYsecret\n-----END RSA PRIVATE KEY-----\n"
+TRACKS = ("1.34-classic", "1.35-classic", "1.36-classic")
+
+
+def with_track(track: str) -> Any:
+    def change(raw: dict[str, Any]) -> None:
+        raw.setdefault("kubernetes", {})["track"] = track
+
+    return change
+
+
+@dataclass
+class SimCluster:
+    settings: Settings
+    fleet: Fleet
+    auth_arn: str
+    pki_arn: str
+    auth_token: str
+    boot: ud.ClusterBoot
+    cp_boot: ud.ControlPlaneBoot
+
+    @property
+    def cluster(self) -> str:
+        return self.settings.cluster_name
+
+    def asg_name(self, pool: str) -> str:
+        return f"{self.cluster}-pool-{pool}-asg-0a1b2c3"
+
+    def control_plane(self, index: int) -> Instance:
+        data = (ud.render_bootstrap_control_plane(self.boot, self.cp_boot) if index == 0
+                else ud.render_joining_control_plane(self.boot))
+        policy = iam.control_plane_policy([self.auth_arn, self.pki_arn], ud.ccm_enabled(self.settings))
+        tags = node_tags(self.settings, "control-plane", f"{self.cluster}-cp-{index}")
+        return self.fleet.add_instance(data, tags, [policy], "control-plane")
+
+    def worker(self, pool_index: int = 0) -> Instance:
+        pool = self.settings.node_pools[pool_index]
+        data = ud.render_gpu_worker(self.boot, ud.worker_boot(self.settings, pool))
+        scope = iam.Scope("aws", self.settings.region or "", ACCOUNT, self.cluster)
+        policy = iam.worker_policy(scope, mint_document_name(self.cluster))
+        tags = node_tags(self.settings, "worker", f"{self.cluster}-{pool.name}", pool=pool.name)
+        return self.fleet.add_instance(data, tags, [policy], "worker", asg=self.asg_name(pool.name))
+
+
+def simulate(
+    tmp: Path, stack: str, track: str | None = None, boot_override: dict[str, Any] | None = None
+) -> SimCluster:
+    settings = settings_for(stack, with_track(track) if track else None)
+    region = settings.region or ""
+    arn = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{settings.cluster_name}-{{}}-AbCdEf"
+    auth_arn, pki_arn = arn.format("join-auth"), arn.format("ca-keys")
+    boot = ud.cluster_boot(settings, auth_arn, LB, mint_document_name(settings.cluster_name))
+    if boot_override:
+        boot = ud.ClusterBoot(**{**boot.__dict__, **boot_override})
+    cp_boot = ud.control_plane_boot(settings, pki_arn)
+    fleet = Fleet(tmp / "world", region)
+    token = secrets.token_hex(24)
+    with fleet.mutate() as state:
+        state["secrets"][auth_arn] = {"value": token}
+        state["secrets"][pki_arn] = {"value": pki_secret_document(PEM, CA_KEY, PEM, CLIENT_CA_KEY)}
+        state["documents"][mint_document_name(settings.cluster_name)] = {
+            "content": mint.mint_document(settings.cluster_name)
+        }
+        for pool in settings.node_pools:
+            tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
+            state["asgs"][f"{settings.cluster_name}-pool-{pool.name}-asg-0a1b2c3"] = {"tags": tags}
+    return SimCluster(settings, fleet, auth_arn, pki_arn, token, boot, cp_boot)

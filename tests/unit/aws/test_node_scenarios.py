@@ -1,0 +1,291 @@
+"""The rendered node scripts of both AWS stacks, unchanged, against the stateful k8s-snap fake
+(tests/fakes/k8s_snap), at every supported track: happy paths, re-runs, failures and recovery.
+
+Instances are added in the order `pulumi up` creates them (control plane n+1 only after n is a
+member: components/aws/control_plane.py gates), unless a scenario is about another order.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.k8s_snap.fleet import Instance
+from tests.unit.aws.cluster_sim import CA_KEY, CLIENT_CA_KEY, PEM, TRACKS, SimCluster, simulate
+
+STACKS = ("aws-dev", "aws-prod")
+FAILED = "CK8S-GPU-BOOT-FAILED"
+
+Sim = Callable[..., SimCluster]
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[Sim]:
+    made: list[SimCluster] = []
+
+    def make(stack: str, track: str | None = None, **kw: object) -> SimCluster:
+        s = simulate(tmp_path / f"w{len(made)}", stack, track, **kw)  # type: ignore[arg-type]
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.fleet.close()
+
+
+def ok(inst: Instance, **env: str) -> Instance:
+    result = inst.run(**env)
+    assert result.returncode == 0, f"{inst.name} failed:\n{result.stderr[-3000:]}\n--- log ---\n{inst.log[-3000:]}"
+    return inst
+
+
+def control_planes(s: SimCluster) -> list[Instance]:
+    return [ok(s.control_plane(i)) for i in range(s.settings.control_plane.count)]
+
+
+def no_secret_leaks(s: SimCluster, inst: Instance) -> None:
+    text = inst.log + (inst.result.stderr if inst.result else "") + inst.console
+    assert s.auth_token not in text and "CAKEYsecret" not in text and "CLIENTKEYsecret" not in text
+    for token in s.fleet.world.get("commands", {}).values():
+        for r in token["results"].values():
+            assert r["out"].strip() == "" or r["out"].strip() not in text
+
+
+# ------------------------------------------------------------------------------ happy paths
+
+
+@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_assembles_and_every_script_reruns_as_a_no_op(sim: Sim, stack: str, track: str) -> None:
+    s = sim(stack, track)
+    cps = control_planes(s)
+    workers = [s.worker(i).start() for i in range(len(s.settings.node_pools))]
+    for w in workers:
+        w.wait()
+        assert w.result and w.result.returncode == 0, f"{w.result.stderr if w.result else ''}\n{w.log}"
+    world = s.fleet.world
+    cluster = world["cluster"]
+    assert world.get("second_bootstraps") is None
+    assert {m["role"] for m in cluster["members"].values()} == {"control-plane", "worker"}
+    assert len(cluster["members"]) == len(cps) + len(workers)
+    assert cluster["features"] == {"network": True, "dns": True, "gateway": False, "ingress": False,
+                                   "load-balancer": False, "local-storage": False, "metrics-server": True}
+    assert cluster["capi_token"] == s.auth_token  # registered by every control plane, same value
+    assert cluster["worker_tokens"] == {} and cluster["cp_tokens"] == {}  # single use: all spent
+    for w, pool in zip(workers, s.settings.node_pools, strict=True):
+        labels = cluster["nodes"][w.name]["labels"]
+        # k8sd's role labels kept, ours added by the kubelet's own credentials
+        assert labels["k8sd.io/role"] == "worker" and labels["node-role.kubernetes.io/worker"] == ""
+        assert labels["ck8s-gpu/pool"] == pool.name and labels["nvidia.com/dra-kubelet-plugin"] == "true"
+        assert all(labels[k] == v for k, v in pool.labels.items())
+        assert w.calls(f"kubectl label node {w.name} as system:node:{w.name}")
+        # a worker reads no secret and mints through SSM only
+        assert w.calls("aws secretsmanager") == [] and w.calls("aws ssm send-command")
+        no_secret_leaks(s, w)
+    for cp in cps:
+        no_secret_leaks(s, cp)
+        assert cp.console == ""
+        assert not (cp.root / "run/ck8s-gpu").exists(), "the run dir holding fetched secrets must go"
+    # what `k8s bootstrap` read: the user-data part plus the CA keys from Secrets Manager
+    assert cluster["ca"] == {"ca-crt": PEM, "ca-key": CA_KEY, "client-ca-crt": PEM, "client-ca-key": CLIENT_CA_KEY}
+    # every script again (a reboot re-running cloud-init, `cloud-init clean`): nothing new happens
+    before = len(world["calls"])
+    for inst in [*cps, *workers]:
+        ok(inst)
+        assert "already set up" in inst.log
+    after = s.fleet.world["calls"][before:]
+    assert [c["call"] for c in after if c["call"].startswith(("k8s", "snap", "aws", "kubectl"))] == []
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_a_half_finished_node_finishes_without_a_second_join(sim: Sim, track: str) -> None:
+    s = sim("aws-dev", track)
+    control_planes(s)
+    w = ok(s.worker())
+    (w.root / "var/lib/ck8s-gpu/done").unlink()  # died after joining, before labelling finished
+    ok(w)
+    assert len(w.calls("k8s join-cluster")) == 1 and len(w.calls("aws ssm send-command")) == 1
+    assert "already a cluster member" in w.log
+
+
+# ---------------------------------------------------------------------------- bootstrap file
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_the_old_bootstrap_file_never_gets_ready(sim: Sim, track: str) -> None:
+    """Regression: a bootstrap file naming no feature turns network and DNS off (k8sd
+    cluster_config_defaults.go); no node is Ready, the control plane gives up, loudly."""
+    s = sim("aws-dev", track, boot_override={"features": ()})
+    with pytest.raises(ValueError, match="every feature set explicitly"):
+        s.control_plane(0)
+    legacy = sim("aws-dev", track, boot_override={"features": (("metrics-server", True),)})
+    cp = legacy.control_plane(0)
+    assert cp.run().returncode == 1
+    assert legacy.fleet.cluster and legacy.fleet.cluster["features"]["network"] is False
+    assert "the cluster did not become ready" in cp.console and FAILED in cp.console
+
+
+# -------------------------------------------------------------------------- transient faults
+
+
+@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("stack", STACKS)
+def test_secrets_manager_failing_transiently_then_for_good(sim: Sim, stack: str, track: str) -> None:
+    s = sim(stack, track)
+    with s.fleet.mutate() as state:
+        state["secrets"][s.auth_arn]["fail_next"] = 3
+        state["secrets"][s.pki_arn]["fail_next"] = 2
+    cp = ok(s.control_plane(0))
+    assert "read secret" in cp.log and "attempt 3 of 8 failed" in cp.log
+    broken = sim(stack, track)
+    with broken.fleet.mutate() as state:
+        state["secrets"][broken.pki_arn]["fail_always"] = True
+    cp = broken.control_plane(0)
+    assert cp.run().returncode == 1
+    assert f"cannot read secret {broken.pki_arn}" in cp.console
+    assert broken.fleet.cluster is None  # never bootstrapped half-configured
+
+
+@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("stack", STACKS)
+def test_snap_install_failing_once_is_retried(sim: Sim, stack: str, track: str) -> None:
+    s = sim(stack, track)
+    cp = s.control_plane(0)
+    with s.fleet.mutate() as state:
+        state["snap_failures"] = {cp.id: 1}
+    ok(cp)
+    assert len(cp.calls("snap install k8s")) == 2
+    assert cp.state["node"]["snap"]["k8s"] == f"{track}/stable" and cp.state["node"]["held"] is True
+    down = s.control_plane(1) if stack == "aws-prod" else sim(stack, track).control_plane(0)
+    with down.fleet.mutate() as state:
+        state["snap_failures"] = {down.id: 99}  # the snap store stays unreachable
+    assert down.run().returncode == 1
+    assert len(down.calls("snap install k8s")) == 8 and "could not install the k8s snap" in down.console
+
+
+@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("fault", ["expire_minted", "steal_minted"])
+def test_a_spent_or_expired_token_is_replaced_by_a_new_one(sim: Sim, stack: str, track: str, fault: str) -> None:
+    s = sim(stack, track)
+    ok(s.control_plane(0))  # the worker's script is under test: one control plane serves it
+    with s.fleet.mutate() as state:
+        state["faults"] = {fault: 1}
+    w = ok(s.worker())
+    assert len(w.calls("aws ssm send-command")) == 2 and "invalid token" in w.log
+    assert s.fleet.cluster and w.name in s.fleet.cluster["members"]
+
+
+@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_node_registering_late_is_labelled_once_it_exists(sim: Sim, stack: str, track: str) -> None:
+    s = sim(stack, track)
+    ok(s.control_plane(0))
+    with s.fleet.mutate() as state:
+        state["node_registration_delay"] = 1.5
+    w = ok(s.worker())
+    assert "label node" in w.log and "attempt 1 of 30 failed" in w.log
+    assert s.fleet.cluster and s.fleet.cluster["nodes"][w.name]["labels"]["ck8s-gpu/pool"]
+
+
+# ----------------------------------------------------------------- control planes together
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_two_control_planes_joining_at_once_both_get_in(sim: Sim, track: str) -> None:
+    s = sim("aws-prod", track)
+    ok(s.control_plane(0))
+    with s.fleet.mutate() as state:
+        state["join_seconds"] = 1.0  # an etcd learner catching up: k8sd refuses another join meanwhile
+    a, b = s.control_plane(1), s.control_plane(2)
+    slow = {"CK8S_RETRY_BASE_SECONDS": "1", "CK8S_RETRY_MAX_SECONDS": "1", "CK8S_JOIN_ATTEMPTS": "8"}
+    a.start(**slow)
+    b.start(**slow)
+    for inst in (a, b):
+        result = inst.wait()
+        assert result.returncode == 0, inst.log
+    assert "another node is currently joining" in a.log + b.log
+    assert s.fleet.cluster and len(s.fleet.cluster["members"]) == 3
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_auth_token_registered_late_joins_once_it_is(sim: Sim, track: str) -> None:
+    s = sim("aws-prod", track)
+    cp0 = ok(s.control_plane(0))
+    with s.fleet.mutate() as state:
+        state["cluster"]["capi_token"] = None  # bootstrapped, token not registered yet
+    cp1 = s.control_plane(1).start(CK8S_RETRY_BASE_SECONDS="1", CK8S_RETRY_MAX_SECONDS="1", CK8S_JOIN_ATTEMPTS="10")
+    while not any("invalid token" in c["call"] for c in s.fleet.world["calls"]):
+        assert cp1.process and cp1.process.poll() is None, "cp1 ended before it was refused"
+        time.sleep(0.05)
+    # what cp0's script does once `k8s status --wait-ready` passes
+    subprocess.run([str(cp0.root / "snap/bin/k8s"), "x-capi", "set-auth-token", s.auth_token], check=True)
+    result = cp1.wait()
+    assert result.returncode == 0, cp1.log
+    assert "invalid token" in cp1.log
+
+
+# ------------------------------------------------------------------------- replacements
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_replacing_the_first_control_plane_joins_its_peers(sim: Sim, track: str) -> None:
+    s = sim("aws-prod", track)
+    old = control_planes(s)
+    fingerprint = s.fleet.cluster["fingerprint"] if s.fleet.cluster else None
+    s.fleet.terminate(old[0])
+    new = ok(s.control_plane(0))  # the same (bootstrap) user-data: `pulumi up --replace` of cp-0
+    assert "joining them instead of bootstrapping" in new.log
+    assert new.calls("k8s bootstrap") == [] and new.calls("k8s join-cluster control-plane")
+    cluster = s.fleet.cluster
+    assert cluster and cluster["fingerprint"] == fingerprint and new.name in cluster["members"]
+    assert s.fleet.world.get("second_bootstraps") is None
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_replacing_the_only_control_plane_while_it_runs_is_refused(sim: Sim, track: str) -> None:
+    s = sim("aws-dev", track)
+    (old,) = control_planes(s)
+    before = s.fleet.cluster
+    new = s.control_plane(0)  # create-before-delete: the old instance still runs
+    assert new.run().returncode == 1
+    assert "single-control-plane cluster" in new.console and old.id in new.console
+    assert s.fleet.cluster == before and s.fleet.world.get("second_bootstraps") is None
+    # once the old one (and the refused replacement) are gone, a replacement bootstraps a NEW,
+    # empty cluster (ADR 0011: restore from backup)
+    s.fleet.terminate(old)
+    s.fleet.terminate(new)
+    newer = ok(s.control_plane(0))
+    cluster = s.fleet.cluster
+    assert cluster and before and cluster["fingerprint"] != before["fingerprint"]
+    assert list(cluster["members"]) == [newer.name]
+
+
+# ------------------------------------------------------------------------- failing for good
+
+
+@pytest.mark.parametrize("track", TRACKS)
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_worker_that_cannot_join_has_its_group_replace_it(sim: Sim, stack: str, track: str) -> None:
+    s = sim(stack, track)
+    w = s.worker()  # no control plane at all
+    assert w.run(CK8S_JOIN_ATTEMPTS="2").returncode == 1
+    assert f"{FAILED}: worker {w.name}: could not join cluster {s.cluster}" in w.console
+    assert w.state["health"] == "Unhealthy"
+    assert w.calls("autoscaling set-instance-health") == [f"autoscaling set-instance-health {w.id} Unhealthy"]
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_a_control_plane_that_cannot_join_says_so_on_its_console(sim: Sim, track: str) -> None:
+    s = sim("aws-prod", track)
+    ok(s.control_plane(0))
+    with s.fleet.mutate() as state:
+        state["cluster"]["capi_token"] = "rotated-elsewhere"  # its secret no longer opens k8sd
+    cp = s.control_plane(1)
+    assert cp.run(CK8S_JOIN_ATTEMPTS="2").returncode == 1
+    assert f"{FAILED}: control-plane {cp.name}: could not join" in cp.console
+    assert cp.calls("autoscaling") == []  # not in a group: the API gate names it instead
