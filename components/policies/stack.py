@@ -23,7 +23,7 @@ ROLE_TAG = "ck8s-gpu/role"
 # What a rebuild cannot recreate identically, and why. (Control-plane instances, CA certs and CA
 # keys are recognised by their contents: see `dr_critical`.)
 DR_TYPES: dict[str, str] = {
-    "aws:secretsmanager/secret:Secret": "join auth and CA-key secrets new nodes read at boot",
+    "aws:secretsmanager/secret:Secret": "CAPI join auth and CA secrets new control planes read at boot",
     "aws:kms/key:Key": "keys encrypting backups and secrets: lose it and they are unreadable",
     "aws:s3/bucket:Bucket": "backup store",
     "aws:s3/bucketV2:BucketV2": "backup store",

@@ -89,6 +89,7 @@ class Fleet:
                 inst.process.kill()
                 inst.process.communicate()
         self.supervisor.stop()
+        assert not self.supervisor.errors, f"the fake k8sd could not listen: {self.supervisor.errors}"
 
     # ------------------------------------------------------------------------------ world setup
 

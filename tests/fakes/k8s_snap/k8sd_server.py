@@ -88,6 +88,8 @@ class Supervisor:
         self.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.tls.load_cert_chain(cert, key)
         self.servers: dict[str, ThreadingHTTPServer] = {}
+        self.errors: list[str] = []  # a listener that could not start: Fleet.close() reports them
+        self._failed: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -137,7 +139,13 @@ class Supervisor:
                       if i["state"] == "running" and i["node"].get("role") == "control-plane"}
             for iid in list(self.servers):
                 if iid not in wanted:
-                    self.servers.pop(iid).shutdown()
+                    gone = self.servers.pop(iid)
+                    gone.shutdown()
+                    gone.server_close()
             for iid, ip in wanted.items():
-                if iid not in self.servers:
-                    self.servers[iid] = self._server(iid, ip)
+                if iid not in self.servers and iid not in self._failed:
+                    try:
+                        self.servers[iid] = self._server(iid, ip)
+                    except OSError as exc:
+                        self._failed.add(iid)
+                        self.errors.append(f"k8sd of {iid} on {ip}:{PORT}: {exc}")

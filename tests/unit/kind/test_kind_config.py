@@ -154,7 +154,8 @@ def test_workers_mirror_the_chosen_pool() -> None:
 def test_a_stack_cannot_spoof_the_simulated_pool_label() -> None:
     from components.settings.load import SettingsError
 
-    with pytest.raises(SettingsError, match=r"nodePools\[1\]\.labels\.run\.ai/simulated-gpu-node-pool: set by ck8s-gpu"):
+    spoofed = r"nodePools\[1\]\.labels\.run\.ai/simulated-gpu-node-pool: set by ck8s-gpu"
+    with pytest.raises(SettingsError, match=spoofed):
         settings(nodePools=[
             {"name": "small", "instanceType": "g6.xlarge"},
             {"name": "big", "instanceType": "g6.xlarge", "labels": {"run.ai/simulated-gpu-node-pool": "spoofed"}},
