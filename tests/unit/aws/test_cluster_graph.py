@@ -386,3 +386,21 @@ def test_kubeconfig_export_is_masked() -> None:
         pulumi.export("kubeconfig", cluster.kubeconfig)
 
     assert run_program(program, {}, stack="t", region="eu-west-1").outputs["kubeconfig"] == MASK
+
+
+def test_each_control_plane_gate_names_its_node_and_where_its_boot_log_is(run: PlanRun) -> None:
+    cp_gates = [g for g in gates(run) if "-cp-" in g.name]
+    assert cp_gates
+    for i, gate in enumerate(cp_gates):
+        text = gate.inputs["waitingFor"]
+        assert text.startswith(f"control plane {gate.name.removesuffix('-ready')} (instance ")
+        assert "node ip-10-0-0-10." in text and "get-console-output" in text and "CK8S-GPU-BOOT-FAILED" in text
+
+
+def test_a_gate_timeout_message_says_what_it_waited_for() -> None:
+    from components.k8s_ready import Observation, api_timeout_message
+
+    last = Observation(False, "1/2 nodes Ready; need 2")
+    message = api_timeout_message("https://api:6443", 1500, 40, last, "control plane c-cp-1 (instance i-1, node n)")
+    assert message.endswith("waiting for: control plane c-cp-1 (instance i-1, node n)")
+    assert "waiting for" not in api_timeout_message("https://api:6443", 1, 1, last)
