@@ -1,9 +1,9 @@
 """AWS name and tag rules, and pulumi-aws 7.x auto-naming, for every named type the program creates (pure).
 
 The mock engine never calls the provider's Check, so nothing else applies these offline: a name
-that is too long fails only at a real `pulumi preview` (or worse, at `up`). Facts and sources:
-notes/aws-naming-facts.md. PA = pulumi/pulumi-aws provider/, TF = terraform-provider-aws
-internal/service/, BR = pulumi-terraform-bridge.
+that is too long fails only at a real `pulumi preview` (or worse, at `up`). Each rule names its
+source: PA = pulumi/pulumi-aws provider/ (v7), TF = terraform-provider-aws internal/service/,
+BR = pulumi-terraform-bridge (v3.136), AWS = the service's API reference.
 
 Auto-naming (BR info/autonaming.go): `<logical name>` + "-" + 7 lowercase hex chars, never
 truncated; longer than the token's autoname maximum is a Check error. The result must then pass
