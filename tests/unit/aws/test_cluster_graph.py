@@ -391,7 +391,7 @@ def test_kubeconfig_export_is_masked() -> None:
 def test_each_control_plane_gate_names_its_node_and_where_its_boot_log_is(run: PlanRun) -> None:
     cp_gates = [g for g in gates(run) if "-cp-" in g.name]
     assert cp_gates
-    for i, gate in enumerate(cp_gates):
+    for gate in cp_gates:
         text = gate.inputs["waitingFor"]
         assert text.startswith(f"control plane {gate.name.removesuffix('-ready')} (instance ")
         assert "node ip-10-0-0-10." in text and "get-console-output" in text and "CK8S-GPU-BOOT-FAILED" in text
