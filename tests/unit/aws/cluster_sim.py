@@ -17,6 +17,7 @@ from components.aws.tags import node_tags
 from components.settings.model import Settings
 from tests.fakes.k8s_snap.fleet import Fleet, Instance
 from tests.unit.aws.conftest import settings_for
+from tests.unit.aws.tools import require
 
 ACCOUNT = "123456789012"
 LB = "ck8s-api-0123456789.elb.amazonaws.com"
@@ -69,6 +70,8 @@ class SimCluster:
 def simulate(
     tmp: Path, stack: str, track: str | None = None, boot_override: dict[str, Any] | None = None
 ) -> SimCluster:
+    for tool in ("curl", "openssl"):  # the script's curl talks TLS to the fake k8sd for real
+        require(tool)
     settings = settings_for(stack, with_track(track) if track else None)
     region = settings.region or ""
     arn = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{settings.cluster_name}-{{}}-AbCdEf"
