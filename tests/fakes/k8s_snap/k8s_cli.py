@@ -306,6 +306,39 @@ def kubectl(args: Sequence[str]) -> str:
     return kubectl_cli.run(["--kubeconfig", config, *args])
 
 
+def remove_node(args: Sequence[str]) -> str:
+    """cmd/k8s/k8s_remove_node.go; api/cluster_remove.go: the Kubernetes Node goes first (a missing
+    one is no error), then, for a control plane (or with --force), the datastore and microcluster
+    membership. The last control plane cannot leave: etcd has no endpoint left (errors only logged
+    with --force)."""
+    positional, flags = _flags(args, {"timeout", "output-format"}, {"force"})
+    if len(positional) != 1:
+        raise Exit(1, f"Error: accepts 1 arg(s), received {len(positional)}")
+    name = positional[0]
+    fail = f'Error: Failed to remove node "{name}" from the cluster.\n\nThe error was: '
+    with world.locked() as state:
+        me = _me(state)
+        if not _initialized(me):
+            raise Exit(1, NOT_MEMBER)
+        if me["node"]["role"] == "worker":
+            raise Exit(1, f"{fail}failed after potential retry: failed to POST /k8sd/cluster/remove: {RESTRICTED}")
+        cluster = state["cluster"]
+        member = cluster["members"].get(name)
+        control_plane = member is not None and member["role"] == "control-plane"
+        cluster["nodes"].pop(name, None)
+        if control_plane or flags.get("force"):
+            planes = [n for n, m in cluster["members"].items() if m["role"] == "control-plane"]
+            if control_plane and planes == [name] and not flags.get("force"):
+                raise Exit(1, f"{fail}failed to delete node from datastore: failed to remove node from etcd cluster: "
+                              "failed to create etcd client: failed to create etcd client: etcdclient: no available "
+                              "endpoints")
+            cluster["members"].pop(name, None)
+        elif member is not None:
+            cluster["members"].pop(name)  # a worker: only its Node and our bookkeeping
+        world.record(state, os.environ["FAKE_INSTANCE"], f"k8s remove-node {name}")
+    return f"Removed {name} from cluster."
+
+
 COMMANDS = {
     "bootstrap": bootstrap,
     "join-cluster": join_cluster,
@@ -313,6 +346,7 @@ COMMANDS = {
     "get-join-token": get_join_token,
     "x-capi": x_capi,
     "kubectl": kubectl,
+    "remove-node": remove_node,
 }
 
 

@@ -320,3 +320,18 @@ def test_nothing_a_worker_can_obtain_mints_a_control_plane_token(made: list[SimC
     node = bare_node(s, track, role="control-plane")
     as_cp = _join(node, str(answer["StandardOutputContent"]).strip(), name=worker.name, text="extra-sans: [x]\n")
     assert as_cp.returncode == 1 and "failed to unmarshal worker join config" in as_cp.stderr
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_the_last_control_plane_cannot_leave_and_workers_cannot_remove(made: list[SimCluster], tmp_path: Path,
+                                                                       track: str) -> None:
+    s = cluster(made, tmp_path, track)
+    last = run(cp0(s), "k8s", "remove-node", cp0(s).name)
+    assert last.returncode == 1 and "etcdclient: no available endpoints" in last.stderr
+    node = bare_node(s, track)
+    assert _join(node, run(cp0(s), "k8s", "get-join-token", node.name, "--worker").stdout.strip()).returncode == 0
+    refused = run(node, "k8s", "remove-node", cp0(s).name)
+    assert refused.returncode == 1 and "this action is restricted on workers" in refused.stderr
+    gone = run(cp0(s), "k8s", "remove-node", node.name)
+    assert gone.returncode == 0 and s.fleet.cluster and node.name not in s.fleet.cluster["nodes"]
+    assert run(cp0(s), "k8s", "remove-node", "ip-10-9-9-9.ec2.internal").returncode == 0  # unknown: no error

@@ -244,6 +244,12 @@ def test_replacing_the_first_control_plane_joins_its_peers(sim: Sim, track: str)
     cluster = s.fleet.cluster
     assert cluster and cluster["fingerprint"] == fingerprint and new.name in cluster["members"]
     assert s.fleet.world.get("second_bootstraps") is None
+    # ADR 0011's order, finished: the old member is removed from a survivor
+    removed = subprocess.run([str(old[1].root / "snap/bin/k8s"), "remove-node", old[0].name],
+                             capture_output=True, text=True, check=False)
+    assert removed.returncode == 0 and removed.stdout.strip() == f"Removed {old[0].name} from cluster."
+    after = s.fleet.cluster
+    assert after and sorted(after["members"]) == sorted(i.name for i in (new, old[1], old[2]))
 
 
 @pytest.mark.parametrize("track", TRACKS)
