@@ -288,16 +288,34 @@ def _aws_names(s: Settings) -> Iterator[Problem]:
     from components.aws.naming import NAME_RULES, tag_problems
     from components.aws.tags import node_tags
 
+    environment_too_long = False
     for planned in planned_names(s):
         for problem in planned.problems():
             named = "named" if planned.explicit is not None else "auto-named like"
+            environment_too_long |= planned.field == f"{ROOT}.environment"
             yield (planned.field, f"{planned.token} '{planned.logical}' {named} '{planned.physical}': "
                                   f"{problem} (rule: {NAME_RULES[planned.token].source})")
+    if environment_too_long:
+        fits = _longest_environment(s)
+        yield (f"{ROOT}.environment",
+               f"'{_cut(s.environment)}' is {len(s.environment)} characters; at most {fits} fit every AWS name "
+               f"in {s.region} (names derive from ck8s-<environment>-<region>)")
     # The largest merged tag sets: nodes' (stack tags + cluster, ownership, Name, role[, pool]).
     sets = [node_tags(s, "control-plane", f"{s.cluster_name}-cp-0")]
     sets += [node_tags(s, "worker", f"{s.cluster_name}-{pool.name}", pool=pool.name) for pool in s.node_pools]
     for problem in dict.fromkeys(reason for tags in sets for reason in tag_problems(tags)):
         yield f"{ROOT}.tags", problem
+
+
+def _longest_environment(s: Settings) -> int:
+    """The longest environment name whose derived AWS names all pass, for this region and pools."""
+    from components.aws.inventory import planned_names
+
+    for n in range(len(s.environment), 0, -1):
+        trial = s.model_copy(update={"environment": "e" * n})
+        if not any(p.problems() for p in planned_names(trial) if p.field == f"{ROOT}.environment"):
+            return n
+    return 0
 
 
 RULES: tuple[Rule, ...] = (

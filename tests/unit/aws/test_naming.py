@@ -243,6 +243,8 @@ def test_too_long_environment_is_one_clean_settings_error() -> None:
     assert "aws:lb/loadBalancer:LoadBalancer 'ck8s-a-very-long-environment-name-eu-west-1-api-nlb'" in message
     assert "cannot be longer than 32 characters" in message and "elbv2/validate.go" in message
     assert "'ck8s-a-very-long-environment-name-eu-west-1-api'" in message  # the physical name
+    # and what would fit, so the fix is one edit
+    assert "'a-very-long-environment-name' is 28 characters; at most 13 fit every AWS name in eu-west-1" in message
 
 
 def test_longest_environment_that_fits_is_accepted() -> None:
@@ -250,6 +252,8 @@ def test_longest_environment_that_fits_is_accepted() -> None:
     settings_for("aws-dev", _with(environment="e" * 13))
     with pytest.raises(SettingsError, match="cannot be longer than 32"):
         settings_for("aws-dev", _with(environment="e" * 14))
+    with pytest.raises(SettingsError, match="at most 8 fit every AWS name in ap-southeast-4"):
+        settings_for("aws-dev", _with(environment="e" * 9, region="ap-southeast-4"))
 
 
 def test_pool_derived_names_are_reported_under_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
