@@ -62,24 +62,22 @@ def qualified_name_problems(value: str) -> list[str]:
         if not _DNS1123_SUBDOMAIN.match(prefix):
             out.append("prefix part must be a lowercase DNS subdomain (e.g. 'example.com')")
     if not name:
-        out.append("name part must be non-empty")
-    else:
-        if len(name) > QUALIFIED_NAME_MAX:
-            out.append(f"name part must be no more than {QUALIFIED_NAME_MAX} characters")
-        if not _QUALIFIED_NAME.match(name):
-            out.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
-                       "end with an alphanumeric character")
-    return out
+        return [*out, "name part must be non-empty"]
+    return out + _format_problems(name, QUALIFIED_NAME_MAX, _QUALIFIED_NAME, "name part ",
+                                  "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+                                  "start and end with an alphanumeric character")
 
 
 def label_value_problems(value: str) -> list[str]:
-    out: list[str] = []
-    if len(value) > LABEL_VALUE_MAX:
-        out.append(f"must be no more than {LABEL_VALUE_MAX} characters")
-    if not _LABEL_VALUE.match(value):
-        out.append("a label value must be empty or consist of alphanumeric characters, '-', '_' or '.', and must "
-                   "start and end with an alphanumeric character")
-    return out
+    return _format_problems(value, LABEL_VALUE_MAX, _LABEL_VALUE, "",
+                            "a label value must be empty or consist of alphanumeric characters, '-', '_' or '.', "
+                            "and must start and end with an alphanumeric character")
+
+
+def _format_problems(value: str, limit: int, pattern: re.Pattern[str], what: str, shape: str) -> list[str]:
+    """validation.go's two checks of a name-like value: its length, then its format."""
+    out = [f"{what}must be no more than {limit} characters"] if len(value) > limit else []
+    return out + ([] if pattern.match(value) else [shape])
 
 
 def label_namespace(key: str) -> str:
