@@ -144,7 +144,7 @@ mint_cp_token() {
   # token it returns carries that certificate's fingerprint, which join-cluster then verifies.
   curl -sS -k --max-time 30 -X POST -H 'Content-Type: application/json' -H "@$RUN_DIR/auth-header" \
     --data "@$RUN_DIR/request.json" "https://$1:6400/1.0/x/capi/generate-join-token" \
-    >"$RUN_DIR/response.json" 2>>"$LOG" || return 1
+    >"$RUN_DIR/response.json" 2>>"$LOG" </dev/null || return 1
   python3 - "$RUN_DIR/response.json" "$RUN_DIR/join-token" 2>>"$LOG" <<'EOF'
 import json, sys
 try:
@@ -167,14 +167,14 @@ EOF
 mint_worker_token() {
   local command_id status n=0
   command_id=$(aws ssm send-command --region "$CK8S_REGION" --document-name "$CK8S_MINT_DOCUMENT" \
-    --instance-ids "$1" --parameters "NodeName=$NODE_NAME" --query Command.CommandId --output text 2>>"$LOG") ||
-    return 1
+    --instance-ids "$1" --parameters "NodeName=$NODE_NAME" --query Command.CommandId --output text \
+    2>>"$LOG" </dev/null) || return 1
   while [ "$n" -lt "$MINT_POLLS" ]; do
     n=$((n + 1))
     sleep "$MINT_POLL_SECONDS"
     # The answer holds the token: it goes to the tmpfs run dir, never to the log.
     aws ssm get-command-invocation --region "$CK8S_REGION" --command-id "$command_id" --instance-id "$1" \
-      --output json >"$RUN_DIR/invocation.json" 2>>"$LOG" || continue # InvocationDoesNotExist at first
+      --output json >"$RUN_DIR/invocation.json" 2>>"$LOG" </dev/null || continue # InvocationDoesNotExist at first
     json_get "$RUN_DIR/invocation.json" Status "$RUN_DIR/invocation-status" 2>>"$LOG" || return 1
     status=$(cat "$RUN_DIR/invocation-status")
     case "$status" in
@@ -197,7 +197,8 @@ mint_worker_token() {
   return 1
 }
 
-# join_once WORKER CONFIG: one pass over the running control planes; 0 once joined.
+# join_once WORKER CONFIG: one pass over the running control planes; 0 once joined. The loop reads
+# the peers file on stdin: every command in it reads /dev/null instead, or it would eat the list.
 join_once() {
   local peer_id peer_ip
   discover || {
