@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from components import pins
+from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
 from components.settings.model import NodePoolSettings, QueueSettings, Settings
@@ -17,10 +18,11 @@ Rule = Callable[[Settings], Iterator[Problem]]
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
 ROOT = "settings"
-# Labels the project sets on pool nodes itself (components/aws/tags.py POOL_TAG, addons/nodes.py):
-# a stack label with one of these keys would be silently replaced.
+# Labels the project sets on pool nodes itself: a stack label with one of these keys would be
+# silently replaced. Its own namespace (components/aws/tags.py POOL_TAG lives there) and the GPU
+# publishers' selection labels.
 RESERVED_LABEL_PREFIX = "ck8s-gpu/"
-RESERVED_LABELS = ("nvidia.com/dra-kubelet-plugin", "run.ai/simulated-gpu-node-pool")
+RESERVED_LABELS = (DRA_NODE_LABEL, SIMULATED_POOL_LABEL)
 
 
 def _region(s: Settings) -> Iterator[Problem]:

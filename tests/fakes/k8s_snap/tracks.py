@@ -71,23 +71,32 @@ def cluster_config_schema(track: Track) -> dict[str, object]:
     }
 
 
+# Keys every node config (bootstrap, control-plane join, worker join) has.
+_NODE_COMMON: dict[str, object] = {"disable-system-tuning": "bool", "extra-node-config-files": "map",
+                                   "extra-node-containerd-config": "map", "containerd-base-dir": "str"}
+
+
+def _cert_pairs(*prefixes: str) -> dict[str, object]:
+    return {f"{p}-{part}": "str" for p in prefixes for part in ("crt", "key")}
+
+
+def _extra_args(*components: str) -> dict[str, object]:
+    return {f"extra-node-{c}-args": "map" for c in components}
+
+
 def bootstrap_schema(track: Track) -> dict[str, object]:
     schema: dict[str, object] = {
         "cluster-config": cluster_config_schema(track),
         "control-plane-taints": "list", "pod-cidr": "str", "service-cidr": "str", "disable-rbac": "bool",
-        "disable-system-tuning": "bool", "secure-port": "int", "datastore-type": "str",
+        "secure-port": "int", "datastore-type": "str",
         "datastore-servers": "list", "datastore-ca-crt": "str", "datastore-client-crt": "str",
         "datastore-client-key": "str", "etcd-port": "int", "etcd-peer-port": "int", "extra-sans": "list",
-        "ca-crt": "str", "ca-key": "str", "client-ca-crt": "str", "client-ca-key": "str",
-        "front-proxy-ca-crt": "str", "front-proxy-ca-key": "str", "apiserver-kubelet-client-crt": "str",
-        "apiserver-kubelet-client-key": "str", "service-account-key": "str",
-        "extra-node-config-files": "map", "extra-node-containerd-config": "map", "containerd-base-dir": "str",
+        "apiserver-kubelet-client-crt": "str", "apiserver-kubelet-client-key": "str", "service-account-key": "str",
+        **_NODE_COMMON,
+        **_cert_pairs("ca", "client-ca", "front-proxy-ca", "etcd-ca", "etcd-server", "etcd-peer",
+                      "etcd-apiserver-client", *_CERTS),
+        **_extra_args(*_EXTRA_ARGS),
     }
-    for prefix in ("etcd-ca", "etcd-server", "etcd-peer", "etcd-apiserver-client", *_CERTS):
-        schema[f"{prefix}-crt"] = "str"
-        schema[f"{prefix}-key"] = "str"
-    for component in _EXTRA_ARGS:
-        schema[f"extra-node-{component}-args"] = "map"
     if track.dqlite:
         schema["k8s-dqlite-port"] = "int"
         schema["extra-node-k8s-dqlite-args"] = "map"
@@ -96,28 +105,16 @@ def bootstrap_schema(track: Track) -> dict[str, object]:
 
 
 def control_plane_join_schema(track: Track) -> dict[str, object]:
-    schema: dict[str, object] = {"extra-sans": "list", "disable-system-tuning": "bool",
-                                 "extra-node-config-files": "map", "extra-node-containerd-config": "map",
-                                 "containerd-base-dir": "str"}
-    for prefix in (*_CERTS, "etcd-server", "etcd-peer"):
-        schema[f"{prefix}-crt"] = "str"
-        schema[f"{prefix}-key"] = "str"
-    for component in _EXTRA_ARGS:
-        schema[f"extra-node-{component}-args"] = "map"
+    schema: dict[str, object] = {"extra-sans": "list", **_NODE_COMMON,
+                                 **_cert_pairs(*_CERTS, "etcd-server", "etcd-peer"), **_extra_args(*_EXTRA_ARGS)}
     if track.dqlite:
         schema["extra-node-k8s-dqlite-args"] = "map"
     return schema
 
 
 def worker_join_schema(track: Track) -> dict[str, object]:
-    schema: dict[str, object] = {"disable-system-tuning": "bool", "extra-node-config-files": "map",
-                                 "extra-node-containerd-config": "map", "containerd-base-dir": "str"}
-    for prefix in ("kubelet", "kubelet-client", "kube-proxy-client"):
-        schema[f"{prefix}-crt"] = "str"
-        schema[f"{prefix}-key"] = "str"
-    for component in ("kube-proxy", "kubelet", "containerd", "k8s-apiserver-proxy"):
-        schema[f"extra-node-{component}-args"] = "map"
-    return schema
+    return {**_NODE_COMMON, **_cert_pairs("kubelet", "kubelet-client", "kube-proxy-client"),
+            **_extra_args("kube-proxy", "kubelet", "containerd", "k8s-apiserver-proxy")}
 
 
 TYPE_NAMES = {  # nested schema -> Go type name in yaml.v2 errors
