@@ -24,6 +24,7 @@ smoke = SmokeTest("smoke-test", settings, cluster, depends_on=addons.smoke_depen
 pulumi.export("platform", settings.platform)
 pulumi.export("environment", settings.environment)
 pulumi.export("clusterName", settings.cluster_name)
+pulumi.export("kubernetesTrack", settings.kubernetes.track)  # what `ck8s-gpu upgrade` upgrades from
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("addons", [addon.name for addon in addons.graph.order])
 pulumi.export("smokeReport", smoke.report)

@@ -45,6 +45,14 @@ from components.aws.userdata import (
 from components.cluster import ClusterHandleBase, cluster_facts
 from components.k8s_ready import ApiReady
 from components.settings.model import Settings
+from components.upgrade.resources import NodeUpgrade, PoolUpgrade, UpgradeComplete
+
+
+class NodeUpgrades(pulumi.ComponentResource):
+    """Groups the per-node upgrade resources; depending on it waits for all of them."""
+
+    def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("ck8s-gpu:index:NodeUpgrades", name, None, opts)
 
 
 class AwsCluster(ClusterHandleBase):
@@ -148,10 +156,26 @@ class AwsCluster(ClusterHandleBase):
             kubeconfig=self._kubeconfig,
             opts=on_aws,
         )
-        self._ready: ApiReady = control_plane.ready
+        api_ready: ApiReady = control_plane.ready
+
+        # Track upgrades in place (ADR 0015): control planes one at a time, each after the previous
+        # one is back; created as no-ops, they act when the track changes.
+        upgrades = NodeUpgrades(f"{name}-upgrades", pulumi.ResourceOptions(parent=self))
+        on_upgrades = pulumi.ResourceOptions(parent=upgrades)
+        policy = settings.kubernetes.upgrade
+        region = settings.region
+        previous: pulumi.Resource = api_ready
+        for i, instance in enumerate(control_plane.instances):
+            previous = NodeUpgrade(
+                f"{name}-cp-{i}-upgrade", track=settings.kubernetes.track, region=region, cluster=cluster,
+                instance_id=instance.id, policy=policy,
+                opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(depends_on=[previous])),
+            )
+        control_planes_upgraded = previous
 
         # Pools start once every control plane has joined: nodes join by themselves from then on.
         self.node_pools: list[GpuNodePool] = []
+        pool_upgrades: list[PoolUpgrade] = []
         for pool in settings.node_pools:
             worker = worker_boot(settings, pool)
             self.node_pools.append(
@@ -163,27 +187,43 @@ class AwsCluster(ClusterHandleBase):
                     subnet_ids=network.private_subnet_ids,
                     security_group_ids=[groups.nodes.id],
                     instance_profile=worker_role.instance_profile,
-                    grants=[*worker_role.grants, mint, self._ready],
+                    grants=[*worker_role.grants, mint, api_ready],
                     user_data=boot.apply(lambda b, w=worker: render_gpu_worker(b, w)),
+                    after=[control_planes_upgraded],
                     opts=on_aws,
                 )
             )
+            pool_upgrades.append(PoolUpgrade(
+                f"{name}-pool-{pool.name}-upgrade", track=settings.kubernetes.track, region=region, cluster=cluster,
+                pool=pool.name, policy=policy,
+                opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(
+                    depends_on=[control_planes_upgraded, self.node_pools[-1].launch_template])),
+            ))
+        UpgradeComplete(
+            f"{name}-upgrade-complete", track=settings.kubernetes.track, region=region, cluster=cluster, policy=policy,
+            opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(
+                depends_on=[control_planes_upgraded, *pool_upgrades])),
+        )
+        upgrades.register_outputs({})
+        # Add-ons and the smoke test follow the nodes: their values change with the track.
+        self._ready = upgrades
 
         self._provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self._kubeconfig,
             # A rotated admin certificate or a changed kubeconfig must not replace every object.
             cluster_identifier=cluster,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self._ready]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[api_ready]),
         )
         self.cloud_controller_manager = (
             AwsCloudControllerManager(
-                f"{name}-ccm", settings, self._provider, self._ready, pulumi.ResourceOptions(parent=self)
+                f"{name}-ccm", settings, self._provider, api_ready, pulumi.ResourceOptions(parent=self)
             )
             if ccm
             else None
         )
         self.register_outputs({
+            "kubernetesTrack": settings.kubernetes.track,
             "kubeconfig": self._kubeconfig,
             "apiEndpoint": api.dns_name.apply(api_server_url),
             "controlPlanePrivateIps": [i.private_ip for i in control_plane.instances],

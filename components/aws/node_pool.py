@@ -2,8 +2,9 @@
 
 Nodes join on their own at boot (the script mints a single-use token), so the group can replace
 or add nodes at any time, long after the cluster was made. A launch-template change (new AMI,
-new script) applies to nodes launched afterwards; running GPU nodes are never rolled by Pulumi
-(no instance refresh: they may be running jobs).
+new script) applies to nodes launched afterwards; running GPU nodes are never replaced by Pulumi
+(no instance refresh: they may be running jobs): a track change upgrades them in place, drained
+first (components/upgrade, ADR 0015).
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ class GpuNodePool(pulumi.ComponentResource):
         instance_profile: aws.iam.InstanceProfile,
         grants: Sequence[pulumi.Resource],
         user_data: pulumi.Input[str],
+        after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`after`: what a launch-template change waits for (the control planes' upgrade: a node
+        launched on a newer minor than the API servers would break the version-skew policy)."""
         super().__init__("ck8s-gpu:index:GpuNodePool", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
         self.launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
@@ -68,7 +71,7 @@ class GpuNodePool(pulumi.ComponentResource):
             ],
             update_default_version=True,
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(after)),
         )
         version = self.launch_template.latest_version.apply(str)
         spec = aws.autoscaling.GroupLaunchTemplateArgs(id=self.launch_template.id, version=version)

@@ -14,6 +14,7 @@ SUBCOMMANDS = (
     "components.cli.stamp",
     "components.cli.preflight",
     "components.cli.rebuild_plan",
+    "components.cli.upgrade",
 )
 
 

@@ -46,6 +46,15 @@ def run(args: argparse.Namespace) -> int:
     except pulumi.RunError as exc:  # a component refused the settings (e.g. the add-on graph)
         print(f"ck8s-gpu plan: {exc}", file=sys.stderr)
         return 2
+    if old is not None:
+        from components.upgrade.skew import deployed_track, track_change_problems
+
+        deployed = deployed_track(old)
+        problems = track_change_problems(deployed, plan.settings.kubernetes.track) if deployed else []
+        if problems:
+            print(f"ck8s-gpu plan: settings.kubernetes.track: {'; '.join(problems)} (deployed per {args.diff})",
+                  file=sys.stderr)
+            return 2
     config = read_stack_file(stack_file(args.stack, args.stacks_dir))
     if plan.settings.platform == "existing" and KUBECONFIG_KEY not in config:
         print(f"note: config.{KUBECONFIG_KEY} is not set: `pulumi up` needs it "

@@ -47,8 +47,24 @@ class FeatureSettings(_Model):
     local_storage: bool = False
 
 
+class UpgradeSettings(_Model):
+    """How a track upgrade rolls nodes (ADR 0015): in place, control planes one at a time, then
+    each pool `maxUnavailable` nodes at a time, each cordoned and drained first."""
+
+    max_unavailable: int = Field(default=1, ge=1, le=100)  # nodes of one pool out of service at once
+    # Running GPU Job pods on a cordoned node may finish first, up to this long (0: evict at once).
+    job_grace_seconds: int = Field(default=1800, ge=0, le=7 * 86400)
+    # `kubectl drain --timeout`: evictions a PodDisruptionBudget refuses are retried until then.
+    drain_timeout_seconds: int = Field(default=900, ge=30, le=86400)
+    # A node that will not drain: stop the upgrade there (cordoned, named in the error), skip it
+    # (uncordoned, left on its old minor: allowed by the skew policy), or delete its pods anyway.
+    on_drain_failure: Literal["stop", "skip", "force"] = "stop"
+    node_ready_timeout_seconds: int = Field(default=900, ge=60, le=7200)
+
+
 class KubernetesSettings(_Model):
     track: str = pins.DEFAULT_TRACK
+    upgrade: UpgradeSettings = UpgradeSettings()
     features: FeatureSettings = FeatureSettings()
     # Stop the snap refreshing inside its track behind our back; upgrades are deliberate.
     hold_snap_refresh: bool = True

@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -98,7 +99,8 @@ def _emit(data: Any, opts: dict[str, Any]) -> None:
 
 
 def _caller(state: dict[str, Any]) -> dict[str, Any]:
-    return state["instances"][os.environ["FAKE_INSTANCE"]]
+    me: dict[str, Any] = state["instances"][os.environ["FAKE_INSTANCE"]]
+    return me
 
 
 def _authorize(state: dict[str, Any], operation: str, request: aws_iam.Request) -> None:
@@ -276,6 +278,51 @@ def set_instance_health(state: dict[str, Any], opts: dict[str, Any]) -> Any:
     return None
 
 
+def terminate_instance_in_auto_scaling_group(state: dict[str, Any], opts: dict[str, Any]) -> Any:
+    """TerminateInstanceInAutoScalingGroup (API reference; CLI synopsis: --instance-id and one of
+    --should-decrement-desired-capacity / --no-should-decrement-desired-capacity, both required by the
+    API). IAM: autoscaling:TerminateInstanceInAutoScalingGroup on the group ARN, with its
+    autoscaling:ResourceTag/* keys. Answer: {"Activity": {...}} (AWS CLI example output: Description
+    `Terminating EC2 instance: <id>`, Cause `At <time> instance <id> was taken out of service in
+    response to a user request[, shrinking the capacity from N to N-1].`, StatusCode InProgress).
+    The fake terminates the instance at once (no lifecycle hooks); its Node stays (NotReady) until
+    someone removes it, as in reality. Desired capacity is only recorded: no replacement is launched."""
+    target = opts.get("instance-id") or _usage("the following arguments are required: --instance-id")
+    decrement = opts.get("should-decrement-desired-capacity")
+    if decrement == opts.get("no-should-decrement-desired-capacity"):
+        _usage("the following arguments are required: --should-decrement-desired-capacity | "
+               "--no-should-decrement-desired-capacity")
+    inst = state["instances"].get(target)
+    group = inst.get("asg") if inst else None
+    if inst is None or group is None or inst["state"] != "running":
+        raise AwsError("ValidationError", "TerminateInstanceInAutoScalingGroup",
+                       f"Instance Id not found - No managed instance found for instance ID: {target}")
+    asg = state["asgs"][group]
+    _authorize(state, "TerminateInstanceInAutoScalingGroup", aws_iam.Request(
+        "autoscaling:TerminateInstanceInAutoScalingGroup",
+        _arn(state, "autoscaling", f"autoScalingGroup:{uuid.UUID(int=0)}:autoScalingGroupName/{group}"),
+        {f"autoscaling:ResourceTag/{k}": v for k, v in asg["tags"].items()}))
+    members = [i for i in state["instances"].values() if i.get("asg") == group and i["state"] == "running"]
+    capacity = int(asg.get("desired", len(members)))
+    inst["state"] = "terminated"
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(world.now(state)))
+    cause = f"At {stamp}Z instance {target} was taken out of service in response to a user request"
+    if decrement:
+        asg["desired"] = capacity - 1
+        cause += f", shrinking the capacity from {capacity} to {capacity - 1}"
+    from tests.fakes.k8s_snap import invariants
+
+    invariants.check(state, f"termination of {target}")
+    world.record(state, os.environ["FAKE_INSTANCE"], f"autoscaling terminate-instance-in-auto-scaling-group {target} "
+                                                     f"decrement={bool(decrement)}")
+    return {"Activity": {
+        "ActivityId": str(uuid.uuid4()), "AutoScalingGroupName": group,
+        "Description": f"Terminating EC2 instance: {target}", "Cause": cause + ".",
+        "StartTime": f"{stamp}.000Z", "StatusCode": "InProgress", "Progress": 0,
+        "Details": json.dumps({"Subnet ID": "subnet-0fake", "Availability Zone": f"{os.environ['FAKE_REGION']}a"}),
+    }}
+
+
 # ---------------------------------------------------------------------------------------- main
 
 COMMON = {"region": True, "query": True, "output": True}
@@ -288,6 +335,9 @@ OPERATIONS: dict[tuple[str, str], tuple[dict[str, bool], Any]] = {
     ("autoscaling", "set-instance-health"): (
         {**COMMON, "instance-id": True, "health-status": True, "should-respect-grace-period": False,
          "no-should-respect-grace-period": False}, set_instance_health),
+    ("autoscaling", "terminate-instance-in-auto-scaling-group"): (
+        {**COMMON, "instance-id": True, "should-decrement-desired-capacity": False,
+         "no-should-decrement-desired-capacity": False}, terminate_instance_in_auto_scaling_group),
 }
 
 

@@ -53,6 +53,14 @@ class Instance:
     def run(self, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
         return self.start(**env).wait(timeout)
 
+    def exec(self, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run one command on this instance as SSM RunShellScript would (root, its PATH: the fake
+        `snap`, `aws`, `cloud-init`, and `k8s` once the snap is installed); an absolute /snap/...
+        path is this instance's snap dir (`/snap/k8s/current/bin/kubectl`)."""
+        if argv and argv[0].startswith("/snap/"):
+            argv = [str(self.root / argv[0].lstrip("/")), *argv[1:]]
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
+
     @property
     def log(self) -> str:
         return "\n".join(p.read_text() for p in sorted((self.root / "var/log").glob("ck8s-gpu-*.log")))
@@ -137,8 +145,12 @@ class Fleet:
         return inst
 
     def terminate(self, inst: Instance) -> None:
+        """The instance is gone (its Node stays until removed, NotReady: the kubelet stopped)."""
+        from tests.fakes.k8s_snap import invariants
+
         with world.locked(self.dir) as state:
             state["instances"][inst.id]["state"] = "terminated"
+            invariants.check(state, f"termination of {inst.id}")
 
     @property
     def cluster(self) -> dict[str, Any] | None:

@@ -2,7 +2,8 @@
 
 Each rule names the upstream file it models (paths under src/k8s/ on 1.34/1.35 and the k8sd
 repository root on 1.36; see tracks.py for the commits). State lives in the world's `cluster`:
-members (microcluster), Kubernetes Nodes, control-plane and worker token tables, the CAPI token.
+members (microcluster), Kubernetes Nodes, control-plane and worker token tables, the CAPI token,
+the Upgrade custom resources (upgrades.k8sd.io/v1alpha1) of snap refreshes and rolling joins.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import secrets
 from typing import Any
 
-from tests.fakes.k8s_snap import world
+from tests.fakes.k8s_snap import tracks, workloads, world
 from tests.fakes.k8s_snap.tracks import Track
 
 DEFAULT_TTL_SECONDS = 24 * 3600  # pkg/k8sd/api/cluster_tokens.go: ttl 0 means 24h
@@ -140,19 +141,29 @@ def new_cluster(state: dict[str, Any], name: str, address: str, features: dict[s
         "cp_tokens": {},
         "worker_tokens": {},
         "joining": None,
+        "upgrades": {},
+        "pods": {},
+        "pdbs": {},
+        "job_restarts": {},
+        "violations": [],
     }
-    register_node(state, name, "control-plane")
+    register_node(state, name, "control-plane", tracks.TRACKS[track])
 
 
-def register_node(state: dict[str, Any], name: str, role: str) -> None:
-    """The kubelet registers its Node with k8sd's role labels (--node-labels, setup/kubelet.go);
-    Ready only with a CNI (network feature): bootstrap's own message says so."""
+def register_node(state: dict[str, Any], name: str, role: str, track: Track) -> None:
+    """The kubelet registers its Node with k8sd's role labels (--node-labels, setup/kubelet.go) and
+    its version (status.nodeInfo.kubeletVersion: the snap's Kubernetes); Ready only with a CNI
+    (network feature): bootstrap's own message says so."""
     cluster = state["cluster"]
     delay = float(state.get("node_registration_delay", 0))
     cluster["nodes"][name] = {
         "labels": dict(CONTROL_PLANE_LABELS if role == "control-plane" else WORKER_LABELS),
         "registered_at": world.now(state) + delay,
         "ready": bool(cluster["features"]["network"]),
+        "version": track.kubernetes_version,
+        "revision": track.revision,  # the k8sd.io/version annotation (controllers/node_label.go)
+        "unschedulable": False,
+        "gpus": 0,
     }
 
 
@@ -164,7 +175,7 @@ def node_registered(state: dict[str, Any], name: str) -> bool:
 def cluster_ready(state: dict[str, Any]) -> bool:
     """pkg/k8sd/api/cluster.go: any Ready Node (and, with dns on, CoreDNS serving, which needs the CNI)."""
     cluster = state["cluster"]
-    ready = any(n["ready"] and n["registered_at"] <= world.now(state) for n in cluster["nodes"].values())
+    ready = any(workloads.node_ready(state, n) for n in cluster["nodes"])
     return ready and (not cluster["features"]["dns"] or cluster["features"]["network"])
 
 
@@ -194,3 +205,101 @@ def take_cp_token(state: dict[str, Any], secret: str, name: str, extra_sans: lis
     del cluster["cp_tokens"][secret]
     if name in cluster["members"]:
         raise K8sdError(409, 'This "core_cluster_members" entry already exists')
+
+
+# --------------------------------------------------------------------------------- upgrades
+# Upgrade CRs (k8s-snap-api api/v1alpha upgrades.k8sd.io): name, status.phase (NodeUpgrade ->
+# FeatureUpgrade -> Completed | Failed), status.strategy (InPlace | RollingUpgrade |
+# RollingDowngrade), status.upgradedNodes. Same logic on 1.34/1.35 (src/k8s/pkg/...) and 1.36 (k8sd).
+IN_PLACE, ROLLING_UP, ROLLING_DOWN = "InPlace", "RollingUpgrade", "RollingDowngrade"
+
+
+def _bare(version: str) -> str:
+    """versionutil.Version.String() as k8sd formats it: `v1.35.7` -> `1.35.7`."""
+    return version.lstrip("v")
+
+
+def upgrade_name(track: Track) -> str:
+    """pkg/upgrade/upgrade.go GetName: `cluster-upgrade-to-k8s-<version>-rev-<revision>`."""
+    return f"cluster-upgrade-to-k8s-{_bare(track.kubernetes_version)}-rev-{track.revision}"
+
+
+def in_progress_upgrade(state: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """client/kubernetes/upgrades.go GetInProgressUpgrade: not Failed/Completed; the last by name."""
+    found = sorted((n, u) for n, u in state["cluster"].setdefault("upgrades", {}).items()
+                   if u["phase"] not in ("Failed", "Completed"))
+    return found[-1] if found else None
+
+
+def post_refresh(state: dict[str, Any], name: str, track: Track) -> None:
+    """app/hooks_post_refresh.go, once k8sd is back after `snap refresh`: a worker skips it; a
+    control plane marks itself upgraded in the in-progress Upgrade, creating one (InPlace,
+    NodeUpgrade) named after its new version and revision if there is none."""
+    current = in_progress_upgrade(state)
+    if current is None:
+        upgrade: dict[str, Any] = {"phase": "NodeUpgrade", "strategy": IN_PLACE, "upgradedNodes": []}
+        state["cluster"]["upgrades"][upgrade_name(track)] = upgrade
+    else:
+        upgrade = current[1]
+        upgrade.update(phase="NodeUpgrade", strategy=IN_PLACE)  # PatchUpgradeStatus replaces the status
+    if name not in upgrade["upgradedNodes"]:
+        upgrade["upgradedNodes"].append(name)
+    reconcile_upgrades(state)
+
+
+def reconcile_upgrades(state: dict[str, Any]) -> None:
+    """controllers/upgrade/reconcile.go: a Node whose k8sd.io/version annotation (its snap's version
+    and revision, controllers/node_label.go) names an Upgrade in NodeUpgrade joins its
+    upgradedNodes; once every Node is in, FeatureUpgrade, then (the feature controllers reconciling
+    at once in the fake) Completed."""
+    cluster = state["cluster"]
+    for name, upgrade in sorted(cluster.setdefault("upgrades", {}).items()):
+        if upgrade["phase"] != "NodeUpgrade":
+            continue
+        for node_name, node in sorted(cluster["nodes"].items()):
+            mine = f"cluster-upgrade-to-k8s-{_bare(node['version'])}-rev-{node.get('revision', '')}"
+            if mine == name and node_name not in upgrade["upgradedNodes"]:
+                upgrade["upgradedNodes"].append(node_name)
+        if all(n in upgrade["upgradedNodes"] for n in cluster["nodes"]):
+            upgrade["phase"] = "Completed"
+
+
+def check_control_plane_join(state: dict[str, Any], name: str, track: Track) -> None:
+    """app/hooks_join.go handleRollOutUpgrade (onPostJoin, control planes only; a worker's join has
+    no such step). Raises K8sdError with upstream's text, or records a rolling upgrade."""
+    versions = {n: node["version"] for n, node in state["cluster"]["nodes"].items() if n != name}
+    mine = track.kubernetes_version
+    current = in_progress_upgrade(state)
+    if current is None:
+        distinct = sorted(set(versions.values()), key=_version_key)
+        if len(distinct) > 1:
+            raise K8sdError(500, f'the cluster has nodes with different Kubernetes versions "{_bare(distinct[0])}" and '
+                                 f'"{_bare(distinct[1])}" - upgrade all nodes to the same version before joining a '
+                                 "new one")
+        if not distinct:
+            raise K8sdError(500, "the cluster has no nodes - cannot determine cluster Kubernetes version")
+        cluster_version = distinct[0]
+        if mine == cluster_version:
+            return
+        if tracks.minor_of(mine) == tracks.minor_of(cluster_version):
+            raise K8sdError(500, "the joining node has a different patch version than cluster nodes")
+        strategy = ROLLING_UP if _version_key(mine) > _version_key(cluster_version) else ROLLING_DOWN
+        state["cluster"]["upgrades"][upgrade_name(track)] = {"phase": "NodeUpgrade", "strategy": strategy,
+                                                              "upgradedNodes": [name]}
+        return
+    _, upgrade = current
+    ordered = sorted(versions.values(), key=_version_key)
+    if upgrade["strategy"] == ROLLING_UP and ordered and mine != ordered[-1]:
+        raise K8sdError(500, f'joining node version "{_bare(mine)}" needs to match highest version '
+                             f'"{_bare(ordered[-1])}"')
+    if upgrade["strategy"] == ROLLING_DOWN and ordered and mine != ordered[0]:
+        raise K8sdError(500, f'joining node version "{_bare(mine)}" needs to match lowest version '
+                             f'"{_bare(ordered[0])}"')
+    if upgrade["strategy"] == IN_PLACE:
+        raise K8sdError(500, "can not join a new node while an in-place upgrade is in progress")
+    if name not in upgrade["upgradedNodes"]:
+        upgrade["upgradedNodes"].append(name)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in _bare(version).split("."))

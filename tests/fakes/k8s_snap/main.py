@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,11 @@ def shim(path: Path, tool: str, instance: str, world_dir: str, region: str) -> N
 
 
 def snap(argv: Sequence[str]) -> int:
-    """snapd's CLI for the calls the node script makes (`snap wait`, `install`, `refresh --hold`)."""
+    """snapd's CLI for the calls the node script makes (`snap wait`, `install`, `refresh --hold`) and
+    the upgrade's `snap refresh k8s --channel=<track>/stable`."""
     me_id = os.environ["FAKE_INSTANCE"]
+    if argv[:1] == ["refresh"] and "--hold" not in argv:
+        return refresh(me_id, list(argv[1:]))
     with world.locked() as state:
         me: dict[str, Any] = state["instances"][me_id]
         world.record(state, me_id, "snap " + " ".join(argv))
@@ -68,6 +72,116 @@ def snap(argv: Sequence[str]) -> int:
             return 0
     print(f"error: the fake snap does not model `snap {' '.join(argv)}`", file=sys.stderr)
     return 1
+
+
+def _refresh_args(args: list[str]) -> tuple[list[str], str | None]:
+    """cmd/snapd/cli/cmd_snap_op.go cmdRefresh (go-flags: flags anywhere, `--channel X` or `=X`)."""
+    names: list[str] = []
+    channel: str | None = None
+    risks = {"--stable": "stable", "--candidate": "candidate", "--beta": "beta", "--edge": "edge"}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--channel" and i + 1 < len(args):
+            channel, i = args[i + 1], i + 2
+            continue
+        if a.startswith("--channel="):
+            channel = a.split("=", 1)[1]
+        elif a in risks:
+            if channel is not None:
+                raise ValueError("Please specify a single channel")
+            channel = risks[a]
+        elif a.startswith("-"):
+            raise ValueError(f"unknown flag `{a.lstrip('-').split('=')[0]}'")
+        else:
+            names.append(a)
+        i += 1
+    return names, channel
+
+
+def refresh(me_id: str, args: list[str]) -> int:
+    """`snap refresh <snap> [--channel=<track>/<risk>]` of the k8s snap.
+
+    snapd (canonical/snapd@bee548f7): a refresh that names the snap proceeds although the snap is
+    held (`snap refresh --hold k8s` holds auto-refreshes and general refreshes only:
+    snapcore/snapd#12035, "doesn't apply to specific refreshes (snap refresh foo bar)"); the same
+    channel with no newer revision -> `snap "k8s" has no updates available` on stderr, exit 0
+    (cmd/snapd/cli/error.go ErrorKindSnapNoUpdateAvailable is not an error); done -> stdout
+    `<name> (<channel>) <version> from <publisher> refreshed` (cmd_snap_op.go showDoneSnap; the
+    channel shown unless it is plain `stable`); the publisher's verified badge is `✓` on a UTF-8
+    terminal and `**` otherwise (color.go canUnicode: no TTY -> no Unicode; SSM and subprocess
+    runs have no TTY), so the fake prints `Canonical**`; a second refresh while one runs ->
+    `error: snap "k8s" has "refresh-snap" change in progress` (overlord/snapstate/conflict.go).
+    A channel on a track the fake store lacks is refused as `snap install` refuses it.
+
+    While it runs, every k8s service of the node is down (the snap's services restart on refresh):
+    for a control plane that is its etcd member and kube-apiserver (invariants.py), for
+    `state["refresh_seconds"]` (slept outside the lock). Then the node's kubelet (and apiserver) run
+    the new track's Kubernetes, and k8sd's post-refresh hook runs (k8sd.post_refresh)."""
+    try:
+        names, channel = _refresh_args(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if len(names) != 1:
+        print("error: the fake snap refreshes one named snap only", file=sys.stderr)
+        return 1
+    name = names[0]
+    from tests.fakes.k8s_snap import invariants, k8sd, workloads
+
+    with world.locked() as state:
+        me: dict[str, Any] = state["instances"][me_id]
+        world.record(state, me_id, "snap refresh " + " ".join(args))
+        installed = me["node"].get("snap", {}).get(name)
+        if installed is None:
+            print(f'error: snap "{name}" is not installed', file=sys.stderr)
+            return 1
+        if me["node"].get("refreshing"):
+            print(f'error: snap "{name}" has "refresh-snap" change in progress', file=sys.stderr)
+            return 1
+        if channel is None:
+            target = installed
+        elif "/" in channel:
+            target = channel
+        elif channel in ("stable", "candidate", "beta", "edge"):  # a risk on the tracked track
+            target = f"{installed.split('/')[0]}/{channel}"
+        else:  # a track: its stable risk
+            target = f"{channel}/stable"
+        try:
+            new = tracks.from_channel(target)
+        except KeyError:
+            print(f'error: requested a non-existing branch on {target} for snap "{name}"', file=sys.stderr)
+            return 1
+        if target == installed:
+            print(f'snap "{name}" has no updates available', file=sys.stderr)
+            return 0
+        old = tracks.from_channel(installed)
+        node_name = me["node"].get("name")
+        member = state.get("cluster") is not None and node_name in state["cluster"]["members"]
+        me["node"]["refreshing"] = True
+        if member:
+            invariants.version_change(state, node_name, old, new)
+            invariants.check(state, f"refresh of {node_name} to {target} started")
+        seconds = float(state.get("refresh_seconds", 0))
+    time.sleep(seconds)
+    with world.locked() as state:
+        me = state["instances"][me_id]
+        me["node"]["snap"][name] = target
+        me["node"]["refreshing"] = False
+        cluster = state.get("cluster")
+        if member and cluster is not None and node_name in cluster["members"]:
+            node = cluster["nodes"].get(node_name)
+            if node is not None:
+                node.update(version=new.kubernetes_version, revision=new.revision)
+            if cluster["members"][node_name]["role"] == "control-plane":
+                k8sd.post_refresh(state, node_name, new)
+            else:
+                k8sd.reconcile_upgrades(state)
+            workloads.schedule_pending(state)
+            invariants.check(state, f"refresh of {node_name} to {target} done")
+    shown = "" if target == "stable" else f" ({target})"
+    print(f"{name}{shown} {new.kubernetes_version} from Canonical** refreshed")
+    return 0
 
 
 def cloud_init(argv: Sequence[str]) -> int:

@@ -24,6 +24,16 @@ class Track:
     # type_bootstrap_config.go: k8s-dqlite keys exist on 1.34/1.35 only; kube-proxy-enabled on 1.36 only.
     dqlite: bool
     kube_proxy_key: bool
+    # What `snap refresh`/`install` brings on this track: the Kubernetes version of every binary in the
+    # snap (kubelet, kube-apiserver; `snap info k8s` shows it as the snap's version) and a snap
+    # revision. The patch levels are the ones the project pins today; the revisions are the fake
+    # store's own numbers (real ones differ per architecture and move with every publish).
+    kubernetes_version: str = ""
+    revision: str = ""
+
+    @property
+    def minor(self) -> int:
+        return int(self.name.split(".")[1])
 
 
 _V1_BOOTSTRAP_TYPE = (
@@ -31,14 +41,24 @@ _V1_BOOTSTRAP_TYPE = (
     '"yaml:\\"kube-controller-manager-client-key,omitempty\\"" }'
 )
 TRACKS = {
-    "1.34": Track("1.34", True, False, "apiv1", _V1_BOOTSTRAP_TYPE, dqlite=True, kube_proxy_key=False),
-    "1.35": Track("1.35", False, False, "apiv1", _V1_BOOTSTRAP_TYPE, dqlite=True, kube_proxy_key=False),
-    "1.36": Track("1.36", False, True, "api", "api.BootstrapConfig", dqlite=False, kube_proxy_key=True),
+    "1.34": Track("1.34", True, False, "apiv1", _V1_BOOTSTRAP_TYPE, dqlite=True, kube_proxy_key=False,
+                  kubernetes_version="v1.34.11", revision="4104"),
+    "1.35": Track("1.35", False, False, "apiv1", _V1_BOOTSTRAP_TYPE, dqlite=True, kube_proxy_key=False,
+                  kubernetes_version="v1.35.7", revision="4507"),
+    "1.36": Track("1.36", False, True, "api", "api.BootstrapConfig", dqlite=False, kube_proxy_key=True,
+                  kubernetes_version="v1.36.4", revision="4904"),
 }
+# The fake store knows these tracks only: a channel on any other (1.32, 1.33, ...) is refused as
+# non-existing by `snap install` and `snap refresh` alike.
+
+
+def minor_of(version: str) -> int:
+    """`v1.35.7` -> 35."""
+    return int(version.lstrip("v").split(".")[1])
 
 
 def from_channel(channel: str) -> Track:
-    """`1.34-classic/stable` -> the 1.34 track."""
+    """`1.34-classic/stable` -> the 1.34 track (KeyError for a track the fake store does not have)."""
     return TRACKS[channel.split("-", 1)[0]]
 
 

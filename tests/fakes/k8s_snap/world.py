@@ -50,7 +50,8 @@ def read(directory: Path | None = None) -> dict[str, Any]:
     d = directory or world_dir()
     with open(d / LOCK, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)
-        return json.loads((d / STATE).read_text())
+        state: dict[str, Any] = json.loads((d / STATE).read_text())
+        return state
 
 
 def empty() -> dict[str, Any]:

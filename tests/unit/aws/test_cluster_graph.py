@@ -404,3 +404,40 @@ def test_a_gate_timeout_message_says_what_it_waited_for() -> None:
     message = api_timeout_message("https://api:6443", 1500, 40, last, "control plane c-cp-1 (instance i-1, node n)")
     assert message.endswith("waiting for: control plane c-cp-1 (instance i-1, node n)")
     assert "waiting for" not in api_timeout_message("https://api:6443", 1, 1, last)
+
+
+# -- upgrades (ADR 0015) -----------------------------------------------------------------------
+
+NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
+POOL_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade"
+
+
+def test_control_plane_upgrades_are_chained_after_the_last_join(run: PlanRun) -> None:
+    ups = sorted(of_type(run, NODE_UPGRADE), key=lambda r: r.name)
+    instances = sorted(of_type(run, INSTANCE), key=lambda r: r.name)
+    assert len(ups) == len(instances)
+    assert gates(run)[-1].urn in ups[0].dependencies
+    for i, up in enumerate(ups):
+        assert up.inputs["instanceId"].startswith(instances[i].name), "the mock engine ids an instance <name>-<hex>"
+        assert up.inputs["track"] == "1.34-classic"
+        if i > 0:
+            assert ups[i - 1].urn in up.dependencies, f"{up.name} must wait for {ups[i - 1].name}"
+
+
+def test_launch_templates_and_pool_upgrades_wait_for_every_control_plane_upgrade(run: PlanRun) -> None:
+    last = sorted(of_type(run, NODE_UPGRADE), key=lambda r: r.name)[-1].urn
+    templates = of_type(run, LAUNCH_TEMPLATE)
+    pools = of_type(run, POOL_UPGRADE)
+    assert templates and len(pools) == len(templates)
+    for r in [*templates, *pools]:
+        assert last in r.dependencies, f"{r.name} could put a newer kubelet beside older API servers"
+    for pool in pools:
+        assert any(t.urn in pool.dependencies for t in templates)
+        assert pool.inputs["policy"] == {"maxUnavailable": 1, "jobGraceSeconds": 1800, "drainTimeoutSeconds": 900,
+                                         "onDrainFailure": "stop", "nodeReadyTimeoutSeconds": 900}
+
+
+def test_the_kubernetes_provider_waits_for_the_api_not_for_upgrades(run: PlanRun) -> None:
+    (provider,) = of_type(run, "pulumi:providers:kubernetes")
+    assert gates(run)[-1].urn in provider.dependencies
+    assert not any(u.urn in provider.dependencies for u in of_type(run, POOL_UPGRADE))

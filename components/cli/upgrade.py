@@ -1,0 +1,160 @@
+"""`ck8s-gpu upgrade` and `ck8s-gpu replace-node`: day-2 operations on an AWS stack (ADR 0015, 0016).
+
+`upgrade --plan` is offline: the ordered steps, the nodes each touches, the expected durations.
+Without `--plan` it writes the next track into the stack file and runs `pulumi up` through the
+Automation API: the node-upgrade resources roll the nodes, then add-ons and the smoke test follow.
+Interrupted, the same command resumes: every node step reads the cluster first and skips what
+is done. `replace-node` takes a control plane out of the membership before its instance is
+replaced (or drains a worker before its group replaces it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from components.settings.load import SettingsError
+
+
+def register(sub: Any) -> None:
+    up = sub.add_parser(
+        "upgrade", help="upgrade a stack's Kubernetes track one minor (control planes, then pools, then add-ons)",
+        description="Upgrade the stack's Canonical Kubernetes track by one minor, in place: control planes one "
+                    "at a time, then each GPU pool (cordon, let GPU jobs finish, drain honouring PDBs, snap refresh, "
+                    "Ready, uncordon), then launch templates, add-ons and the smoke test. --plan prints the steps "
+                    "offline. Run it again after an interruption to resume.",
+    )
+    up.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
+    up.add_argument("--to", required=True, metavar="TRACK", help="the next track, e.g. 1.35-classic")
+    up.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
+    up.add_argument("--from", dest="deployed", default=None, metavar="TRACK",
+                    help="the track the cluster runs now (default: the stack's kubernetesTrack output, else the "
+                         "stack file)")
+    up.add_argument("--plan", action="store_true", help="print the steps, nodes and durations; change nothing")
+    up.set_defaults(func=run_upgrade)
+
+    rep = sub.add_parser(
+        "replace-node", help="replace one node: leave the cluster first, then a new instance joins",
+        description="Replace one node of an AWS stack. A control plane is drained and removed from the etcd/k8sd "
+                    "membership (from another control plane) before `pulumi up --replace` swaps its instance; the "
+                    "new one joins by itself. Refused on a single control plane unless --force (its data would be "
+                    "lost). A worker is cordoned and drained, its instance terminated without lowering the group's "
+                    "desired capacity, and its Node deleted; the group launches a replacement that joins by itself.",
+    )
+    rep.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
+    rep.add_argument("--node", required=True, help="the Kubernetes node name (the instance's private DNS name)")
+    rep.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
+    rep.add_argument("--force", action="store_true", help="allow replacing the only control plane (loses its data)")
+    rep.add_argument("--plan", action="store_true", help="print what would happen; change nothing")
+    rep.set_defaults(func=run_replace)
+
+
+def _load(stack: str, stacks_dir: Path | None) -> tuple[Any, Path]:
+    from components.plan.run import stack_file
+    from components.settings.load import load_stack
+
+    path = stack_file(stack, stacks_dir)
+    return load_stack(path), path
+
+
+def _deployed_from_outputs(stack: str) -> str | None:
+    stk = _automation_stack(stack)
+    out = stk.outputs().get("kubernetesTrack")
+    return str(out.value) if out is not None else None
+
+
+def _automation_stack(stack: str) -> Any:
+    from pulumi import automation as auto
+
+    from components import PROJECT_DIR
+
+    return auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR))
+
+
+def _progress(event: Any) -> None:
+    """One line per node-upgrade step, release and smoke run as the engine reports them."""
+    watched = (":NodeUpgrade", ":PoolUpgrade", "helm.sh/v3:Release", ":SmokeRun", "ec2/launchTemplate:")
+    for kind in ("resource_pre_event", "res_outputs_event", "res_op_failed_event"):
+        ev = getattr(event, kind, None)
+        if ev is None:
+            continue
+        meta = ev.metadata
+        if meta.op in ("same", "read") or not any(w in meta.type for w in watched):
+            return
+        name = meta.urn.rsplit("::", 1)[-1]
+        state = {"resource_pre_event": "started", "res_outputs_event": "done", "res_op_failed_event": "FAILED"}[kind]
+        print(f"  {state:<8} {meta.op:<8} {name}", flush=True)
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    from components.upgrade import skew, stackfile, steps
+
+    try:
+        settings, path = _load(args.stack, args.stacks_dir)
+    except SettingsError as exc:
+        print(f"ck8s-gpu upgrade: {exc.message}", file=sys.stderr)
+        return 2
+    if settings.platform != "aws":
+        print(f"ck8s-gpu upgrade: stack {args.stack} is platform {settings.platform}: track upgrades apply to the "
+              "nodes this project runs (aws); other platforms upgrade their own nodes", file=sys.stderr)
+        return 2
+    deployed = args.deployed or (None if args.plan else _deployed_from_outputs(args.stack)) or settings.kubernetes.track
+    try:
+        plan = steps.upgrade_steps(settings, deployed, args.to)
+    except steps.PlanRefused as exc:
+        print(f"ck8s-gpu upgrade: settings.kubernetes.track: {exc}", file=sys.stderr)
+        return 2
+    if not plan:
+        print(f"{settings.cluster_name} already runs {args.to}: nothing to upgrade "
+              "(after an interrupted run, `pulumi up` finishes it)")
+        return 0
+    print(steps.render(settings, deployed, args.to, plan))
+    if args.plan:
+        return 0
+    try:
+        stackfile.write_atomic(path, stackfile.with_track(path.read_text(), args.to))
+    except stackfile.StackFileError as exc:
+        print(f"ck8s-gpu upgrade: {path}: {exc}", file=sys.stderr)
+        return 2
+    print(f"\n{path}: kubernetes.track = {args.to}; running pulumi up (resume: run this command again)")
+    try:
+        result = _automation_stack(args.stack).up(on_event=_progress, color="never")
+    except KeyboardInterrupt:
+        print("ck8s-gpu upgrade: interrupted; nodes already on the new minor are kept. Run the same command to "
+              "resume from the next node.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the engine's own message names the resource and the reason
+        print(f"ck8s-gpu upgrade: pulumi up failed:\n{_engine_error(exc)}\nFix the cause, then run the same command "
+              "to resume.", file=sys.stderr)
+        return 1
+    outputs = result.outputs.get("kubernetesTrack")
+    print(f"done: {settings.cluster_name} on {outputs.value if outputs else args.to}; smoke test passed "
+          f"(skew check: {'ok' if not skew.track_change_problems(deployed, args.to) else 'n/a'})")
+    return 0
+
+
+def _engine_error(exc: Exception) -> str:
+    text = str(exc)
+    lines = [line for line in text.splitlines() if "error:" in line or "UpgradeStopped" in line]
+    return "\n".join(lines[-8:]) or text[-2000:]
+
+
+def run_replace(args: argparse.Namespace) -> int:
+    from components.upgrade import replace
+
+    try:
+        settings, _ = _load(args.stack, args.stacks_dir)
+    except SettingsError as exc:
+        print(f"ck8s-gpu replace-node: {exc.message}", file=sys.stderr)
+        return 2
+    if settings.platform != "aws":
+        print(f"ck8s-gpu replace-node: stack {args.stack} is platform {settings.platform}: only aws nodes are "
+              "replaced by this project", file=sys.stderr)
+        return 2
+    try:
+        return replace.run(settings, args.stack, args.node, args.force, _automation_stack, plan_only=args.plan)
+    except replace.ReplaceError as exc:
+        print(f"ck8s-gpu replace-node: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,128 @@
+"""The dynamic resources through which `pulumi up` upgrades nodes in place (ADR 0015).
+
+`NodeUpgrade` (one per control plane, chained) and `PoolUpgrade` (one per pool) carry the track.
+Created: nothing to do (the nodes booted on that track). Track changed: preview refuses a skipped
+minor or a downgrade (check), then update runs the executor over SSM. The add-ons and launch
+templates depend on them, so nothing new lands on a node before its minor is right.
+
+Pickled into the state by reference to this module: keep it importable at this path.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi.dynamic
+
+from components.settings.model import UpgradeSettings
+from components.upgrade import skew
+from components.upgrade.executor import Operator, Outcome
+
+
+def _failures(olds: dict[str, Any], news: dict[str, Any]) -> list[pulumi.dynamic.CheckFailure]:
+    old, new = olds.get("track"), news.get("track")
+    if not old or not new:
+        return []
+    return [pulumi.dynamic.CheckFailure("track", p) for p in skew.track_change_problems(str(old), str(new))]
+
+
+def _outcomes(items: Sequence[Outcome]) -> list[dict[str, str]]:
+    return [{"node": o.node, "result": o.result, "detail": o.detail} for o in items]
+
+
+def _operator(inputs: dict[str, Any]) -> tuple[Operator, Any]:
+    from components.upgrade.aws_runner import SsmRunner, discover
+
+    region, cluster = str(inputs["region"]), str(inputs["cluster"])
+    cps, pools = discover(region, cluster)
+    policy = UpgradeSettings.model_validate(inputs.get("policy") or {})
+    return Operator(SsmRunner(region), cps, policy, log=lambda line: pulumi.log.info(line)), pools
+
+
+class _Provider(pulumi.dynamic.ResourceProvider):
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
+        return pulumi.dynamic.CheckResult(news, _failures(_olds or {}, news))
+
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        return pulumi.dynamic.CreateResult(id_=uuid.uuid4().hex, outs={**props, "outcomes": []})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        keys = sorted(k for k in news if k != "outcomes" and olds.get(k) != news.get(k))
+        return pulumi.dynamic.DiffResult(changes=bool(keys), replaces=[k for k in keys if k == "instanceId"],
+                                         delete_before_replace=False)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        outcomes: list[Outcome] = []
+        if olds.get("track") != news.get("track"):
+            outcomes = self.run(news)
+        return pulumi.dynamic.UpdateResult(outs={**news, "outcomes": _outcomes(outcomes)})
+
+    def run(self, inputs: dict[str, Any]) -> list[Outcome]:
+        raise NotImplementedError
+
+
+class _NodeProvider(_Provider):
+    def run(self, inputs: dict[str, Any]) -> list[Outcome]:
+        op, _ = _operator(inputs)
+        node = next((cp for cp in op.control_planes if cp.instance_id == inputs["instanceId"]), None)
+        if node is None:
+            raise RuntimeError(f"control plane instance {inputs['instanceId']} is not running in cluster "
+                               f"{inputs['cluster']}: replace it first (ck8s-gpu replace-node)")
+        return op.upgrade_nodes([node], str(inputs["track"]))
+
+
+class _PoolProvider(_Provider):
+    def run(self, inputs: dict[str, Any]) -> list[Outcome]:
+        op, pools = _operator(inputs)
+        return op.upgrade_pool(pools.get(str(inputs["pool"]), []), str(inputs["track"]))
+
+
+class _CompleteProvider(_Provider):
+    def run(self, inputs: dict[str, Any]) -> list[Outcome]:
+        op, _ = _operator(inputs)
+        return [Outcome("cluster", "upgraded", op.wait_upgrade_completed(str(inputs["track"])))]
+
+
+def _policy(policy: UpgradeSettings) -> dict[str, Any]:
+    return policy.model_dump(by_alias=True)
+
+
+class NodeUpgrade(pulumi.dynamic.Resource, module="ck8s-gpu", name="NodeUpgrade"):  # type: ignore[misc,call-arg]
+    """One control plane's Kubernetes minor, upgraded in place when the track changes."""
+
+    outcomes: pulumi.Output[list[dict[str, str]]]
+
+    def __init__(self, name: str, *, track: str, region: str, cluster: str, instance_id: pulumi.Input[str],
+                 policy: UpgradeSettings, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(_NodeProvider(), name, {
+            "track": track, "region": region, "cluster": cluster, "instanceId": instance_id,
+            "policy": _policy(policy), "outcomes": None,
+        }, opts)
+
+
+class PoolUpgrade(pulumi.dynamic.Resource, module="ck8s-gpu", name="PoolUpgrade"):  # type: ignore[misc,call-arg]
+    """One pool's nodes, upgraded in place (maxUnavailable at a time) when the track changes."""
+
+    outcomes: pulumi.Output[list[dict[str, str]]]
+
+    def __init__(self, name: str, *, track: str, region: str, cluster: str, pool: str, policy: UpgradeSettings,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(_PoolProvider(), name, {
+            "track": track, "region": region, "cluster": cluster, "pool": pool,
+            "policy": _policy(policy), "outcomes": None,
+        }, opts)
+
+
+class UpgradeComplete(pulumi.dynamic.Resource, module="ck8s-gpu", name="UpgradeComplete"):  # type: ignore[misc,call-arg]
+    """After every node: k8sd's InPlace Upgrade reaches Completed (its features re-applied)."""
+
+    outcomes: pulumi.Output[list[dict[str, str]]]
+
+    def __init__(self, name: str, *, track: str, region: str, cluster: str, policy: UpgradeSettings,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(_CompleteProvider(), name, {
+            "track": track, "region": region, "cluster": cluster, "policy": _policy(policy), "outcomes": None,
+        }, opts)

@@ -1,0 +1,90 @@
+"""The executor's two boundaries over the k8s-snap fake: commands run on a simulated instance as
+SSM RunShellScript would, and a clock that is the fake world's (sleeping advances it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from components.upgrade.executor import NodeRef, Result
+from tests.fakes.k8s_snap import world
+from tests.fakes.k8s_snap.fleet import Fleet, Instance
+from tests.unit.aws.cluster_sim import SimCluster, simulate
+
+
+@dataclass
+class FleetRunner:
+    fleet: Fleet
+    # Called after each command with (instance id, argv, result): a test interrupts here.
+    after: Callable[[str, Sequence[str], Result], None] | None = None
+    calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def run(self, instance_id: str, argv: Sequence[str], timeout: float) -> Result:
+        inst = self.fleet.instances[instance_id]
+        if inst.state["state"] != "running":
+            return Result(255, "", f"SSM Undeliverable: instance {instance_id} is not running")
+        done = inst.exec(list(argv), timeout)
+        result = Result(done.returncode, done.stdout, done.stderr)
+        self.calls.append((instance_id, tuple(argv)))
+        if self.after is not None:
+            self.after(instance_id, argv, result)
+        return result
+
+    def refreshes(self) -> list[str]:
+        names = {i.id: i.name for i in self.fleet.instances.values()}
+        return [names[i] for i, argv in self.calls if argv[:2] == ("snap", "refresh")]
+
+
+@dataclass
+class WorldClock:
+    directory: Path
+
+    def now(self) -> float:
+        return world.now(world.read(self.directory))
+
+    def sleep(self, seconds: float) -> None:
+        with world.locked(self.directory) as state:
+            state["clock_offset"] = float(state.get("clock_offset", 0)) + seconds
+
+
+@dataclass
+class Booted:
+    sim: SimCluster
+    control_planes: list[Instance]
+    workers: list[Instance]
+
+    @property
+    def fleet(self) -> Fleet:
+        return self.sim.fleet
+
+    def refs(self, instances: Sequence[Instance], role: str, pool: str | None = None) -> list[NodeRef]:
+        return [NodeRef(i.id, i.name, role, pool) for i in instances]  # type: ignore[arg-type]
+
+    @property
+    def cp_refs(self) -> list[NodeRef]:
+        return self.refs(self.control_planes, "control-plane")
+
+    @property
+    def worker_refs(self) -> list[NodeRef]:
+        return self.refs(self.workers, "worker", "l40s")
+
+    def cluster(self) -> dict:  # type: ignore[type-arg]
+        state = world.read(self.fleet.dir)
+        return dict(state["cluster"])
+
+
+def boot(tmp: Path, stack: str = "aws-prod", workers: int = 2, track: str = "1.34-classic") -> Booted:
+    """A cluster built by the real node script: control planes one after the other, then workers."""
+    sim = simulate(tmp, stack, track)
+    cps = []
+    for i in range(sim.settings.control_plane.count):  # launched as Pulumi does: each after the last joined
+        cp = sim.control_plane(i)
+        assert cp.run().returncode == 0, cp.log
+        cps.append(cp)
+    ws = [sim.worker(0) for _ in range(workers)]
+    for w in ws:
+        w.start()
+    for w in ws:
+        assert w.wait().returncode == 0, w.log
+    return Booted(sim, cps, ws)

@@ -1,0 +1,109 @@
+"""`ck8s-gpu upgrade --plan`, its refusals, `plan --diff` against a deployed track, and the
+node-upgrade resources' preview check (the same rule inside `pulumi up`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.cli.main import main
+from components.upgrade import resources, skew
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_plan_prints_the_steps_and_changes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    before = (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text()
+    assert main(["upgrade", "--stack", "aws-dev", "--to", "1.35-classic", "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("upgrade ck8s-dev-eu-west-1: 1.34-classic -> 1.35-classic (5 steps)")
+    assert "control plane ck8s-dev-eu-west-1-cp-0" in out and "pool l4 [l4-node-1]" in out
+    assert (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text() == before
+
+
+def test_a_skipped_minor_exits_2_naming_the_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["upgrade", "--stack", "aws-dev", "--to", "1.36-classic", "--plan"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ck8s-gpu upgrade: settings.kubernetes.track: 1.34-classic -> 1.36-classic skips 1 minor")
+    assert "Traceback" not in err
+
+
+def test_from_says_what_runs_now(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["upgrade", "--stack", "aws-dev", "--from", "1.35-classic", "--to", "1.36-classic", "--plan"]) == 0
+    assert "1.35-classic -> 1.36-classic" in capsys.readouterr().out
+
+
+def test_a_non_aws_stack_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["upgrade", "--stack", "kind", "--to", "1.35-classic", "--plan"]) == 2
+    assert "platform kind" in capsys.readouterr().err
+
+
+def test_help_says_what_it_does() -> None:
+    out = subprocess.run([sys.executable, "-m", "components.cli.main", "upgrade", "--help"], capture_output=True,
+                         text=True, cwd=ROOT, check=True).stdout
+    assert "control planes one at a time" in " ".join(out.split())
+
+
+def test_plan_diff_refuses_a_track_that_skips_the_deployed_one(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    old = {"resources": [{"type": skew.UPGRADE_TYPES[0], "inputs": {"track": "1.32-classic"}}]}
+    path = tmp_path / "resources.json"
+    path.write_text(json.dumps(old))
+    assert main(["plan", "--stack", "aws-dev", "--diff", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "settings.kubernetes.track: 1.32-classic -> 1.34-classic skips 1 minor" in err
+
+
+@pytest.mark.parametrize(("old", "new", "refused"), [
+    ("1.34-classic", "1.35-classic", False), ("1.34-classic", "1.36-classic", True),
+    ("1.35-classic", "1.34-classic", True), (None, "1.36-classic", False),
+])
+def test_the_preview_check_refuses_what_the_cli_refuses(old: str | None, new: str, refused: bool) -> None:
+    olds = {"track": old} if old else {}
+    result = resources._NodeProvider().check(olds, {"track": new})
+    assert bool(result.failures) is refused
+    assert all(f.property == "track" for f in result.failures)
+
+
+def test_create_does_nothing_and_only_a_track_change_runs_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    provider = resources._PoolProvider()
+    monkeypatch.setattr(provider, "run", lambda inputs: calls.append(inputs["track"]) or [])
+    created = provider.create({"track": "1.34-classic", "pool": "l4"})
+    assert created.outs["outcomes"] == [] and calls == []
+    olds = {"track": "1.34-classic", "pool": "l4", "policy": {"maxUnavailable": 1}}
+    provider.update("id", olds, {**olds, "policy": {"maxUnavailable": 2}})
+    assert calls == []
+    provider.update("id", olds, {**olds, "track": "1.35-classic"})
+    assert calls == ["1.35-classic"]
+    diff = provider.diff("id", olds, {**olds, "track": "1.35-classic"})
+    assert diff.changes and not diff.replaces
+    assert resources._NodeProvider().diff("id", {"instanceId": "i-1"}, {"instanceId": "i-2"}).replaces == ["instanceId"]
+
+
+def test_every_addon_release_and_the_smoke_test_follow_the_pool_upgrades() -> None:
+    """Add-on values change with the track (containerd 2 on 1.35): no release moves before the nodes."""
+    from components.plan.run import plan_stack
+
+    plan = plan_stack("aws-dev")
+    by_urn = {r.urn: r for r in plan.resources}
+    pools = {r.urn for r in plan.resources if r.type == skew.UPGRADE_TYPES[1]}
+    assert pools
+
+    def upstream(urn: str, seen: set[str]) -> set[str]:
+        for dep in by_urn[urn].dependencies:
+            if dep not in seen and dep in by_urn:
+                seen.add(dep)
+                upstream(dep, seen)
+        return seen
+
+    gated = [r for r in plan.resources if r.type in ("kubernetes:helm.sh/v3:Release",
+                                                     "pulumi-python:dynamic/ck8s-gpu:SmokeRun")
+             and "ccm" not in r.name]
+    assert gated
+    for r in gated:
+        assert pools <= upstream(r.urn, set()), f"{r.name} does not wait for every pool upgrade"

@@ -1,0 +1,57 @@
+"""docs/runbooks/upgrade.md names only commands that exist, with arguments the CLI accepts."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from components.cli.main import build_parser
+from components.plan.run import PROJECT_DIR
+from tests.unit.test_dr_docs import commands
+
+RUNBOOK = PROJECT_DIR / "docs" / "runbooks" / "upgrade.md"
+# Programs the runbook may tell an operator to run besides ck8s-gpu, and the subcommands used.
+OTHER = {"pulumi": {"stack", "preview", "up"}, "aws": {"ssm"}, "sudo": {"k8s", "journalctl"}}
+K8S = {"status", "kubectl"}
+
+
+def code_lines() -> list[str]:
+    text = RUNBOOK.read_text()
+    lines = []
+    for block in re.findall(r"```(?:sh|bash)?\n(.*?)```", text, flags=re.S):
+        lines += [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    lines += re.findall(r"`((?:ck8s-gpu|pulumi|aws|sudo) [^`]+)`", text)
+    return lines
+
+
+def test_every_ck8s_gpu_command_parses() -> None:
+    found = commands(RUNBOOK)
+    assert {shlex.split(c)[1] for c in found} >= {"upgrade", "replace-node"}
+    parser = build_parser()
+    for command in found:
+        argv = shlex.split(command)[1:]
+        parser.parse_args(argv)  # SystemExit (a failure) on anything the CLI refuses
+
+
+def test_every_other_command_is_one_the_runbook_declares() -> None:
+    for line in code_lines():
+        argv = shlex.split(line.replace("<", "").replace(">", ""))
+        tool = argv[0]
+        if tool == "ck8s-gpu":
+            continue
+        assert tool in OTHER, f"undeclared program in the runbook: {line}"
+        assert argv[1] in OTHER[tool], f"undeclared {tool} subcommand: {line}"
+        if argv[:2] == ["sudo", "k8s"]:
+            assert argv[2] in K8S, line
+        if argv[:2] == ["sudo", "journalctl"]:  # k8s-snap's services are snap.k8s.<component>
+            assert argv[-1].startswith("snap.k8s."), line
+
+
+def test_the_upgrade_and_resume_use_the_same_command() -> None:
+    found = [c for c in commands(RUNBOOK) if c.startswith("ck8s-gpu upgrade") and "--plan" not in c]
+    assert len(set(found)) == 1 and len(found) >= 2, found
+
+
+def test_every_step_row_has_a_duration() -> None:
+    rows = re.findall(r"^\| \d \| .* \| (.*) \|$", RUNBOOK.read_text(), flags=re.M)
+    assert len(rows) == 6 and all(re.search(r"\d+(-\d+)? min", r) for r in rows), rows
