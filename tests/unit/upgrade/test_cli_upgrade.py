@@ -107,3 +107,66 @@ def test_every_addon_release_and_the_smoke_test_follow_the_pool_upgrades() -> No
     assert gated
     for r in gated:
         assert pools <= upstream(r.urn, set()), f"{r.name} does not wait for every pool upgrade"
+
+
+class _Output:
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class _Stack:
+    """The two calls `upgrade` makes on an Automation API Stack (outputs, up), recorded."""
+
+    def __init__(self, deployed: str, fail: BaseException | None = None) -> None:
+        self.deployed, self.fail, self.ups = deployed, fail, 0
+
+    def outputs(self) -> dict[str, _Output]:
+        return {"kubernetesTrack": _Output(self.deployed)}
+
+    def up(self, **kwargs: object) -> object:
+        self.ups += 1
+        assert callable(kwargs["on_event"])
+        if self.fail is not None:
+            raise self.fail
+
+        class Result:
+            outputs = {"kubernetesTrack": _Output("1.35-classic")}
+
+        return Result()
+
+
+def _stacks(tmp_path: Path) -> Path:
+    (tmp_path / "Pulumi.aws-dev.yaml").write_text((ROOT / "stacks/Pulumi.aws-dev.yaml").read_text())
+    return tmp_path
+
+
+@pytest.mark.parametrize(("fail", "code"), [(None, 0), (KeyboardInterrupt(), 130), (RuntimeError("error: boom"), 1)])
+def test_upgrade_writes_the_track_then_runs_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str], fail: BaseException | None,
+                                               code: int) -> None:
+    from components.cli import upgrade as cli
+
+    stack = _Stack("1.34-classic", fail)
+    monkeypatch.setattr(cli, "_automation_stack", lambda _name: stack)
+    stacks = _stacks(tmp_path)
+    assert main(["upgrade", "--stack", "aws-dev", "--to", "1.35-classic", "--stacks-dir", str(stacks)]) == code
+    assert "track: 1.35-classic" in (stacks / "Pulumi.aws-dev.yaml").read_text()
+    assert stack.ups == 1
+    err = capsys.readouterr().err
+    if code == 130:
+        assert "Run the same command to resume" in err
+    if code == 1:
+        assert "error: boom" in err and "Traceback" not in err
+
+
+def test_a_deployed_track_two_minors_behind_refuses_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from components.cli import upgrade as cli
+
+    stack = _Stack("1.33-classic")
+    monkeypatch.setattr(cli, "_automation_stack", lambda _name: stack)
+    stacks = _stacks(tmp_path)
+    before = (stacks / "Pulumi.aws-dev.yaml").read_text()
+    assert main(["upgrade", "--stack", "aws-dev", "--to", "1.35-classic", "--stacks-dir", str(stacks)]) == 2
+    assert "1.33-classic -> 1.35-classic skips 1 minor" in capsys.readouterr().err
+    assert (stacks / "Pulumi.aws-dev.yaml").read_text() == before and stack.ups == 0
