@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -231,8 +231,10 @@ class Operator:
             via = self._via(node.name)
             views = self.nodes(via, node.name)
             view = views.get(node.name)
-            if view is None:
-                raise UpgradeStopped(node.name, "read nodes", "no such Node in the cluster")
+            if view is None:  # launched, not joined yet: it joins on what its launch template says
+                self.log(f"{node.name}: no Node yet (still joining); left to join by itself")
+                outcomes.append(Outcome(node.name, "skipped", "not joined yet"))
+                continue
             if view.minor == target:
                 if view.held_by_upgrade:  # interrupted after the refresh: finish the node
                     self.release(via, node, True)
@@ -269,6 +271,17 @@ class Operator:
         step = self.policy.max_unavailable
         for i in range(0, len(workers), step):
             out += self.upgrade_nodes(workers[i:i + step], track)
+        return out
+
+    def finish(self, pools: Mapping[str, Sequence[NodeRef]], track: str,
+               timeout: float = FEATURE_UPGRADE_SECONDS) -> list[Outcome]:
+        """The last step: any pool node still on the old minor (one that joined from the old launch
+        template while the control planes were upgraded) is upgraded too, then k8sd's Upgrade must
+        complete. Run again after a failure, it picks up exactly what is left."""
+        out: list[Outcome] = []
+        for workers in pools.values():
+            out += self.upgrade_pool(workers, track)
+        out.append(Outcome("cluster", "upgraded", self.wait_upgrade_completed(track, timeout)))
         return out
 
     def wait_upgrade_completed(self, track: str, timeout: float = FEATURE_UPGRADE_SECONDS) -> str:

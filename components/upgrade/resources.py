@@ -82,8 +82,8 @@ class _PoolProvider(_Provider):
 
 class _CompleteProvider(_Provider):
     def run(self, inputs: dict[str, Any]) -> list[Outcome]:
-        op, _ = _operator(inputs)
-        return [Outcome("cluster", "upgraded", op.wait_upgrade_completed(str(inputs["track"])))]
+        op, pools = _operator(inputs)
+        return op.finish(pools, str(inputs["track"]))
 
 
 def _policy(policy: UpgradeSettings) -> dict[str, Any]:
@@ -117,7 +117,7 @@ class PoolUpgrade(pulumi.dynamic.Resource, module="ck8s-gpu", name="PoolUpgrade"
 
 
 class UpgradeComplete(pulumi.dynamic.Resource, module="ck8s-gpu", name="UpgradeComplete"):  # type: ignore[misc,call-arg]
-    """After every node: k8sd's InPlace Upgrade reaches Completed (its features re-applied)."""
+    """After every pool: stragglers upgraded, then k8sd's InPlace Upgrade reaches Completed."""
 
     outcomes: pulumi.Output[list[dict[str, str]]]
 

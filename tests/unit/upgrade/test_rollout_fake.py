@@ -220,3 +220,31 @@ def test_replacing_a_worker_drains_it_and_its_replacement_joins(cluster: Booted)
 
 def state_for(b: Booted) -> dict[str, Any]:
     return world.read(b.fleet.dir)
+
+
+def test_a_node_that_joined_on_the_old_minor_mid_upgrade_is_swept_up_at_the_end(cluster: Booted) -> None:
+    op = operator(cluster)
+    op.upgrade_control_planes(TARGET)
+    late = cluster.sim.worker(0)  # launched from the old launch template while control planes upgraded
+    assert late.run().returncode == 0, late.log
+    op.upgrade_pool(cluster.worker_refs, TARGET)  # the pool as it was listed when its step started
+    assert versions(cluster)[late.name] == "v1.34.11"
+    with pytest.raises(UpgradeStopped, match=f"not yet counted: {late.name}"):
+        op.wait_upgrade_completed(TARGET, timeout=60)
+    pools = {"l40s": [*cluster.worker_refs, *cluster.refs([late], "worker", "l40s")]}
+    outcomes = op.finish(pools, TARGET)
+    assert [(o.node, o.result) for o in outcomes if o.node != "cluster"] == [
+        (cluster.workers[0].name, "already"), (cluster.workers[1].name, "already"), (late.name, "upgraded")]
+    assert set(versions(cluster).values()) == {V135}
+    assert cluster.cluster().get("violations", []) == []
+
+
+def test_a_pool_node_that_has_not_joined_yet_is_left_to_join(cluster: Booted) -> None:
+    op = operator(cluster)
+    op.upgrade_control_planes(TARGET)
+    pending = cluster.sim.worker(0)  # running, its script not yet at the join
+    ref = cluster.refs([pending], "worker", "l40s")
+    outcomes = op.upgrade_pool([*cluster.worker_refs, *ref], TARGET)
+    assert [(o.node, o.result, o.detail) for o in outcomes if o.node == pending.name] == [
+        (pending.name, "skipped", "not joined yet")]
+    assert [o.result for o in outcomes if o.node != pending.name] == ["upgraded", "upgraded"]
