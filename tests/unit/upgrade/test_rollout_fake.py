@@ -248,3 +248,21 @@ def test_a_pool_node_that_has_not_joined_yet_is_left_to_join(cluster: Booted) ->
     assert [(o.node, o.result, o.detail) for o in outcomes if o.node == pending.name] == [
         (pending.name, "skipped", "not joined yet")]
     assert [o.result for o in outcomes if o.node != pending.name] == ["upgraded", "upgraded"]
+
+
+def test_a_single_control_plane_stack_upgrades_with_its_api_down_only_during_its_refresh(tmp_path: Path) -> None:
+    b = boot(tmp_path, stack="aws-dev", workers=1)
+    try:
+        with b.fleet.mutate() as s:
+            s["refresh_seconds"] = 1  # the window in which its only etcd member (and API) is down
+        runner = FleetRunner(b.fleet)
+        op = operator(b, runner)
+        op.upgrade_control_planes(TARGET)
+        op.finish({"l4": b.refs(b.workers, "worker", "l4")}, TARGET)
+        assert set(versions(b).values()) == {V135}
+        assert runner.refreshes() == [b.control_planes[0].name, b.workers[0].name]
+        # A single member is down while it refreshes: the one outage a one-control-plane stack accepts.
+        violations = b.cluster().get("violations", [])
+        assert len(violations) == 1 and violations[0].startswith("etcd quorum lost: 0 of 1"), violations
+    finally:
+        b.fleet.close()
