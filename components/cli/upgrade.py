@@ -81,11 +81,12 @@ def _progress(event: Any) -> None:
         if ev is None:
             continue
         meta = ev.metadata
-        if meta.op in ("same", "read") or not any(w in meta.type for w in watched):
+        op = str(getattr(meta.op, "value", meta.op))
+        if op in ("same", "read") or not any(w in meta.type for w in watched):
             return
         name = meta.urn.rsplit("::", 1)[-1]
         state = {"resource_pre_event": "started", "res_outputs_event": "done", "res_op_failed_event": "FAILED"}[kind]
-        print(f"  {state:<8} {meta.op:<8} {name}", flush=True)
+        print(f"  {state:<8} {op:<8} {name}", flush=True)
 
 
 def run_upgrade(args: argparse.Namespace) -> int:

@@ -170,3 +170,21 @@ def test_a_deployed_track_two_minors_behind_refuses_before_writing(tmp_path: Pat
     assert main(["upgrade", "--stack", "aws-dev", "--to", "1.35-classic", "--stacks-dir", str(stacks)]) == 2
     assert "1.33-classic -> 1.35-classic skips 1 minor" in capsys.readouterr().err
     assert (stacks / "Pulumi.aws-dev.yaml").read_text() == before and stack.ups == 0
+
+
+def test_progress_prints_one_line_per_watched_step_from_real_engine_events(capsys: pytest.CaptureFixture[str]) -> None:
+    from pulumi.automation.events import EngineEvent
+
+    from components.cli.upgrade import _progress
+
+    def event(kind: str, op: str, typ: str, name: str) -> EngineEvent:
+        meta = {"op": op, "urn": f"urn:pulumi:aws-dev::ck8s-gpu::{typ}::{name}", "type": typ, "provider": ""}
+        return EngineEvent.from_json({"sequence": 1, "timestamp": 0, kind: {"metadata": meta}})
+
+    for e in (event("resourcePreEvent", "update", skew.UPGRADE_TYPES[0], "cp-0-upgrade"),
+              event("resOutputsEvent", "update", skew.UPGRADE_TYPES[0], "cp-0-upgrade"),
+              event("resourcePreEvent", "same", skew.UPGRADE_TYPES[1], "pool-l4-upgrade"),
+              event("resourcePreEvent", "update", "aws:ec2/securityGroup:SecurityGroup", "sg")):
+        _progress(e)
+    assert capsys.readouterr().out.splitlines() == ["  started  update   cp-0-upgrade",
+                                                    "  done     update   cp-0-upgrade"]
