@@ -19,7 +19,9 @@ addons = AddonSet(
     extra_values={"velero": backup.velero_values()} if backup else None,
     extra_dependencies={"velero": backup.ready} if backup else None,
 )
-smoke = SmokeTest("smoke-test", settings, cluster, depends_on=addons.smoke_dependencies)
+# After every add-on release; a changed release (a new pin) runs it again (docs/addons.md, Upgrades).
+smoke = SmokeTest("smoke-test", settings, cluster, depends_on=addons.smoke_dependencies,
+                  addons_digest=addons.fingerprint)
 
 pulumi.export("platform", settings.platform)
 pulumi.export("environment", settings.environment)

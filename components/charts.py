@@ -23,6 +23,12 @@ def chart_dir(name: str) -> Path:
     return path
 
 
+def chart_version(name: str) -> str:
+    """The `version` of charts/<name>/Chart.yaml (what a mirror of this chart serves by default)."""
+    meta = yaml.safe_load((chart_dir(name) / "Chart.yaml").read_text())
+    return str(meta["version"])
+
+
 def render(name: str, values: dict[str, Any], *, release: str, namespace: str) -> list[dict[str, Any]]:
     """Render chart `name` with `values`; returns the objects in template order (hooks included)."""
     import helm_python  # heavy native library: imported only when rendering

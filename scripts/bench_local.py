@@ -246,7 +246,8 @@ def markdown(m: dict[str, Any], warm: dict[str, Any] | None) -> str:
     ]
     if warm:
         lines += [f"Warm `bash tools/build.sh`: {warm['build_s']:.2f} s. Warm "
-                  f"`tests/integration/test_local_engine.py` (cluster start, up, preview, negative up, destroy): "
+                  f"`tests/integration/test_local_engine.py` (cluster start, up, preview, add-on pin A -> B -> "
+                  f"refused -> A, negative up, destroy): "
                   f"{warm['test_s']:.0f} s ({warm['test_summary']})."]
     lines += [
         "",

@@ -1,21 +1,24 @@
 """AddonSet: the enabled add-ons as Helm releases, in dependency order, each waiting for readiness.
 
 A thin shell over pure functions (graph.install_graph, each add-on's values). Every release is a
-`helm.v3.Release` (hooks run; see docs/adr on Release vs Chart) with an explicit timeout; the
-GPU Operator's release is followed by a gate on ClusterPolicy `cluster-policy` being `ready`.
+`helm.v3.Release` (hooks run; see docs/adr on Release vs Chart) with an explicit timeout, atomic
+(a failed upgrade is rolled back by Helm and stops `pulumi up` naming the release); the GPU
+Operator's release is followed by a gate on ClusterPolicy `cluster-policy` being `ready`. Pulumi
+updates a resource only after what it depends on, so a changed pin upgrades releases in the
+graph's order, and the smoke test, which depends on every release, runs last (docs/addons.md).
 Values some add-ons need from other components (Velero's access key from BackupTarget) come in
 through `extra_values` / `extra_dependencies`, keyed by add-on name.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import pins
 from components.addons.base import Addon, AddonContext, deep_merge
 from components.addons.catalog import BY_NAME, WIRED_VALUES
 from components.addons.gpu_operator import CLUSTER_POLICY
@@ -71,7 +74,11 @@ def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
         "namespace": addon.namespace,
         "values": release_values(addon, ctx),
         "timeout": addon.timeout_seconds,
-        "cleanup_on_fail": True,  # a failed install leaves no half-release to wedge the next run
+        # A failed upgrade is rolled back by Helm to the last deployed revision (and a failed
+        # install uninstalled), so the cluster keeps running the old version and `pulumi up`
+        # fails naming the release and Helm's reason (docs/addons.md, Upgrades).
+        "atomic": True,
+        "cleanup_on_fail": True,  # objects the failed attempt created are deleted first
         "wait_for_jobs": True,
         "max_history": 10,
         "create_namespace": False,  # the set owns namespaces (Pod Security labels)
@@ -79,26 +86,44 @@ def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
     }
     if addon.disable_openapi_validation:
         args["disable_openapi_validation"] = True
-    if addon.local_chart is not None:
+    repo = addon.repository(ctx.settings)
+    if repo is None:  # this repository's chart, from charts/
+        assert addon.local_chart is not None
         args["chart"] = str(chart_dir(addon.local_chart))
         return args
-    assert addon.chart_pin is not None
-    pin = pins.chart(addon.chart_pin)
     args["version"] = ctx.version
-    if pin.is_oci:
-        args["chart"] = f"{pin.repo}/{pin.name}"
+    if repo.startswith("oci://"):
+        args["chart"] = f"{repo}/{addon.chart_name}"
     else:
-        args["chart"] = pin.name
-        args["repository_opts"] = {"repo": pin.repo}
+        args["chart"] = addon.chart_name
+        args["repository_opts"] = {"repo": repo}
     return args
+
+
+def release_source(addon: Addon, ctx: AddonContext) -> str:
+    """What a pin decides for a release, readably: `<repository>/<chart>@<version>`, or
+    `charts/<chart>@local` for this repository's chart installed from its path."""
+    repo = addon.repository(ctx.settings)
+    return f"{repo or 'charts'}/{addon.chart_name}@{ctx.version}"
+
+
+def set_fingerprint(sources: Mapping[str, str]) -> str:
+    """One digest of every release's source: the smoke test's run id includes it, so changing any
+    add-on's pin (version or repository) runs the smoke test again after the upgraded releases.
+    Values stay out: they differ between the regions of one stamped stack, whose smoke runs must
+    not (tests/unit/test_region_parity.py); a values change re-runs it through smokeTest.trigger."""
+    lines = "\n".join(f"{name}={source}" for name, source in sorted(sources.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()[:16]
 
 
 class AddonSet(pulumi.ComponentResource):
     releases: dict[str, pulumi.Resource]
     ready: dict[str, pulumi.Resource]  # what a dependant of each add-on waits for
     namespaces: dict[str, k8s.core.v1.Namespace]
-    smoke_dependencies: list[pulumi.Resource]
+    smoke_dependencies: list[pulumi.Resource]  # every release's ready gate
     graph: InstallGraph
+    sources: dict[str, str]  # add-on -> release_source (repository/chart@version)
+    fingerprint: str  # of every source: part of the smoke test's run id
 
     def __init__(
         self,
@@ -135,6 +160,8 @@ class AddonSet(pulumi.ComponentResource):
             )
 
         ctxs = contexts(graph, settings, cluster.facts)
+        self.sources = {a.name: release_source(a, ctxs[a.name]) for a in graph.order}
+        self.fingerprint = set_fingerprint(self.sources)
         for addon in graph.order:  # dependencies first: their ready gates exist already
             ctx = ctxs[addon.name]
             args = release_args(addon, ctx)
@@ -146,6 +173,8 @@ class AddonSet(pulumi.ComponentResource):
             depends += [self.ready[d] for d in graph.edges[addon.name]]
             depends += extra_dependencies.get(addon.name, ())
             grace = f"{addon.timeout_seconds + ENGINE_GRACE_SECONDS}s"
+            # atomic: a failed upgrade waits up to `timeout` and its rollback as long again.
+            update_grace = f"{2 * addon.timeout_seconds + ENGINE_GRACE_SECONDS}s"
             release = k8s.helm.v3.Release(
                 f"{name}-{addon.name}",
                 k8s.helm.v3.ReleaseArgs(
@@ -154,7 +183,7 @@ class AddonSet(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(
                     depends_on=depends,
-                    custom_timeouts=pulumi.CustomTimeouts(create=grace, update=grace),
+                    custom_timeouts=pulumi.CustomTimeouts(create=grace, update=update_grace),
                 )),
             )
             self.releases[addon.name] = release
@@ -170,25 +199,14 @@ class AddonSet(pulumi.ComponentResource):
                     jsonpath="{.status.state}",
                     equals="ready",
                     timeout_seconds=addon.timeout_seconds,
-                    trigger=ctxs[addon.name].version,  # an operator upgrade waits again
+                    trigger=ctx.version,  # an operator upgrade waits again (so do its dependants)
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
                 )
 
-        self.smoke_dependencies = [self.ready[n] for n in smoke_dependency_names(settings, graph)]
+        # The smoke test runs after every release and gate: it is what an upgrade is judged by.
+        self.smoke_dependencies = [self.ready[a.name] for a in graph.order]
         self.register_outputs({
             "addons": [a.name for a in graph.order],
             "versions": {a.name: ctxs[a.name].version for a in graph.order},
+            "sources": self.sources,
         })
-
-
-def smoke_dependency_names(settings: Settings, graph: InstallGraph) -> list[str]:
-    """What the smoke test waits for: whatever publishes the GPUs it claims (the DRA driver, or
-    fake-gpu-operator on kind; the driver/device plugin provider in device-plugin mode), plus
-    KAI and its queues when it is scheduled by KAI."""
-    def providing(cap: str) -> list[str]:
-        return [a.name for a in graph.order if cap in a.provides(settings)]
-
-    names = providing("dra-gpus") or providing("gpu-driver")
-    if settings.smoke_test.scheduler == "kai":
-        names += [n for n in ("kai-scheduler", "kai-queues") if n in graph.names]
-    return list(dict.fromkeys(names))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from components import pins
+from components.charts import chart_version
 from components.cluster import ClusterFacts
 from components.settings.model import AddonSettings, ClusterCapability, Settings
 
@@ -89,11 +90,34 @@ class Addon:
         value: AddonSettings = getattr(settings.gpu_stack.addons, self.settings_key)
         return value
 
+    @property
+    def chart_name(self) -> str:
+        """The chart's name in a Helm repository (the pinned chart's, or this repository's chart's)."""
+        if self.chart_pin is not None:
+            return pins.chart(self.chart_pin).name
+        assert self.local_chart is not None
+        return self.local_chart
+
+    def repository(self, settings: Settings) -> str | None:
+        """Where the chart comes from: the stack's mirror (`repository`), else the pin's repository;
+        None for this repository's chart installed from `charts/`."""
+        mirror = self.addon_settings(settings).repository
+        if mirror is not None:
+            return mirror.rstrip("/")
+        return pins.chart(self.chart_pin).repo if self.chart_pin is not None else None
+
     def version(self, settings: Settings) -> str:
+        """The chart version installed: the stack's override, else the pin; this repository's chart
+        is `local` from `charts/`, or its own Chart.yaml version from a mirror."""
         override = self.addon_settings(settings).version
         if override is not None:
             return override
-        return pins.chart(self.chart_pin).version if self.chart_pin else "local"
+        if self.chart_pin is not None:
+            return pins.chart(self.chart_pin).version
+        assert self.local_chart is not None
+        if self.addon_settings(settings).repository is not None:
+            return chart_version(self.local_chart)
+        return "local"
 
     def final_values(self, ctx: AddonContext) -> dict[str, Any]:
         """Computed values with the stack's `values:` override merged over them."""

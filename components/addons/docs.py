@@ -14,6 +14,7 @@ from pathlib import Path
 from components import pins
 from components.addons.base import Addon
 from components.addons.catalog import ADDONS, LEFT_OUT, PLATFORM_CAPABILITIES, PLATFORM_DEFAULTS, PLATFORMS
+from components.addons.crds import CRD_HANDLING
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import parse_settings
 
@@ -99,7 +100,84 @@ def render() -> str:
         "|---|---|---|",
     ]
     lines += [f"| `{c.name}` | `{c.version}` | `{c.repo}` |" for c in pins.CHARTS.values()]
+    lines += _upgrades()
     return "\n".join(lines) + "\n"
+
+
+def _upgrades() -> list[str]:
+    manual = ", ".join(f"`{h.chart}`" for h in CRD_HANDLING if h.manual)
+    lines = [
+        "",
+        "## Upgrades",
+        "",
+        "### Changing a pin",
+        "",
+        "Set `gpuStack.addons.<name>.version` in the stack file (or change `components/pins.py` for every",
+        "stack), then `pulumi preview` (the releases whose `version` changes, the smoke test that will run",
+        "again) and `pulumi up`. `gpuStack.addons.<name>.repository` installs the same chart from a mirror",
+        "(`https://`, `http://` or `oci://`, e.g. for air-gapped sites): the pinned version, or `version`.",
+        "This repository's own charts (`kai-queues`, `observability`) install from `charts/` unless a",
+        "`repository` serves them; `version` on them needs one.",
+        "",
+        "Order: Pulumi updates a resource only after every resource it depends on is updated, so a",
+        "change upgrades along the dependency graph above: GPU Operator, then its ClusterPolicy `ready`",
+        "gate (which waits again whenever the operator's version changes), then the DRA driver; KAI, then",
+        "its queues; kube-prometheus-stack, then observability. The smoke test depends on every release",
+        "and gate, and its run id covers every release's repository, chart and version: after any pin",
+        "change it runs again, last, and a failing hop fails `pulumi up` (ADR 0008). A values-only change",
+        "re-runs it through `smokeTest.trigger`.",
+        "",
+        "### CRDs",
+        "",
+        "Helm installs a chart's `crds/` on install only and never upgrades them (helm v3.18.6",
+        "`pkg/action/install.go` skips a CRD that exists; `pkg/action/upgrade.go` has no CRD step); CRDs",
+        "under `templates/` upgrade with the release. Per pinned chart (`components/addons/crds.py`):",
+        "",
+        "| chart | CRDs | the chart's upgrade mechanism | what ck8s-gpu sets |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| `{h.chart}` | {h.crds} | {h.mechanism} | {h.ours} |" for h in CRD_HANDLING]
+    lines += [
+        "",
+        f"Charts without a usable mechanism ({manual}): apply the NEW version's CRDs before",
+        "`pulumi up` with the new pin. The old version keeps running against them as long as they still",
+        "serve the API versions it uses: read the chart's upgrade notes for removed versions.",
+        "",
+        "```bash",
+        "# https repository; for oci: helm show crds oci://<registry path>/<chart> --version <new>",
+        "helm show crds <chart> --repo <repository> --version <new> \\",
+        "  | kubectl apply --server-side --force-conflicts -f -",
+        "```",
+        "",
+        "### A failed upgrade, and going back",
+        "",
+        "Every release is `atomic` (with `cleanup_on_fail`): when an upgrade fails (an object refused, a",
+        "hook Job failing, nothing ready within the add-on's timeout), Helm deletes what the attempt",
+        "created and rolls the release back to its last deployed revision, so the old version keeps",
+        "running, and `pulumi up` stops at that release: nothing that depends on it is touched and the",
+        "smoke test does not run. The error names the add-on's resource and ends with Helm's reason (the",
+        "provider's words before it are the same whatever the cause); from the real-engine test:",
+        "",
+        "```text",
+        "kubernetes:helm.sh/v3:Release (gpu-stack-observability):",
+        "  error: 1 error occurred:",
+        "    * Helm release \"gpu-observability/gpu-observability\" failed to initialize completely. Use Helm",
+        "      CLI to investigate: failed to become available within allocated timeout. Error: Helm Release",
+        "      gpu-observability/gpu-observability: release gpu-observability failed, and has been rolled",
+        "      back due to atomic being set: failed to create resource: ConfigMap \"refused_by_the_api_server\"",
+        "      is invalid: metadata.name: Invalid value: ...",
+        "```",
+        "",
+        "Pulumi keeps the new inputs with the error (pulumi-kubernetes `Update` returns a partial state)",
+        "and retries the release on the next `up`. To go back, put the old pin back and run `pulumi up`:",
+        "the release is upgraded to the old version (one more Helm revision), the gates wait again and the",
+        "smoke test runs; a second `pulumi preview` then shows no changes. `helm history <release> -n",
+        "<namespace>` shows the failed revision and the rollback. CRDs a hook already upgraded stay at",
+        "the newer version (kube-prometheus-stack's and Velero's jobs also run on rollback; the GPU",
+        "Operator's runs on upgrade only). Downgrades the chart itself refuses (the DRA driver below",
+        "v0.4.0, for one) are not made possible by this.",
+    ]
+    return lines
 
 
 def main(argv: list[str]) -> int:

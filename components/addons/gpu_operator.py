@@ -55,6 +55,10 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "mig": {"strategy": mig},
         "migManager": {"enabled": mig != "none"},
         "daemonsets": {"tolerations": gpu_tolerations(s)},
+        # Helm never upgrades a chart's crds/ (ClusterPolicy, NVIDIADriver...): this pre-upgrade
+        # hook applies the new version's CRDs before the upgrade (templates/upgrade_crd.yaml).
+        # The chart's default, set so that no later default can turn it off unseen.
+        "operator": {"upgradeCRD": True},
     }
 
 
@@ -73,7 +77,10 @@ ADDON = Addon(
     provides=_provides,
     conflicts=("fake-gpu-operator",),
     readiness="cluster-policy",
-    # operator.upgradeCRD (on by default) is a pre-upgrade hook that needs this on `helm upgrade`.
+    # NVIDIA asks for it with operator.upgradeCRD. pulumi-kubernetes passes it to Helm on install
+    # only (provider/pkg/provider/helm_release.go, helmCreate; helmUpdate does not set it), and
+    # it is moot on upgrades anyway: with an API server that does field validation (1.27+)
+    # Helm's client-side OpenAPI check is skipped (k8s.io/kubectl pkg/validation/schema.go).
     disable_openapi_validation=True,
     # Driver + toolkit rollout on a fresh node takes 5-10 min; NVIDIA suggests 15-20.
     timeout_seconds=20 * 60,

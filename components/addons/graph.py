@@ -83,6 +83,11 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
                 first, second = sorted((a.name, other))  # declared on either side, reported once
                 problems.append(f"{first} and {second} cannot both be enabled (they advertise the same GPUs)")
         problems.extend(f"{a.name}: {p}" for p in a.check(settings))
+        own = a.addon_settings(settings)
+        if a.local_chart is not None and own.version is not None and own.repository is None:
+            problems.append(f"{a.name}: version {own.version} needs a repository that serves it "
+                            f"(gpuStack.addons.{_camel(a.settings_key)}.repository): without one the chart "
+                            f"installs from this repository's charts/{a.local_chart} at its own version")
         edges[a.name] = tuple(dict.fromkeys(deps))
     order, cycles = _toposort([a.name for a in addons], edges)
     problems.extend(f"dependency cycle: {' -> '.join(c)}" for c in cycles)
@@ -96,6 +101,11 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
     if problems:
         raise AddonGraphError(problems)
     return graph
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(w.capitalize() for w in rest)
 
 
 def contexts(graph: InstallGraph, settings: Settings, facts: ClusterFacts | None = None) -> dict[str, AddonContext]:

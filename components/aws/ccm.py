@@ -59,6 +59,16 @@ def chart_version(settings: Settings) -> str:
     return settings.gpu_stack.addons.aws_cloud_controller_manager.version or pins.chart(PIN).version
 
 
+def chart_source(settings: Settings) -> dict[str, Any]:
+    """`chart` and, for an https/http repository, `repository_opts`: the pin's repository or the
+    stack's mirror (`gpuStack.addons.awsCloudControllerManager.repository`)."""
+    pin = pins.chart(PIN)
+    repo = (settings.gpu_stack.addons.aws_cloud_controller_manager.repository or pin.repo).rstrip("/")
+    if repo.startswith("oci://"):
+        return {"chart": f"{repo}/{pin.name}"}
+    return {"chart": pin.name, "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=repo)}
+
+
 class AwsCloudControllerManager(pulumi.ComponentResource):
     """A Helm release in kube-system, after the cluster's readiness gate."""
 
@@ -71,16 +81,17 @@ class AwsCloudControllerManager(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("ck8s-gpu:index:AwsCloudControllerManager", name, None, opts)
-        pin = pins.chart(PIN)
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=PIN,
-            chart=pin.name,
+            **chart_source(settings),
             version=chart_version(settings),
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repo),
             namespace=NAMESPACE,
             values=ccm_values(settings),
             timeout=INSTALL_TIMEOUT_SECONDS,
+            # As the add-ons (components/addons/addon_set.py): a failed upgrade is rolled back.
+            atomic=True,
+            cleanup_on_fail=True,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ready]),
         )
         self.register_outputs({"status": self.release.status})

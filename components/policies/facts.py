@@ -33,6 +33,8 @@ class StackFacts:
     protect: bool
     retain_on_delete: bool
     backup_region: str | None
+    # Chart mirrors the stack declares (gpuStack.addons.<x>.repository): allowed like the pins'.
+    chart_mirrors: tuple[str, ...] = ()
 
     @property
     def prod(self) -> bool:
@@ -57,6 +59,9 @@ class StackFacts:
             protect=s.protection.protect,
             retain_on_delete=s.protection.retain_on_delete,
             backup_region=s.backup.region if s.backup else None,
+            chart_mirrors=tuple(sorted({
+                a.repository for a in (getattr(s.gpu_stack.addons, f) for f in type(s.gpu_stack.addons).model_fields)
+                if a.repository is not None})),
         )
 
 

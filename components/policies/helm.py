@@ -1,4 +1,6 @@
-"""Helm releases: exact versions from allowed repositories; one whole-GPU advertiser per cluster.
+"""Helm releases: exact versions from allowed repositories (the pin table's, the stack's own
+chart mirrors from its settings, and the pack config's `allowedRepositories`); one whole-GPU
+advertiser per cluster.
 
 Release inputs (pulumi-kubernetes 4.34 wire names): `chart`, `version`, `repositoryOpts.repo`,
 `namespace`, `createNamespace`, `values`. Chart defaults that decide who advertises GPUs, read
@@ -30,6 +32,7 @@ from pulumi_policy import (
 )
 
 from components import PROJECT_DIR, pins
+from components.policies.facts import facts_of
 from components.policies.props import get, helm_truthy, is_unknown
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -149,7 +152,10 @@ def advertiser_problems(releases: Iterable[tuple[str, Mapping[str, Any]]]) -> li
 
 
 def validate_release_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    extra = args.get_config().get("allowedRepositories") or ()
+    extra = list(args.get_config().get("allowedRepositories") or ())
+    facts = facts_of(args)
+    if facts is not None:  # the stack's own chart mirrors, declared in its settings
+        extra += facts.chart_mirrors
     for problem in release_problems(args.resource_type, args.props, allowed_repositories(extra)):
         report_violation(problem, None)
 

@@ -117,6 +117,9 @@ class AddonSettings(_Model):
 
     enabled: bool | None = None
     version: str | None = None
+    # A Helm repository (https://, http:// or oci://) mirroring the chart: the same chart name at
+    # `version` (else the pinned one). Air-gapped sites; checked by settings.rules.
+    repository: str | None = None
     # Merged over the computed values; cross-field rules still apply to the result.
     values: dict[str, Any] = Field(default_factory=dict)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
 
 from components import pins
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
@@ -189,6 +190,39 @@ def _addon_versions(s: Settings) -> Iterator[Problem]:
                    f"'{addon.version}' is not an exact version (no 'latest', ranges or empty)")
 
 
+MIRROR_SCHEMES = ("https", "http", "oci")
+
+
+def repository_problems(url: str) -> list[str]:
+    """Why `url` cannot be a chart mirror (`gpuStack.addons.<x>.repository`); [] when it can."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises on a port that is not a number
+    except ValueError as exc:
+        return [f"'{_cut(url)}' is not a URL ({exc})"]
+    problems = []
+    if parts.scheme not in MIRROR_SCHEMES:
+        problems.append(f"'{_cut(url)}' must start with https://, http:// or oci:// (a Helm repository "
+                        "or an OCI registry path)")
+    if not parts.hostname:
+        problems.append(f"'{_cut(url)}' names no host")
+    if parts.username is not None or parts.password is not None:
+        problems.append("credentials in the URL would be stored in clear in the Pulumi state: "
+                        "configure registry/repository credentials on the deploying machine instead")
+    if parts.query or parts.fragment:
+        problems.append(f"'{_cut(url)}' has a query or fragment: give the repository's base URL")
+    return problems
+
+
+def _addon_repositories(s: Settings) -> Iterator[Problem]:
+    for name in type(s.gpu_stack.addons).model_fields:
+        url = getattr(s.gpu_stack.addons, name).repository
+        if url is not None:
+            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
+            for reason in repository_problems(url):
+                yield f"{ROOT}.gpuStack.addons.{camel}.repository", reason
+
+
 def _queues(s: Settings) -> Iterator[Problem]:
     by_name: dict[str, QueueSettings] = {}
     for i, q in enumerate(s.queues):
@@ -322,7 +356,7 @@ def _longest_environment(s: Settings) -> int:
 
 RULES: tuple[Rule, ...] = (
     _region, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _addon_versions,
-    _queues, _smoke, _mig, _platform, _aws_names,
+    _addon_repositories, _queues, _smoke, _mig, _platform, _aws_names,
 )
 
 

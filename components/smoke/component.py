@@ -43,13 +43,17 @@ class SmokeTest(pulumi.ComponentResource):
         cluster: ClusterHandle,
         depends_on: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
+        *,
+        addons_digest: str = "",
     ) -> None:
+        """`addons_digest` (AddonSet.fingerprint) joins the run id: a changed add-on release (a
+        new pin) runs the smoke test again, after it, since `depends_on` holds every release."""
         super().__init__(TYPE, name, None, opts)
         if not settings.smoke_test.enabled:
             self.report = pulumi.Output.from_input({"status": "disabled", "reason": "smokeTest.enabled is false"})
             self.register_outputs({"report": self.report})
             return
-        plan = smoke_plan(settings, cluster.facts, pins.image("smoke-test"))
+        plan = smoke_plan(settings, cluster.facts, pins.image("smoke-test"), nonce=addons_digest)
         self.run_id = plan.run_id
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         self.namespace = k8s.core.v1.Namespace(

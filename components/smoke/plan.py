@@ -55,7 +55,8 @@ def smoke_plan(
     pools_known: bool = True,
     dcgm: bool | None = None,
 ) -> SmokePlan:
-    """`nonce` joins settings.smokeTest.trigger in the run id: the CLI passes a fresh one per run."""
+    """`nonce` joins settings.smokeTest.trigger in the run id: the CLI passes a fresh one per run,
+    the SmokeTest component the add-on set's fingerprint (an upgraded add-on is tested again)."""
     t = settings.smoke_test
     if settings.gpu_stack.allocation != "dra":
         raise SmokeConfigError(

@@ -124,9 +124,14 @@ def test_namespaces_carry_pod_security_labels(aws: PlanRun) -> None:
                       "gpu-observability": "restricted"}
 
 
-def test_smoke_dependencies(aws: PlanRun) -> None:
+def test_the_smoke_test_waits_for_every_release_and_gate(aws: PlanRun) -> None:
+    """It judges an upgrade of any add-on, so it runs after all of them (the operator through
+    its ClusterPolicy gate)."""
     urns = {x.name: x.urn for x in aws.resources}
-    assert aws.outputs["smoke"] == [urns["gpu-dra-driver"], urns["gpu-kai-scheduler"], urns["gpu-kai-queues"]]
+    gates = {"gpu-operator": "gpu-gpu-operator-cluster-policy-ready"}
+    expected = [urns[gates.get(n, f"gpu-{n}")] for n in ("gpu-operator", "dra-driver", "kai-scheduler",
+                                                          "kai-queues", "kube-prometheus-stack", "observability")]
+    assert sorted(aws.outputs["smoke"]) == sorted(expected)
 
 
 def test_kind_profile_uses_the_fake_operator_and_the_real_kai() -> None:
@@ -134,7 +139,7 @@ def test_kind_profile_uses_the_fake_operator_and_the_real_kai() -> None:
     urns = {x.name: x.urn for x in r.resources}
     assert r.outputs["releases"] == ["fake-gpu-operator", "kai-queues", "kai-scheduler",
                                      "kube-prometheus-stack", "observability"]
-    assert r.outputs["smoke"] == [urns["gpu-fake-gpu-operator"], urns["gpu-kai-scheduler"], urns["gpu-kai-queues"]]
+    assert sorted(r.outputs["smoke"]) == sorted(urns[f"gpu-{n}"] for n in r.outputs["releases"])
     assert not [x for x in r.resources if x.type == WAIT]  # no ClusterPolicy without the operator
     obs = by_name(r)["gpu-observability"].inputs["values"]
     assert obs["serviceMonitor"]["enabled"] is True  # the fake exporter has no ServiceMonitor of its own
@@ -155,7 +160,8 @@ def test_local_installs_only_own_charts_when_crds_exist() -> None:
     s = settings("local", gpuStack={"clusterProvides": ["kai-crds"]}, smokeTest={"scheduler": "default"})
     r = run(s)
     assert r.outputs["releases"] == ["kai-queues"]
-    assert r.outputs["smoke"] == []  # the local publisher is the cluster's own
+    # The GPUs come from the cluster's own publisher; the queues' release is still waited for.
+    assert r.outputs["smoke"] == [by_name(r)["gpu-kai-queues"].urn]
 
 
 BACKUP = {"backup": {"region": "us-west-2"}}
