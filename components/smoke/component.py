@@ -53,7 +53,9 @@ class SmokeTest(pulumi.ComponentResource):
             self.report = pulumi.Output.from_input({"status": "disabled", "reason": "smokeTest.enabled is false"})
             self.register_outputs({"report": self.report})
             return
-        plan = smoke_plan(settings, cluster.facts, pins.image("smoke-test"), nonce=addons_digest)
+        # The track joins too: after a track upgrade (ADR 0015) the smoke test runs again, last.
+        nonce = f"{addons_digest}|track={settings.kubernetes.track}"
+        plan = smoke_plan(settings, cluster.facts, pins.image("smoke-test"), nonce=nonce)
         self.run_id = plan.run_id
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         self.namespace = k8s.core.v1.Namespace(

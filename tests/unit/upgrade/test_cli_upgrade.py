@@ -188,3 +188,20 @@ def test_progress_prints_one_line_per_watched_step_from_real_engine_events(capsy
         _progress(e)
     assert capsys.readouterr().out.splitlines() == ["  started  update   cp-0-upgrade",
                                                     "  done     update   cp-0-upgrade"]
+
+
+def test_a_track_change_runs_the_smoke_test_again_after_the_upgrade() -> None:
+    from components.plan.run import plan_config
+    from components.settings.load import read_stack_file
+
+    config = read_stack_file(ROOT / "stacks/Pulumi.aws-dev.yaml")
+
+    def smoke_run(track: str) -> dict:  # type: ignore[type-arg]
+        raw = json.loads(json.dumps(config))
+        raw["ck8s-gpu:settings"]["kubernetes"]["track"] = track
+        plan = plan_config(raw, "aws-dev", "test")
+        [run] = [r for r in plan.resources if r.type == "pulumi-python:dynamic/ck8s-gpu:SmokeRun"]
+        return dict(run.inputs["spec"])
+
+    before, after = smoke_run("1.34-classic"), smoke_run("1.35-classic")
+    assert before["runId"] != after["runId"]
