@@ -18,6 +18,8 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=None, help="write resources.json, manifests, user-data here")
     p.add_argument("--diff", type=Path, default=None, metavar="OLD.json", help="compare with an earlier resources.json")
     p.add_argument("--quiet", action="store_true", help="counts only, no tree")
+    p.add_argument("--timeline", action="store_true",
+                   help="modeled time to the smoke pass: critical path, what runs beside it, timeline.md in --out")
     p.set_defaults(func=run)
 
 
@@ -68,6 +70,18 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         written = artifacts.write(plan, args.out)
         print(f"\nwrote {len(written)} files to {args.out}")
+    if args.timeline:
+        from components.plan import timeline_render
+        from components.plan.timeline import timeline_for_plan
+
+        try:
+            tl = timeline_for_plan(plan)
+        except ValueError as exc:  # no smoke run to end the timeline, or a cycle
+            print(f"ck8s-gpu plan --timeline: {exc}", file=sys.stderr)
+            return 2
+        print("\n" + "\n".join(timeline_render.text_lines(tl)))
+        if args.out is not None:
+            print(f"wrote {timeline_render.write(tl, args.out)}")
     if old is not None:
         new = artifacts.resources_document(plan)["resources"]
         print(f"\nChanges against {args.diff}:")

@@ -1,0 +1,192 @@
+"""Step durations for the time-to-first-GPU-job timeline: ONE table, every row with its source.
+
+Each row is (low, high) seconds of wall time and a `source` saying what the range rests on:
+
+- `https://...: <statement>` — an upstream document, issue or published log, and what it says;
+  several sources are separated by ` | `.
+- `measured: <where>` — our own measurement (docs/benchmarks.md).
+- `code: <path>` — a wait our own code sets (poll intervals, health-check settings).
+- `zero: <reason>` — no wall time worth modelling (computed locally, configuration only).
+- `estimate: <reasoning>` — no source found; the row says so (`kind == "estimate"`) and
+  `ck8s-gpu plan --timeline` lists it. Keep these few.
+
+Ranges are per step on one node; steps that run on several nodes at once (a pool's instances
+boot in parallel) are one step. Which planned resource maps to which row is decided in
+`components/plan/timeline.py` (`step_key`) and by the synthetic node steps it adds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SOURCE_PREFIXES = ("https://", "measured:", "code:", "zero:", "estimate:")
+
+
+@dataclass(frozen=True)
+class Duration:
+    low: float
+    high: float
+    label: str  # what the step is, for tables and the gantt chart
+    source: str
+
+    @property
+    def kind(self) -> str:
+        """upstream | measured | code | zero | estimate (a row with any estimate in it is an estimate)."""
+        if "estimate:" in self.source:
+            return "estimate"
+        for prefix, kind in (("measured:", "measured"), ("code:", "code"), ("zero:", "zero")):
+            if self.source.startswith(prefix):
+                return kind
+        return "upstream"
+
+
+_TF_NET = "https://github.com/bshehram/devops-aws-tf/blob/main/SAMPLE_TF_APPLY.md"
+_TF_EKS = "https://github.com/ignvb/devsu-devops-assessment/blob/main/IaC/Apply_output.md"
+_EC2_BENCH = ("https://www.daemonology.net/blog/2021-08-12-EC2-boot-time-benchmarking.html: RunInstances API "
+              "call 1.5 s, pending to running 4.9 s, running to sshd 22.8 s (c5.xlarge)")
+_EC2_COLD = ("https://github.com/brevdev/ec2-coldboot-research/blob/main/%40fix_plan.md: launch to SSH 22.6-25.8 s, "
+             "pending to running 16.4-16.6 s whatever the instance family")
+_GPU_STACK = ("https://github.com/NVIDIA/gpu-operator/issues/413 (maintainer): 'With driver containers, it takes "
+              "about 3-4 minutes to setup/load drivers and toolkit' | https://github.com/canonical/k8s-snap/blob/main/"
+              "tests/integration/tests/test_nvidia_gpu_operator.py: 'a little under 10 minutes for all of the core "
+              "daemonsets' (driver, toolkit, device plugin) on a fresh g4dn.xlarge")
+_HELM = (f"{_TF_EKS}: helm_release creation complete after 48 s, 1m42s and 1m45s on fresh EKS nodes (image pulls "
+         "included)")
+_LOCAL = ("measured: docs/benchmarks.md, real-engine tier (local stack): `pulumi up` start to smoke pass 5.4 s for "
+          "namespace + smoke chart + smoke run, the run itself 2.4 s")
+
+DURATIONS: dict[str, Duration] = {
+    # ---- AWS API objects (pulumi-aws returns when AWS reports them available)
+    "aws-vpc": Duration(5, 14, "VPC", f"{_TF_NET}: aws_vpc complete after 12 s (3 VPCs) | {_TF_EKS}: 14 s"),
+    "aws-subnet": Duration(0, 11, "subnet", f"{_TF_NET}: 36 aws_subnet complete after 0-11 s"),
+    "aws-route": Duration(0, 2, "route table / route", f"{_TF_NET}: aws_route, aws_route_table and "
+                                                      "aws_route_table_association complete after 0-2 s"),
+    "aws-igw": Duration(0, 2, "internet gateway", f"{_TF_NET}: aws_internet_gateway complete after 0-1 s | "
+                                                  f"{_TF_EKS}: 1 s"),
+    "aws-eip": Duration(0, 1, "elastic IP", f"{_TF_NET}: 12 aws_eip complete after 0-1 s"),
+    "aws-nat": Duration(84, 124, "NAT gateway available", f"{_TF_NET}: 12 aws_nat_gateway complete after 1m24s-2m4s | "
+                                                          f"{_TF_EKS}: 1m47s"),
+    "aws-sg": Duration(1, 3, "security group", f"{_TF_EKS}: aws_security_group complete after 3 s | {_TF_NET}: "
+                                               "aws_default_security_group 1-2 s"),
+    "aws-sg-rule": Duration(1, 8, "security group rule", f"{_TF_EKS}: 11 aws_security_group_rule complete after 1-8 s"),
+    "aws-iam": Duration(0, 2, "IAM role / policy / profile", f"{_TF_EKS}: aws_iam_role 0-2 s, aws_iam_policy 1-2 s, "
+                                                             "aws_iam_role_policy_attachment 0-1 s"),
+    "aws-launch-template": Duration(0, 2, "launch template", f"{_TF_EKS}: aws_launch_template complete after 2 s"),
+    "aws-kms-key": Duration(10, 30, "KMS key", f"{_TF_EKS}: aws_kms_key complete after 20 s (one sample; "
+                                               "estimate: +-10 s around it)"),
+    "aws-api": Duration(0, 5, "AWS API object", f"{_EC2_BENCH} | {_TF_EKS}: plain API objects (IAM, KMS alias, "
+                                                "log group, routes) complete after 0-2 s"),
+    "aws-nlb": Duration(120, 180, "network load balancer active",
+                        "https://github.com/DataBiosphere/azul/pull/5780: aws_lb 'Creation complete after 2m54s' | "
+                        "https://github.com/hashicorp/terraform-provider-aws/issues/1838: NLB creation 'wait more "
+                        "than 2 mins'"),
+    "aws-ec2-running": Duration(6, 25, "EC2 launch to running", f"{_EC2_BENCH} | {_EC2_COLD}"),
+    "aws-asg-capacity": Duration(6, 30, "Auto Scaling group: instance launched to running (wait for capacity)",
+                                 f"{_EC2_BENCH} | {_EC2_COLD} | code: components/aws/node_pool.py waits for "
+                                 "capacity (EC2 health checks: InService once running)"),
+    "nlb-target-registration": Duration(70, 280, "NLB registers the target (before health checks start)",
+                                        "https://github.com/aws/containers-roadmap/issues/469: targets 'sit idle in "
+                                        "the NLB target group with state initial for 70-120 seconds before the first "
+                                        "health check' | https://github.com/kubernetes-sigs/aws-load-balancer-"
+                                        "controller/issues/1786 (AWS): 'new targets will take 4~5mins to be ready "
+                                        "when registered into a NLB's targetGroup'"),
+    "nlb-health-checks": Duration(20, 20, "NLB health checks pass (2 x 10 s)",
+                                  "code: components/aws/load_balancer.py (TCP 6443, interval 10 s, healthy "
+                                  "threshold 2)"),
+    # ---- a node's first boot (cloud-init runs components/aws/scripts/ck8s-node.sh)
+    "node-boot": Duration(20, 100, "boot to cloud-init final stage",
+                          f"{_EC2_BENCH} | https://www.admin-magazine.com/Articles/Comparing-startup-times-of-Linux-"
+                          "distros-in-the-cloud: 'one to two minutes being a reasonable expectation of first "
+                          "availability' of Linux instances on EC2"),
+    "snap-install": Duration(15, 90, "snap install k8s (+ aws-cli)",
+                             "https://github.com/canonical/k8s-snap/issues/1789: CI log, `snap install k8s "
+                             "--channel 1.32-classic/stable` 15.3 s | estimate: upper bound for snapd seeding on "
+                             "first boot plus the aws-cli snap (the script waits `snap wait system seed.loaded`)"),
+    "k8s-bootstrap": Duration(12, 90, "k8s bootstrap",
+                              "https://github.com/canonical/k8s-snap/blob/main/tests/integration/tests/performance/"
+                              "baselines/ubuntu-24.04-amd64.json: `k8s bootstrap` 13.3-16.0 s over 20 rounds "
+                              "(22.04: 11.7-13.6 s) | https://github.com/canonical/cluster-api-k8s/issues/163: "
+                              "bootstrap hit the CLI's 1m30s timeout on slow hardware"),
+    "k8s-join-control-plane": Duration(12, 90, "k8s join-cluster (control plane)",
+                                       "https://github.com/canonical/k8s-snap/blob/main/tests/integration/tests/"
+                                       "performance/baselines/ubuntu-24.04-amd64.json: bootstrap 13.3-16.0 s, a join "
+                                       "does the same work | https://github.com/canonical/cluster-api-k8s/blob/main/"
+                                       "pkg/cloudinit/scripts/join-cluster.sh: CAPI joins within the CLI's default "
+                                       "1m30s timeout (cluster-api-k8s#163)"),
+    "k8s-join-worker": Duration(14, 150, "join token via SSM + k8s join-cluster (worker)",
+                                "code: components/aws/scripts/ck8s-node.sh (SSM invocation polled every 2 s, at most "
+                                "30 polls) | https://github.com/canonical/k8s-snap/blob/main/tests/integration/tests/"
+                                "performance/baselines/ubuntu-24.04-amd64.json: the join itself 12-16 s, "
+                                "https://github.com/canonical/cluster-api-k8s/issues/163: within the CLI's 90 s"),
+    "node-ready-cni": Duration(5, 105, "node Ready (Cilium up)",
+                               "https://github.com/canonical/k8s-snap/issues/1789: `k8s status --wait-ready` answered "
+                               "5 s after bootstrap | https://github.com/cilium/cilium/issues/23978: `cilium status "
+                               "--wait` 1m42s until every agent and the operator are ready"),
+    # ---- NVIDIA GPU Operator on a fresh GPU node
+    "gpu-driver-compiled": Duration(150, 480, "driver container (compiled on the node)",
+                                    f"{_GPU_STACK}: driver + toolkit 180-540 s, less the toolkit row"),
+    "gpu-driver-precompiled": Duration(50, 380, "driver container (precompiled)",
+                                       "https://github.com/Azure/AgentBaker/pull/8661: 'the ~100s ... NVIDIA DKMS "
+                                       "kernel-module compile' is what prebuilt modules take off node provisioning "
+                                       "| https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/"
+                                       "precompiled-drivers.html: no kernel headers, compiler or OS packages to "
+                                       "fetch: the compiled row less ~100 s"),
+    "gpu-driver-host": Duration(0, 0, "host driver (no driver container)",
+                                "zero: settings.gpuStack.driver=host sets driver.enabled=false; the validator only "
+                                "checks the host's driver (components/addons/gpu_operator.py)"),
+    "gpu-toolkit": Duration(30, 60, "container toolkit (containerd drop-in, restart)",
+                            "https://github.com/NVIDIA/k8s-test-infra/issues/583: an operand DaemonSet rollout took "
+                            "54.8 s after the operator re-rendered it | estimate: the toolkit's share of the 3-4 min "
+                            "driver + toolkit total (NVIDIA/gpu-operator#413) is not published on its own"),
+    # ---- Helm releases (Helm waits for their workloads) and Kubernetes objects
+    "helm-gpu-operator": Duration(30, 120, "GPU Operator release (operator + NFD ready)",
+                                  "https://github.com/red-hat-data-services/ods-ci/pull/1108: deployment "
+                                  "gpu-operator rolled out 19 s after the subscription was created | " + _HELM),
+    "helm-kube-prometheus-stack": Duration(60, 300, "kube-prometheus-stack release",
+                                           _HELM + " | https://github.com/llm-d/llm-d-autoscaling/pull/754: 'The "
+                                           "install takes exactly 5 minutes (the current timeout) before failing' on "
+                                           "a busy cluster"),
+    "helm-remote": Duration(30, 120, "Helm release (images pulled, workloads ready)", _HELM),
+    "helm-local": Duration(1, 5, "Helm release of a local chart", _LOCAL),
+    "k8s-object": Duration(0, 3, "Kubernetes object", f"{_TF_EKS}: kubernetes_namespace complete after 3 s, "
+                                                       "service account 1 s, secret 0 s"),
+    # ---- our dynamic resources
+    "api-ready-poll": Duration(0, 15, "API readiness gate (poll)",
+                               "code: components/k8s_ready.py (polls /readyz and Ready nodes with 1, 2, 4, 8, 15 s "
+                               "back-off)"),
+    "wait-for-poll": Duration(0, 15, "readiness wait (poll)",
+                              "code: components/k8s_wait.py (same poll and back-off as components/k8s_ready.py)"),
+    "api-ready-existing": Duration(0, 1, "API readiness gate (cluster already up)", _LOCAL),
+    "upgrade-noop": Duration(0, 1, "node upgrade gate (no-op on create)",
+                             "code: components/upgrade/resources.py (create records state only: no node is touched)"),
+    "smoke-run": Duration(5, 180, "smoke run (GPU job, verifier)",
+                          _LOCAL + " (no image pull) | https://github.com/canonical/k8s-snap/blob/main/tests/"
+                          "integration/tests/test_nvidia_gpu_operator.py: the cuda-vectoradd pod is given 180 s to "
+                          "become ready"),
+    "smoke-run-local": Duration(2, 3, "smoke run (simulated GPUs)", _LOCAL),
+    "kind-create": Duration(60, 300, "kind create cluster --wait",
+                            "estimate: components/kind/commands.py says ~1 min with the node image cached and waits "
+                            "at most 5 min; docs/kind.md: not measured (no Docker in CI)"),
+    # ---- no wall time
+    "local-compute": Duration(0, 0, "computed by the provider plugin",
+                              "zero: tls/random resources are computed locally by their provider, no cloud call"),
+    "provider": Duration(0, 0, "provider configuration", "zero: a provider is configuration; nothing is created"),
+    "unmapped": Duration(0, 5, "resource type without a row",
+                         "estimate: a type missing from components/plan/durations.py (tests keep committed stacks "
+                         "free of it)"),
+}
+
+
+def table_problems(table: dict[str, Duration] | None = None) -> list[str]:
+    """Rows without a source of a known kind, or with a bad range."""
+    problems = []
+    for key, d in (table or DURATIONS).items():
+        if not d.source.startswith(SOURCE_PREFIXES):
+            problems.append(f"{key}: source must start with one of {', '.join(SOURCE_PREFIXES)}")
+        if d.kind == "upstream" and "https://" not in d.source:
+            problems.append(f"{key}: an upstream source needs its URL")
+        if not 0 <= d.low <= d.high:
+            problems.append(f"{key}: range ({d.low}, {d.high}) is not 0 <= low <= high")
+        if d.kind == "zero" and d.high > 0:
+            problems.append(f"{key}: a zero row has high {d.high}")
+    return problems

@@ -1,0 +1,453 @@
+"""Time to first GPU job: the plan's dependency graph as a timeline (pure).
+
+Every planned resource becomes a step whose duration comes from the one table in
+`components/plan/durations.py`. Work the engine never sees as a resource is added as synthetic
+steps where it really happens: a node's first boot (cloud-init, snap install, bootstrap or join,
+Ready), the NLB registering its target, the GPU Operator's driver and toolkit on the GPU nodes
+(hidden inside the ClusterPolicy wait). Steps start when all their dependencies have finished
+(Pulumi's behaviour: a resource's operation starts once every resource it depends on is done);
+the longest chain to the smoke run is the critical path, by upper and by lower bounds.
+
+`what_if` variants drop dependencies the graph has but a first `pulumi up` does not need, so the
+plan can say what each one costs (components/plan/timeline_render.py prints them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from components.cli.mockengine import Recorded
+from components.plan.artifacts import RELEASE, local_chart, user_data
+from components.plan.durations import DURATIONS, Duration
+from components.plan.run import Plan
+
+SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
+API_READY = "pulumi-python:dynamic/ck8s-gpu:ApiReady"
+WAIT_FOR = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
+INSTANCE = "aws:ec2/instance:Instance"
+ASG = "aws:autoscaling/group:Group"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NLB = "aws:lb/loadBalancer:LoadBalancer"
+TARGET_ATTACHMENT = "aws:lb/targetGroupAttachment:TargetGroupAttachment"
+NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
+DRIVER_MODES = ("compiled", "precompiled", "host")
+# Releases the smoke test does not need to pass (it waits for every release today).
+OFF_GPU_PATH_CHARTS = frozenset({"kube-prometheus-stack", "gpu-observability", "velero"})
+
+_AWS_KEYS = {
+    "aws:ec2/vpc:Vpc": "aws-vpc",
+    "aws:ec2/subnet:Subnet": "aws-subnet",
+    "aws:ec2/route:Route": "aws-route",
+    "aws:ec2/routeTable:RouteTable": "aws-route",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": "aws-route",
+    "aws:ec2/internetGateway:InternetGateway": "aws-igw",
+    "aws:ec2/eip:Eip": "aws-eip",
+    "aws:ec2/natGateway:NatGateway": "aws-nat",
+    "aws:ec2/securityGroup:SecurityGroup": "aws-sg",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "aws-sg-rule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "aws-sg-rule",
+    LAUNCH_TEMPLATE: "aws-launch-template",
+    "aws:kms/key:Key": "aws-kms-key",
+    NLB: "aws-nlb",
+    INSTANCE: "aws-ec2-running",
+    ASG: "aws-asg-capacity",
+}
+_DYNAMIC_KEYS = {
+    API_READY: "api-ready-poll",
+    WAIT_FOR: "wait-for-poll",
+    NODE_UPGRADE: "upgrade-noop",
+    "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade": "upgrade-noop",
+    "pulumi-python:dynamic/ck8s-gpu:UpgradeComplete": "upgrade-noop",
+    SMOKE_RUN: "smoke-run",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str  # the resource's URN, or "synthetic:<name>"
+    name: str  # the resource's logical name (without the cluster prefix), or what a synthetic step is
+    key: str  # row of components/plan/durations.py
+    deps: tuple[str, ...]
+    type: str = ""  # resource type token ("" for a synthetic step)
+    chart: str = ""  # chart name of a Helm release
+
+    @property
+    def synthetic(self) -> bool:
+        return not self.type
+
+    @property
+    def duration(self) -> Duration:
+        return DURATIONS[self.key]
+
+
+# --------------------------------------------------------------------------------------------
+# resources -> steps
+
+
+def chart_name(r: Recorded) -> str:
+    """A release's chart without repository or path (`oci://.../kai-scheduler` -> `kai-scheduler`)."""
+    chart = r.inputs.get("chart")
+    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
+
+
+def step_key(r: Recorded, platform: str = "aws") -> str:
+    """The durations row of a planned resource: by type, by chart for Helm releases."""
+    t = r.type
+    if t in _AWS_KEYS:
+        return _AWS_KEYS[t]
+    if t == API_READY and platform in ("local", "existing"):
+        return "api-ready-existing"
+    if t == SMOKE_RUN and platform == "local":
+        return "smoke-run-local"
+    if t in _DYNAMIC_KEYS:
+        return _DYNAMIC_KEYS[t]
+    if t == RELEASE:
+        if local_chart(r) is not None:
+            return "helm-local"
+        return {"gpu-operator": "helm-gpu-operator",
+                "kube-prometheus-stack": "helm-kube-prometheus-stack"}.get(chart_name(r), "helm-remote")
+    if t.startswith("pulumi:providers:"):
+        return "provider"
+    if t.startswith(("tls:", "random:")):
+        return "local-compute"
+    if t == "command:local:Command" and platform == "kind":
+        return "kind-create"
+    if t.startswith("aws:iam/"):
+        return "aws-iam"
+    if t.startswith("aws:"):
+        return "aws-api"
+    if t.startswith("kubernetes:"):
+        return "k8s-object"
+    return "unmapped"
+
+
+def _expand(deps: Iterable[str], by_urn: Mapping[str, Recorded], children: Mapping[str, list[Recorded]]) -> set[str]:
+    """Dependencies on a component mean its custom descendants (what the engine waits for)."""
+    out: set[str] = set()
+    todo = list(deps)
+    while todo:
+        urn = todo.pop()
+        r = by_urn.get(urn)
+        if r is None:
+            continue
+        if r.custom:
+            out.add(urn)
+        else:
+            todo.extend(c.urn for c in children.get(urn, []))
+    return out
+
+
+def _cp_index(r: Recorded) -> int:
+    m = re.search(r"-cp-(\d+)$", r.name)
+    return int(m.group(1)) if m else 0
+
+
+def _is_bootstrap(r: Recorded, index: int) -> bool:
+    text = user_data(r)
+    if text is not None and "CK8S_ROLE=" in text:
+        return "CK8S_ROLE=bootstrap" in text
+    return index == 0
+
+
+def _pool_name(r: Recorded) -> str:
+    tags = r.inputs.get("tags")
+    if isinstance(tags, list):
+        for tag in tags:
+            if isinstance(tag, dict) and tag.get("key") == "ck8s-gpu/pool":
+                return str(tag.get("value"))
+    m = re.search(r"-pool-(.+?)(-asg)?$", r.name)
+    return m.group(1) if m else r.name
+
+
+def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = "compiled",
+                prefix: str = "") -> list[Step]:
+    """One step per planned custom resource plus the synthetic node and GPU Operator steps.
+
+    `prefix` (e.g. `ck8s-dev-eu-west-1-`) is cut from step names to keep them short."""
+    if driver_mode not in DRIVER_MODES:
+        raise ValueError(f"driver_mode must be one of {', '.join(DRIVER_MODES)}, got {driver_mode!r}")
+    by_urn = {r.urn: r for r in resources}
+    children: dict[str, list[Recorded]] = {}
+    for r in resources:
+        children.setdefault(r.parent, []).append(r)
+    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    deps: dict[str, set[str]] = {}
+    steps: dict[str, Step] = {}
+    order: list[str] = []
+
+    def short(name: str) -> str:
+        return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+    def add(step_id: str, name: str, key: str, step_deps: Iterable[str], **kw: Any) -> str:
+        steps[step_id] = Step(step_id, name, key, (), **kw)
+        deps[step_id] = set(step_deps)
+        order.append(step_id)
+        return step_id
+
+    def synthetic(name: str, key: str, step_deps: Iterable[str]) -> str:
+        return add(f"synthetic:{name}", name, key, step_deps)
+
+    for r in resources:
+        if not r.custom:
+            continue
+        d = _expand(r.dependencies, by_urn, children)
+        provider = providers.get(r.provider.rsplit("-", 1)[0]) if r.provider else None
+        if provider is not None:
+            d.add(provider)
+        add(r.urn, short(r.name), step_key(r, platform), d, type=r.type,
+            chart=chart_name(r) if r.type == RELEASE else "")
+
+    custom = [r for r in resources if r.custom]
+    # Nodes reach the internet (snap store, image registries) through the NAT gateways' routes.
+    internet = [r.urn for r in custom if r.type == "aws:ec2/route:Route" and r.inputs.get("natGatewayId")]
+    control_planes = sorted((r for r in custom if r.type == INSTANCE
+                             and (r.inputs.get("tags") or {}).get("ck8s-gpu/role") == "control-plane"),
+                            key=_cp_index)
+    api_ready_of = {i.urn: [r for r in custom if r.type == API_READY and i.urn in deps[r.urn]]
+                    for i in control_planes}
+    node_ready: list[str] = []  # per control plane, in join order
+    bootstrap_ready = ""
+    for cp in control_planes:
+        n, name = _cp_index(cp), short(cp.name)
+        first = _is_bootstrap(cp, n)
+        boot = synthetic(f"{name} boot", "node-boot", [cp.urn])
+        snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
+        if first:
+            member = synthetic(f"{name} k8s bootstrap", "k8s-bootstrap", [snap])
+        else:  # k8s-snap joins control planes one at a time
+            member = synthetic(f"{name} k8s join", "k8s-join-control-plane", [snap, *node_ready[-1:]])
+        ready = synthetic(f"{name} node Ready", "node-ready-cni", [member])
+        node_ready.append(ready)
+        healthy = ""
+        for tga in (r for r in custom if r.type == TARGET_ATTACHMENT and cp.urn in deps[r.urn]):
+            registered = synthetic(f"{name} NLB target registered", "nlb-target-registration", [tga.urn])
+            healthy = synthetic(f"{name} NLB target healthy", "nlb-health-checks", [registered, member])
+        for gate in api_ready_of[cp.urn]:  # the first API answer through the NLB needs a healthy target
+            deps[gate.urn] |= {ready} | ({healthy} if healthy and first else set())
+        if first:
+            bootstrap_ready = ready
+
+    gpu_ready: list[str] = []
+    for asg in (r for r in custom if r.type == ASG):
+        name = f"pool {_pool_name(asg)}"
+        boot = synthetic(f"{name} boot", "node-boot", [asg.urn])
+        snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
+        join = synthetic(f"{name} k8s join", "k8s-join-worker", [snap, *([bootstrap_ready] if bootstrap_ready else [])])
+        gpu_ready.append(synthetic(f"{name} node Ready", "node-ready-cni", [join]))
+
+    for wait in (r for r in custom if r.type == WAIT_FOR and r.inputs.get("kind") == "ClusterPolicy"):
+        driver = synthetic(f"GPU Operator driver ({driver_mode})", f"gpu-driver-{driver_mode}",
+                           [*deps[wait.urn], *gpu_ready])
+        toolkit = synthetic("GPU Operator container toolkit", "gpu-toolkit", [driver])
+        deps[wait.urn].add(toolkit)
+    for run in (r for r in custom if r.type == SMOKE_RUN):
+        deps[run.urn] |= set(gpu_ready)
+
+    return [replace(steps[i], deps=tuple(sorted(deps[i] & steps.keys()))) for i in order]
+
+
+# --------------------------------------------------------------------------------------------
+# schedule and critical path
+
+
+Interval = tuple[float, float]  # start, finish
+
+
+def topological(steps: Iterable[Step]) -> list[Step]:
+    by_id = {s.id: s for s in steps}
+    done: set[str] = set()
+    out: list[Step] = []
+    visiting: set[str] = set()
+
+    def visit(s: Step) -> None:
+        if s.id in done:
+            return
+        if s.id in visiting:
+            raise ValueError(f"dependency cycle through {s.name}")
+        visiting.add(s.id)
+        for d in s.deps:
+            if d in by_id:
+                visit(by_id[d])
+        visiting.discard(s.id)
+        done.add(s.id)
+        out.append(s)
+
+    for s in sorted(by_id.values(), key=lambda s: s.id):
+        visit(s)
+    return out
+
+
+def schedule(steps: Iterable[Step], bound: str) -> dict[str, Interval]:
+    """Earliest start and finish of every step, all durations at their `low` or `high` bound."""
+    out: dict[str, Interval] = {}
+    for s in topological(steps):
+        start = max((out[d][1] for d in s.deps if d in out), default=0.0)
+        out[s.id] = (start, start + float(getattr(s.duration, bound)))
+    return out
+
+
+def critical_path(steps: Mapping[str, Step], times: Mapping[str, Interval], end: str) -> list[str]:
+    """The chain that decides `end`'s finish: from `end`, always the dependency finishing last."""
+    path = [end]
+    while True:
+        current = steps[path[-1]]
+        if not current.deps:
+            break
+        # Latest finish wins; ties go to the longer step, then to a stable order.
+        path.append(max(current.deps, key=lambda d: (times[d][1], times[d][1] - times[d][0], d)))
+    return path[::-1]
+
+
+@dataclass
+class Timeline:
+    stack: str
+    steps: dict[str, Step]
+    low: dict[str, Interval]
+    high: dict[str, Interval]
+    end: str
+    path: list[str]  # by upper bounds
+    path_low: list[str]  # by lower bounds
+    driver_mode: str = "compiled"
+    prefix: str = ""  # cut from the names of the stack's resources
+    what_ifs: list[WhatIfResult] = field(default_factory=list)
+
+    @property
+    def total(self) -> tuple[float, float]:
+        return self.low[self.end][1], self.high[self.end][1]
+
+    @property
+    def dominating(self) -> Step:
+        """The step on the critical path with the largest upper bound."""
+        return max((self.steps[i] for i in self.path), key=lambda s: (s.duration.high, s.duration.low, s.id))
+
+    def beside(self, step_id: str) -> list[Step]:
+        """Steps off the critical path that run at the same time (upper-bound schedule), longest first."""
+        start, finish = self.high[step_id]
+        on_path = set(self.path)
+        overlapping = [s for s in self.steps.values() if s.id not in on_path and s.duration.high > 0
+                       and min(finish, self.high[s.id][1]) - max(start, self.high[s.id][0]) > 0]
+        return sorted(overlapping, key=lambda s: (-s.duration.high, s.name))
+
+    def estimates_on_path(self) -> list[Step]:
+        return [self.steps[i] for i in self.path if self.steps[i].duration.kind == "estimate"]
+
+
+def make_timeline(stack: str, steps: list[Step], driver_mode: str = "compiled", prefix: str = "") -> Timeline:
+    by_id = {s.id: s for s in steps}
+    ends = [s.id for s in steps if s.type == SMOKE_RUN]
+    if len(ends) != 1:
+        raise ValueError(f"stack {stack}: expected one smoke run ({SMOKE_RUN}) to end the timeline, found {len(ends)}")
+    low, high = schedule(steps, "low"), schedule(steps, "high")
+    return Timeline(stack, by_id, low, high, ends[0], critical_path(by_id, high, ends[0]),
+                    critical_path(by_id, low, ends[0]), driver_mode, prefix)
+
+
+# --------------------------------------------------------------------------------------------
+# what-ifs: dependencies a first `pulumi up` does not need
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    name: str
+    change: str  # the graph change, in words
+    apply: Callable[[list[Step]], list[Step]]
+
+
+@dataclass(frozen=True)
+class WhatIfResult:
+    what_if: WhatIf
+    total: tuple[float, float]
+    saved: tuple[float, float]  # against the plan as it is
+
+
+def _drop(steps: list[Step], where: Callable[[Step], bool], dep: Callable[[Step], bool]) -> list[Step]:
+    by_id = {s.id: s for s in steps}
+    return [replace(s, deps=tuple(d for d in s.deps if not dep(by_id[d]))) if where(s) else s for s in steps]
+
+
+def _is_cp_instance(s: Step) -> bool:
+    return s.type == INSTANCE
+
+
+def _nlb_before_nodes(steps: list[Step]) -> list[Step]:
+    return _drop(steps, lambda s: s.type in (INSTANCE, LAUNCH_TEMPLATE), lambda d: d.type == NLB)
+
+
+def _pools_after_control_planes(steps: list[Step]) -> list[Step]:
+    steps = _drop(steps, lambda s: s.type == ASG, lambda d: d.type == API_READY)
+    return _drop(steps, lambda s: s.type == LAUNCH_TEMPLATE, lambda d: d.type == NODE_UPGRADE)
+
+
+def _control_planes_launch_serially(steps: list[Step]) -> list[Step]:
+    return _drop(steps, _is_cp_instance, lambda d: d.type == API_READY)
+
+
+def _smoke_waits_for_everything(steps: list[Step]) -> list[Step]:
+    return _drop(steps, lambda s: s.type == RELEASE and s.chart == "gpu-smoke-test",
+                 lambda d: d.chart in OFF_GPU_PATH_CHARTS)
+
+
+def _precompiled_driver(steps: list[Step]) -> list[Step]:
+    return [replace(s, key="gpu-driver-precompiled", name=s.name.replace("(compiled)", "(precompiled)"))
+            if s.key == "gpu-driver-compiled" else s for s in steps]
+
+
+WHAT_IFS: tuple[WhatIf, ...] = (
+    WhatIf("nlb-before-nodes", "control-plane instances and launch templates wait for the NLB to be active "
+           "(2-3 min) although they only need its DNS name, known when it is created", _nlb_before_nodes),
+    WhatIf("pools-after-control-planes", "GPU pools (Auto Scaling group, launch template) wait for every control "
+           "plane's readiness and upgrade gate; a worker could boot and install its snap meanwhile and only its "
+           "join wait for the bootstrap node", _pools_after_control_planes),
+    WhatIf("control-planes-launch-serially", "control plane N+1 is launched only after control plane N is Ready; "
+           "k8s-snap only needs the joins one at a time", _control_planes_launch_serially),
+    WhatIf("smoke-waits-for-observability", "the smoke test waits for kube-prometheus-stack, the dashboards and "
+           "velero, which the DRA allocation path does not use", _smoke_waits_for_everything),
+    WhatIf("compiled-driver", "the GPU Operator compiles the driver on the node (settings value "
+           "driver.usePrecompiled=true would pull a precompiled one)", _precompiled_driver),
+)
+
+
+def what_if_results(stack: str, steps: list[Step], base: tuple[float, float]) -> list[WhatIfResult]:
+    """Each what-if that shortens the modeled time, alone, then all of them together (name `all`)."""
+    results = []
+    combined = steps
+    for w in WHAT_IFS:
+        total = make_timeline(stack, w.apply(steps)).total
+        if total == base:
+            continue
+        combined = w.apply(combined)
+        results.append(WhatIfResult(w, total, (base[0] - total[0], base[1] - total[1])))
+    if len(results) > 1:
+        total = make_timeline(stack, combined).total
+        all_of = WhatIf("all", "all of the above", lambda s: s)
+        results.append(WhatIfResult(all_of, total, (base[0] - total[0], base[1] - total[1])))
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# from a plan
+
+
+def driver_mode_of(resources: list[Recorded], settings_driver: str) -> str:
+    if settings_driver == "host":
+        return "host"
+    for r in resources:
+        if r.type == RELEASE and chart_name(r) == "gpu-operator":
+            driver = (r.inputs.get("values") or {}).get("driver") or {}
+            if isinstance(driver, dict) and driver.get("usePrecompiled") is True:
+                return "precompiled"
+    return "compiled"
+
+
+def timeline_for_plan(plan: Plan) -> Timeline:
+    """The timeline of a `components.plan.run.Plan`, with its what-ifs."""
+    settings = plan.settings
+    mode = driver_mode_of(plan.resources, settings.gpu_stack.driver)
+    prefix = f"{settings.cluster_name}-" if settings.platform == "aws" else ""
+    steps = build_steps(plan.resources, platform=settings.platform, driver_mode=mode, prefix=prefix)
+    tl = make_timeline(plan.stack, steps, mode, prefix)
+    tl.what_ifs = what_if_results(plan.stack, steps, tl.total)
+    return tl

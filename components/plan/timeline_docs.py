@@ -1,0 +1,113 @@
+"""The generated "time to first GPU job" section of docs/benchmarks.md.
+
+    python -m components.plan.timeline_docs                          # print the section
+    python -m components.plan.timeline_docs --write docs/benchmarks.md
+
+tests/unit/plan_timeline/test_docs.py regenerates it and fails when the file differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from components import PROJECT_DIR
+from components.plan.timeline import Timeline
+from components.plan.timeline_render import (
+    MARK_END,
+    MARK_START,
+    clock,
+    describe,
+    mermaid_gantt,
+    path_table,
+    sources_table,
+    span,
+    what_if_table,
+)
+
+GANTT_STACK = "aws-dev"
+TARGET_SECONDS = 15 * 60  # the issue's target for aws-dev, at the upper bounds
+
+
+def committed_stacks(stacks_dir: Path | None = None) -> list[str]:
+    folder = stacks_dir or PROJECT_DIR / "stacks"
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+
+
+def stacks_table(timelines: Sequence[Timeline]) -> list[str]:
+    lines = ["| stack | time to smoke pass | dominating step | steps on the path | estimates on the path |",
+             "|---|---:|---|---:|---|"]
+    for tl in timelines:
+        dom = tl.dominating
+        estimates = ", ".join(sorted({f"`{s.key}`" for s in tl.estimates_on_path()})) or "none"
+        lines.append(f"| `{tl.stack}` | {span(*tl.total)} | {describe(dom)}, "
+                     f"{span(dom.duration.low, dom.duration.high)} | {len(tl.path)} | {estimates} |")
+    return lines
+
+
+def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK) -> str:
+    """Everything between the markers (markers included)."""
+    tl = next(t for t in timelines if t.stack == gantt_stack)
+    high = tl.total[1]
+    verdict = "met" if high <= TARGET_SECONDS else "not met"
+    singles = [w.total[1] for w in tl.what_ifs if w.what_if.name != "all"]
+    together = [w.total[1] for w in tl.what_ifs if w.what_if.name == "all"]
+    parts = [MARK_START,
+             "Modeled from each committed stack's offline plan: every planned resource, the node boot steps "
+             "cloud-init runs and the GPU Operator's driver and toolkit, with the durations (and their sources) "
+             "of components/plan/durations.py. A step starts when everything it depends on has finished; the "
+             "range is the longest chain with every step at its low, then at its high bound.",
+             "", *stacks_table(timelines), "",
+             f"Target (issue): `{gantt_stack}` at most {clock(TARGET_SECONDS)} at the upper bounds: **{verdict}** "
+             f"({clock(high)}"
+             + (f"; {clock(min(singles))} with the best single change below" if singles else "")
+             + (f", {clock(together[0])} with all of them" if together else "") + ").",
+             "", f"`{gantt_stack}`, earliest-start schedule at the upper bounds (names without "
+                 f"`{tl.prefix}`):", "", mermaid_gantt(tl), "", *path_table(tl), ""]
+    if tl.what_ifs:
+        parts += [f"What the graph's dependencies cost `{gantt_stack}` (modeled; the graph is unchanged):", "",
+                  *what_if_table(tl), ""]
+    parts += [f"The rows on `{gantt_stack}`'s path and what they rest on (all rows: components/plan/durations.py):",
+              "", *sources_table(tl), ""]
+    parts += [f"Reproduce: `ck8s-gpu plan --stack {gantt_stack} --timeline --out out/{gantt_stack}` "
+              "(prints the path, writes timeline.md); regenerate this section with "
+              "`python -m components.plan.timeline_docs --write docs/benchmarks.md`.", MARK_END]
+    return "\n".join(parts)
+
+
+def replace_section(text: str, new_section: str) -> str:
+    start, end = text.find(MARK_START), text.find(MARK_END)
+    if start < 0 or end < start:
+        raise ValueError("docs/benchmarks.md has no timeline markers")
+    return text[:start] + new_section + text[end + len(MARK_END):]
+
+
+def current_section(text: str) -> str:
+    start, end = text.find(MARK_START), text.find(MARK_END)
+    return text[start:end + len(MARK_END)] if 0 <= start < end else ""
+
+
+def timelines(stacks: Sequence[str] | None = None) -> list[Timeline]:
+    from components.plan.run import plan_stack
+    from components.plan.timeline import timeline_for_plan
+
+    return [timeline_for_plan(plan_stack(name)) for name in (stacks or committed_stacks())]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.plan.timeline_docs")
+    parser.add_argument("--write", type=Path, default=None, metavar="BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    new = section(timelines())
+    if args.write is None:
+        print(new)
+        return 0
+    args.write.write_text(replace_section(args.write.read_text(), new))
+    print(f"wrote the timeline section of {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Plan every committed stack once per session: the timeline tests only read the results."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from components.plan.run import Plan, plan_stack
+from components.plan.timeline import Timeline, timeline_for_plan
+from components.plan.timeline_docs import committed_stacks
+
+STACKS = committed_stacks()
+
+
+@cache
+def planned(stack: str) -> Plan:
+    return plan_stack(stack)
+
+
+@cache
+def timeline(stack: str) -> Timeline:
+    return timeline_for_plan(planned(stack))
+
+
+@pytest.fixture(params=STACKS)
+def stack_timeline(request: pytest.FixtureRequest) -> Timeline:
+    return timeline(request.param)

@@ -1,0 +1,35 @@
+"""docs/benchmarks.md's timeline section is what the code generates today."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import PROJECT_DIR
+from components.plan.timeline_docs import committed_stacks, current_section, replace_section, section
+
+from .conftest import timeline
+
+BENCHMARKS = PROJECT_DIR / "docs" / "benchmarks.md"
+
+
+def test_benchmarks_section_is_up_to_date() -> None:
+    expected = section([timeline(s) for s in committed_stacks()])
+    assert current_section(BENCHMARKS.read_text()) == expected, (
+        "docs/benchmarks.md is stale: python -m components.plan.timeline_docs --write docs/benchmarks.md")
+
+
+def test_every_committed_stack_is_in_the_section() -> None:
+    text = current_section(BENCHMARKS.read_text())
+    assert committed_stacks() == ["aws-dev", "aws-prod", "existing", "kind", "local"]
+    for stack in committed_stacks():
+        assert f"| `{stack}` | " in text
+
+
+def test_replace_section_keeps_the_rest_and_needs_markers() -> None:
+    new = section([timeline(s) for s in committed_stacks()])
+    text = BENCHMARKS.read_text()
+    replaced = replace_section(text.replace(current_section(text), current_section(text)[:200] + "\n" +
+                                            current_section(text)[-30:]), new)
+    assert replaced == text.replace(current_section(text), new)
+    with pytest.raises(ValueError, match="markers"):
+        replace_section("no markers here", new)

@@ -1,0 +1,89 @@
+"""The timeline of every committed stack: structure, not totals (durations may be re-sourced)."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from components.plan.durations import DURATIONS, SOURCE_PREFIXES
+from components.plan.timeline import SMOKE_RUN, Timeline
+from components.plan.timeline_render import shown_path, text_lines
+
+from .conftest import timeline
+
+
+def test_the_smoke_run_ends_a_connected_chain_from_a_root(stack_timeline: Timeline) -> None:
+    tl = stack_timeline
+    for path, times in ((tl.path, tl.high), (tl.path_low, tl.low)):
+        assert tl.steps[path[-1]].type == SMOKE_RUN and path[-1] == tl.end
+        assert tl.steps[path[0]].deps == ()
+        for before, after in pairwise(path):
+            assert before in tl.steps[after].deps
+            assert times[after][0] == times[before][1]  # no slack on the critical path
+
+
+def test_every_step_has_a_sourced_row_and_a_sane_range(stack_timeline: Timeline) -> None:
+    tl = stack_timeline
+    for s in tl.steps.values():
+        d = DURATIONS[s.key]
+        assert s.key != "unmapped", f"{tl.stack}: {s.name} ({s.type}) has no row in components/plan/durations.py"
+        assert d.source.startswith(SOURCE_PREFIXES) and 0 <= d.low <= d.high
+    low, high = tl.total
+    assert 0 < low <= high
+
+
+def test_the_dominating_step_is_on_the_path(stack_timeline: Timeline) -> None:
+    tl = stack_timeline
+    dom = tl.dominating
+    assert dom.id in tl.path and dom.duration.high == max(tl.steps[i].duration.high for i in tl.path)
+    assert dom.id in shown_path(tl)
+
+
+def test_what_ifs_only_ever_shorten_it(stack_timeline: Timeline) -> None:
+    tl = stack_timeline
+    for w in tl.what_ifs:
+        assert w.total[0] <= tl.total[0] and w.total[1] <= tl.total[1] and w.total != tl.total
+    together = [w for w in tl.what_ifs if w.what_if.name == "all"]
+    if together:
+        assert all(together[0].total[1] <= w.total[1] for w in tl.what_ifs)
+
+
+def test_aws_dev_waits_for_its_nodes_and_the_driver() -> None:
+    tl = timeline("aws-dev")
+    names = [tl.steps[i].name for i in tl.path]
+    assert tl.driver_mode == "compiled" and tl.prefix == "ck8s-dev-eu-west-1-"
+    for expected in ("cp-0 boot", "cp-0 k8s bootstrap", "pool l4 k8s join", "pool l4 node Ready",
+                     "GPU Operator driver (compiled)", "GPU Operator container toolkit"):
+        assert expected in names
+    assert names.index("cp-0 k8s bootstrap") < names.index("pool l4 k8s join") < names.index(
+        "GPU Operator driver (compiled)")
+    assert {w.what_if.name for w in tl.what_ifs} >= {"nlb-before-nodes", "pools-after-control-planes",
+                                                      "compiled-driver", "all"}
+
+
+def test_aws_prod_joins_control_planes_one_at_a_time() -> None:
+    tl = timeline("aws-prod")
+    joins = sorted((s for s in tl.steps.values() if s.key == "k8s-join-control-plane"), key=lambda s: s.name)
+    assert [s.name for s in joins] == ["cp-1 k8s join", "cp-2 k8s join"]
+    assert "synthetic:cp-1 node Ready" in joins[1].deps
+    assert len([s for s in tl.steps.values() if s.key == "k8s-bootstrap"]) == 1
+    assert "control-planes-launch-serially" in {w.what_if.name for w in tl.what_ifs}
+
+
+def test_existing_uses_the_host_driver_and_no_node_boot() -> None:
+    tl = timeline("existing")
+    assert tl.driver_mode == "host"
+    keys = {s.key for s in tl.steps.values()}
+    assert "gpu-driver-host" in keys and "node-boot" not in keys and "gpu-driver-compiled" not in keys
+
+
+def test_local_brackets_its_measured_up_time() -> None:
+    low, high = timeline("local").total
+    assert low <= 5.4 <= high  # docs/benchmarks.md: `pulumi up` start to smoke pass 5.4 s
+
+
+def test_the_printed_table_lists_the_shown_path(stack_timeline: Timeline) -> None:
+    lines = text_lines(stack_timeline)
+    assert lines[0].startswith(f"Modeled time to smoke pass ({stack_timeline.stack}): ")
+    assert any(line.startswith("Dominating step: ") for line in lines)
+    rows = [line for line in lines if line.strip()[:1].isdigit()]
+    assert len(rows) == len(shown_path(stack_timeline))
