@@ -89,18 +89,27 @@ def _progress(event: Any) -> None:
         print(f"  {state:<8} {op:<8} {name}", flush=True)
 
 
-def run_upgrade(args: argparse.Namespace) -> int:
-    from components.upgrade import skew, stackfile, steps
-
+def _aws_stack(command: str, args: argparse.Namespace) -> tuple[Any, Path] | None:
+    """The stack's settings and file, or None after printing why this command cannot act on it."""
     try:
         settings, path = _load(args.stack, args.stacks_dir)
     except SettingsError as exc:
-        print(f"ck8s-gpu upgrade: {exc.message}", file=sys.stderr)
-        return 2
+        print(f"ck8s-gpu {command}: {exc.message}", file=sys.stderr)
+        return None
     if settings.platform != "aws":
-        print(f"ck8s-gpu upgrade: stack {args.stack} is platform {settings.platform}: track upgrades apply to the "
-              "nodes this project runs (aws); other platforms upgrade their own nodes", file=sys.stderr)
+        print(f"ck8s-gpu {command}: stack {args.stack} is platform {settings.platform}: only the nodes this project "
+              "runs (aws) are upgraded or replaced by it; other platforms manage their own", file=sys.stderr)
+        return None
+    return settings, path
+
+
+def run_upgrade(args: argparse.Namespace) -> int:
+    from components.upgrade import skew, stackfile, steps
+
+    loaded = _aws_stack("upgrade", args)
+    if loaded is None:
         return 2
+    settings, path = loaded
     deployed = args.deployed or (None if args.plan else _deployed_from_outputs(args.stack)) or settings.kubernetes.track
     try:
         plan = steps.upgrade_steps(settings, deployed, args.to)
@@ -145,15 +154,10 @@ def _engine_error(exc: Exception) -> str:
 def run_replace(args: argparse.Namespace) -> int:
     from components.upgrade import replace
 
-    try:
-        settings, _ = _load(args.stack, args.stacks_dir)
-    except SettingsError as exc:
-        print(f"ck8s-gpu replace-node: {exc.message}", file=sys.stderr)
+    loaded = _aws_stack("replace-node", args)
+    if loaded is None:
         return 2
-    if settings.platform != "aws":
-        print(f"ck8s-gpu replace-node: stack {args.stack} is platform {settings.platform}: only aws nodes are "
-              "replaced by this project", file=sys.stderr)
-        return 2
+    settings, _ = loaded
     try:
         return replace.run(settings, args.stack, args.node, args.force, _automation_stack, plan_only=args.plan)
     except replace.ReplaceError as exc:

@@ -90,39 +90,36 @@ def _policy(policy: UpgradeSettings) -> dict[str, Any]:
     return policy.model_dump(by_alias=True)
 
 
-class NodeUpgrade(pulumi.dynamic.Resource, module="ck8s-gpu", name="NodeUpgrade"):  # type: ignore[misc,call-arg]
-    """One control plane's Kubernetes minor, upgraded in place when the track changes."""
+class _Upgrade(pulumi.dynamic.Resource):
+    """The shared shape: the track and where to act, the policy, and the outcomes of the last run."""
 
     outcomes: pulumi.Output[list[dict[str, str]]]
+
+    def __init__(self, provider: _Provider, name: str, track: str, region: str, cluster: str,
+                 policy: UpgradeSettings, extra: dict[str, Any], opts: pulumi.ResourceOptions | None) -> None:
+        super().__init__(provider, name, {"track": track, "region": region, "cluster": cluster, **extra,
+                                          "policy": _policy(policy), "outcomes": None}, opts)
+
+
+class NodeUpgrade(_Upgrade, module="ck8s-gpu", name="NodeUpgrade"):  # type: ignore[misc,call-arg]
+    """One control plane's Kubernetes minor, upgraded in place when the track changes."""
 
     def __init__(self, name: str, *, track: str, region: str, cluster: str, instance_id: pulumi.Input[str],
                  policy: UpgradeSettings, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_NodeProvider(), name, {
-            "track": track, "region": region, "cluster": cluster, "instanceId": instance_id,
-            "policy": _policy(policy), "outcomes": None,
-        }, opts)
+        super().__init__(_NodeProvider(), name, track, region, cluster, policy, {"instanceId": instance_id}, opts)
 
 
-class PoolUpgrade(pulumi.dynamic.Resource, module="ck8s-gpu", name="PoolUpgrade"):  # type: ignore[misc,call-arg]
+class PoolUpgrade(_Upgrade, module="ck8s-gpu", name="PoolUpgrade"):  # type: ignore[misc,call-arg]
     """One pool's nodes, upgraded in place (maxUnavailable at a time) when the track changes."""
-
-    outcomes: pulumi.Output[list[dict[str, str]]]
 
     def __init__(self, name: str, *, track: str, region: str, cluster: str, pool: str, policy: UpgradeSettings,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_PoolProvider(), name, {
-            "track": track, "region": region, "cluster": cluster, "pool": pool,
-            "policy": _policy(policy), "outcomes": None,
-        }, opts)
+        super().__init__(_PoolProvider(), name, track, region, cluster, policy, {"pool": pool}, opts)
 
 
-class UpgradeComplete(pulumi.dynamic.Resource, module="ck8s-gpu", name="UpgradeComplete"):  # type: ignore[misc,call-arg]
+class UpgradeComplete(_Upgrade, module="ck8s-gpu", name="UpgradeComplete"):  # type: ignore[misc,call-arg]
     """After every pool: stragglers upgraded, then k8sd's InPlace Upgrade reaches Completed."""
-
-    outcomes: pulumi.Output[list[dict[str, str]]]
 
     def __init__(self, name: str, *, track: str, region: str, cluster: str, policy: UpgradeSettings,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_CompleteProvider(), name, {
-            "track": track, "region": region, "cluster": cluster, "policy": _policy(policy), "outcomes": None,
-        }, opts)
+        super().__init__(_CompleteProvider(), name, track, region, cluster, policy, {}, opts)

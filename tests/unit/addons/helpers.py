@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components.addons.base import Addon, AddonContext
 from components.addons.graph import install_graph
+from components.cli.mockengine import PlanRun, Recorded
 from components.cluster import ClusterFacts, cluster_facts
 from components.settings import Settings, parse_settings
 
@@ -52,3 +53,22 @@ class StandInCluster:
             opts=pulumi.ResourceOptions(provider=self.provider),
         )
         self.facts: ClusterFacts = cluster_facts(s)
+
+
+def by_name(r: PlanRun) -> dict[str, Recorded]:
+    return {x.name: x for x in r.resources}
+
+
+def ancestors(r: PlanRun, name: str) -> set[str]:
+    """Every resource `name` waits for, directly or through others (by resource name)."""
+    urn_to_name = {x.urn: x.name for x in r.resources}
+    res = by_name(r)
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        for dep in res[todo.pop()].dependencies:
+            dep_name = urn_to_name[dep]
+            if dep_name not in seen:
+                seen.add(dep_name)
+                todo.append(dep_name)
+    return seen

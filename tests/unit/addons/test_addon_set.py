@@ -8,9 +8,9 @@ import pulumi
 import pytest
 
 from components.addons.addon_set import AddonSet
-from components.cli.mockengine import MASK, PlanRun, Recorded, run_program
+from components.cli.mockengine import MASK, PlanRun, run_program
 from components.settings import Settings
-from tests.unit.addons.helpers import StandInCluster, settings
+from tests.unit.addons.helpers import StandInCluster, ancestors, by_name, settings
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 WAIT = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
@@ -25,23 +25,6 @@ def run(s: Settings) -> PlanRun:
     return run_program(program, {}, stack="test")
 
 
-def by_name(r: PlanRun) -> dict[str, Recorded]:
-    return {x.name: x for x in r.resources}
-
-
-def ancestors(r: PlanRun, name: str) -> set[str]:
-    """Every resource `name` waits for, directly or through others (by resource name)."""
-    urn_to_name = {x.urn: x.name for x in r.resources}
-    res = by_name(r)
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        for dep in res[todo.pop()].dependencies:
-            dep_name = urn_to_name[dep]
-            if dep_name not in seen:
-                seen.add(dep_name)
-                todo.append(dep_name)
-    return seen
 
 
 @pytest.fixture(scope="module")

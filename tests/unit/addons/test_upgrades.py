@@ -14,14 +14,14 @@ from components.addons.catalog import ADDONS, BY_NAME
 from components.addons.crds import BY_CHART, CRD_HANDLING
 from components.addons.graph import AddonGraphError, install_graph
 from components.charts import chart_version
-from components.cli.mockengine import PlanRun, Recorded, run_program
+from components.cli.mockengine import PlanRun, run_program
 from components.policies.facts import StackFacts
 from components.policies.helm import HELM_RELEASE_PINNED, RELEASE
 from components.policies.offline import resource_args
 from components.settings import Settings
 from components.settings.load import SettingsError
 from components.smoke.component import SmokeTest
-from tests.unit.addons.helpers import StandInCluster, context, final_values, settings
+from tests.unit.addons.helpers import StandInCluster, ancestors, by_name, context, final_values, settings
 
 WAIT = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
 SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
@@ -39,21 +39,6 @@ def run(s: Settings) -> PlanRun:
     return run_program(program, {}, stack="test")
 
 
-def by_name(r: PlanRun) -> dict[str, Recorded]:
-    return {x.name: x for x in r.resources}
-
-
-def ancestors(r: PlanRun, name: str) -> set[str]:
-    urn_to_name = {x.urn: x.name for x in r.resources}
-    res = by_name(r)
-    seen: set[str] = set()
-    todo = [name]
-    while todo:
-        for dep in res[todo.pop()].dependencies:
-            if urn_to_name[dep] not in seen:
-                seen.add(urn_to_name[dep])
-                todo.append(urn_to_name[dep])
-    return seen
 
 
 def changed_keys(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> set[str]:
