@@ -21,6 +21,8 @@ import pulumi_kubernetes as k8s
 
 from components.addons.base import Addon, AddonContext, deep_merge
 from components.addons.catalog import BY_NAME, WIRED_VALUES
+from components.addons.crds import BY_CHART
+from components.addons.crds_first import CrdsFirst
 from components.addons.gpu_operator import CLUSTER_POLICY
 from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
 from components.charts import chart_dir
@@ -100,6 +102,16 @@ def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
     return args
 
 
+def crds_first(addon: Addon, ctx: AddonContext) -> dict[str, str] | None:
+    """Where to pull the chart whose CRDs must be applied before its release, or None when the
+    chart upgrades its own (components/addons/crds.py) or is this repository's."""
+    repo = addon.repository(ctx.settings)
+    handling = BY_CHART.get(addon.chart_pin or "")
+    if repo is None or handling is None or not handling.manual:
+        return None
+    return {"repository": repo, "chart": addon.chart_name, "version": ctx.version}
+
+
 def release_source(addon: Addon, ctx: AddonContext) -> str:
     """What a pin decides for a release, readably: `<repository>/<chart>@<version>`, or
     `charts/<chart>@local` for this repository's chart installed from its path."""
@@ -172,6 +184,12 @@ class AddonSet(pulumi.ComponentResource):
             depends: list[pulumi.Resource] = [cluster.ready, self.namespaces[addon.namespace]]
             depends += [self.ready[d] for d in graph.edges[addon.name]]
             depends += extra_dependencies.get(addon.name, ())
+            crds = crds_first(addon, ctx)
+            if crds is not None:  # Helm never upgrades this chart's crds/: the new ones go first
+                depends.append(CrdsFirst(
+                    f"{name}-{addon.name}-crds", cluster.kubeconfig, **crds,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.ready]),
+                ))
             grace = f"{addon.timeout_seconds + ENGINE_GRACE_SECONDS}s"
             # atomic: a failed upgrade waits up to `timeout` and its rollback as long again.
             update_grace = f"{2 * addon.timeout_seconds + ENGINE_GRACE_SECONDS}s"

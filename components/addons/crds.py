@@ -4,9 +4,10 @@ Helm installs a chart's `crds/` directory on install only and never upgrades it:
 CRD that exists (helm v3.18.6 pkg/action/install.go, installCRDs: "CRD ... is already present.
 Skipping."); pkg/action/upgrade.go has no CRD step at all. CRDs under `templates/` are ordinary
 release objects and are upgraded. So each chart either brings its own upgrade mechanism (a hook
-Job), which the values builders turn on where it can run pinned, or a pin change needs the new
-CRDs applied by hand first (docs/addons.md, Upgrades). `tests/unit/addons/test_upgrades.py`
-checks every pinned chart has a row and that the values set what the row says.
+Job), which the values builders turn on where it can run pinned, or the program applies the new
+version's `crds/` before the release (`manual`: components/addons/crds_first.py, docs/addons.md).
+`tests/unit/addons/test_upgrades.py` checks every pinned chart has a row and that the values set
+what the row says.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class CrdHandling:
     source: str  # the upstream files read (tag, commit, path)
     # Values key (dotted) our builder sets true to turn the mechanism on; None: nothing to set.
     switch: str | None = None
-    manual: bool = False  # a pin change needs the new CRDs applied before `pulumi up`
+    manual: bool = False  # no usable mechanism: CrdsFirst applies the chart's crds/ before the release
 
 
 CRD_HANDLING: tuple[CrdHandling, ...] = (
@@ -44,7 +45,7 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
         crds="`crds/` (ComputeDomain, ComputeDomainClique)",
         mechanism="none: upstream's upgrade guide applies the new CRDs with `kubectl apply` before "
                   "`helm upgrade`",
-        ours="nothing to set; with `computeDomains: true` apply the new version's CRDs first (below)",
+        ours="nothing to set; the new version's `crds/` is applied before the release (CrdsFirst)",
         source="kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (764900e) deployments/helm/dra-driver-nvidia-gpu/"
                "crds/, docs/upgrade.md step 1",
         manual=True,
@@ -62,7 +63,7 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
         chart="fake-gpu-operator",
         crds="`crds/` (ClusterPolicy, ComputeDomain); NodeResourceTopology under `templates/`",
         mechanism="none for `crds/` (the `templates/` CRD is upgraded as a release object)",
-        ours="nothing to set (kind only; a kind cluster is recreated rather than upgraded)",
+        ours="nothing to set; the new version's `crds/` is applied before the release (CrdsFirst)",
         source="run-ai/fake-gpu-operator v0.2.0 (3a3f644) deploy/fake-gpu-operator/crds/, templates/status-updater/"
                "noderesourcetopology-crd.yaml",
         manual=True,
@@ -74,7 +75,8 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
                   "Job, `kubectl apply --server-side --force-conflicts` of the bundled CRDs",
         ours="left off: its init container is `docker.io/busybox:latest` and the chart adds a busybox digest "
              "only when the unrelated key `crds.upgradeJob.image.sha` is set (templates/upgrade/job.yaml "
-             "lines 41-42), so it cannot run pinned; apply the new CRDs first (below)",
+             "lines 41-42), so it cannot run pinned; the new version's CRDs (subchart `crds/`) are "
+             "applied before the release instead (CrdsFirst)",
         source="prometheus-community/helm-charts kube-prometheus-stack-88.5.3 (ea930ba) charts/kube-prometheus-"
                "stack/values.yaml `crds.upgradeJob`, charts/crds/templates/upgrade/job.yaml, README.md "
                "\"Upgrading Chart\"",
@@ -95,8 +97,7 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
                   "copies `sh` and `kubectl` out of `kubectl.image` (`docker.io/bitnamilegacy/kubectl:<cluster "
                   "minor>`), then feeds `velero install --crds-only --dry-run -o yaml` to `kubectl apply`",
         ours="`upgradeCRDs: false` (ADR 0010): that image is unmaintained, reportedly without a 1.34 tag; "
-             "apply the new CRDs first (below), or set `kubectl.image` to an image with `sh` and `kubectl` "
-             "you trust and turn it back on in the stack's `values:`",
+             "the new version's `crds/` is applied before the release instead (CrdsFirst)",
         source="vmware-tanzu/helm-charts velero-11.1.1 (5b4838c) charts/velero/templates/upgrade-crds/"
                "upgrade-crds.yaml, values.yaml `upgradeCRDs`, `kubectl.image`",
         manual=True,

@@ -139,9 +139,11 @@ def _upgrades() -> list[str]:
     lines += [f"| `{h.chart}` | {h.crds} | {h.mechanism} | {h.ours} |" for h in CRD_HANDLING]
     lines += [
         "",
-        f"Charts without a usable mechanism ({manual}): apply the NEW version's CRDs before",
-        "`pulumi up` with the new pin. The old version keeps running against them as long as they still",
-        "serve the API versions it uses: read the chart's upgrade notes for removed versions.",
+        f"Charts without a usable mechanism ({manual}): the program applies the NEW version's",
+        "`crds/` before the release (`CrdsFirst`, `components/addons/crds_first.py`: the chart pulled with",
+        "Helm's own library, each CRD server-side applied with field manager `ck8s-gpu`; never deleted).",
+        "The old version keeps running against them as long as they still serve the API versions it",
+        "uses: read the chart's upgrade notes for removed versions. By hand, the same step is:",
         "",
         "```bash",
         "# https repository; for oci: helm show crds oci://<registry path>/<chart> --version <new>",

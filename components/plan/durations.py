@@ -159,6 +159,9 @@ DURATIONS: dict[str, Duration] = {
     "api-ready-existing": Duration(0, 1, "API readiness gate (cluster already up)", _LOCAL),
     "upgrade-noop": Duration(0, 1, "node upgrade gate (no-op on create)",
                              "code: components/upgrade/resources.py (create records state only: no node is touched)"),
+    "crds-first": Duration(1, 15, "chart CRDs applied before the release",
+                           "code: components/addons/crds_first.py (one chart archive download, tens of KB, then "
+                           "one server-side apply per CRD; Helm's own pull and the API server's PATCH)"),
     "smoke-run": Duration(5, 180, "smoke run (GPU job, verifier)",
                           _LOCAL + " (no image pull) | https://github.com/canonical/k8s-snap/blob/main/tests/"
                           "integration/tests/test_nvidia_gpu_operator.py: the cuda-vectoradd pod is given 180 s to "

@@ -61,6 +61,7 @@ _DYNAMIC_KEYS = {
     NODE_UPGRADE: "upgrade-noop",
     "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade": "upgrade-noop",
     "pulumi-python:dynamic/ck8s-gpu:UpgradeComplete": "upgrade-noop",
+    "pulumi-python:dynamic/ck8s-gpu:CrdsFirst": "crds-first",
     SMOKE_RUN: "smoke-run",
 }
 

@@ -255,3 +255,58 @@ def test_pulumi_engine_up_and_destroy_against_local_cluster(cluster, gpu_nodes, 
     assert not cluster.kubectl("get", "namespace", "engine-e2e", "--ignore-not-found").strip() \
         or "Terminating" in cluster.kubectl("get", "namespace", "engine-e2e", "--ignore-not-found")
     print(f"\npulumi engine test: up {t_up:.1f}s, total {time.monotonic() - t0:.1f}s")
+
+
+# -- CRDs first (components/addons/crds_first.py) against the real API server --------------------
+
+def _crd(served: list[str]) -> dict[str, Any]:
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"size": {"type": "integer"}}}}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.demo.ck8s-gpu.test"},
+        "spec": {"group": "demo.ck8s-gpu.test", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": v, "served": True, "storage": v == served[-1], "schema": schema}
+                              for v in served]},
+    }
+
+
+def test_crds_first_applies_a_new_chart_versions_crds_before_its_release(cluster, tmp_path) -> None:
+    """A chart keeping its CRDs in crds/ (Helm never upgrades those): version 0.1.0 brings Widget v1,
+    0.2.0 adds v2. The provider pulls each version from a Helm repository and applies its CRDs to
+    the real API server; an object made under 0.1.0 is still there under 0.2.0."""
+    import yaml
+
+    from components.addons.crds_first import _Provider
+    from tests.helpers import chart_repo
+    from tests.integration.conftest import inline_kubeconfig
+
+    repo = tmp_path / "repo"
+    for version, served in (("0.1.0", ["v1"]), ("0.2.0", ["v1", "v2"])):
+        src = tmp_path / f"src-{version}"
+        (src / "crds").mkdir(parents=True)
+        (src / "templates").mkdir()
+        (src / "Chart.yaml").write_text(yaml.safe_dump({"apiVersion": "v2", "name": "widgets", "version": version}))
+        (src / "crds" / "widgets.yaml").write_text(yaml.safe_dump(_crd(served)))
+        chart_repo.package(src, repo, version)
+    chart_repo.write_index(repo)
+    kubeconfig = inline_kubeconfig(cluster.kubeconfig)
+    provider = _Provider()
+    with chart_repo.serve(repo) as url:
+        props = {"kubeconfig": kubeconfig, "repository": url, "chart": "widgets", "version": "0.1.0", "crds": None}
+        created = provider.create(props)
+        assert created.outs["crds"] == ["widgets.demo.ck8s-gpu.test"]
+        cluster.kubectl("create", "namespace", "crds-first")
+        cluster.create({"apiVersion": "demo.ck8s-gpu.test/v1", "kind": "Widget",
+                        "metadata": {"name": "w", "namespace": "crds-first"}, "spec": {"size": 1}})
+        assert not provider.diff("id", props, {**props, "kubeconfig": "rotated"}).changes
+        newer = {**props, "version": "0.2.0"}
+        assert provider.diff("id", props, newer).changes
+        provider.update("id", props, newer)
+    crd = cluster.get_json("crd", "widgets.demo.ck8s-gpu.test", "--show-managed-fields")
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1", "v2"]
+    assert {f["manager"] for f in crd["metadata"]["managedFields"]} >= {"ck8s-gpu"}
+    assert cluster.get_json("widgets.v2.demo.ck8s-gpu.test", "w", "-n", "crds-first")["spec"] == {"size": 1}
+    provider.delete("id", newer)  # leaves the CRD: deleting it would delete every Widget
+    assert cluster.get_json("crd", "widgets.demo.ck8s-gpu.test")["metadata"]["name"]

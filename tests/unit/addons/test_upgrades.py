@@ -39,8 +39,6 @@ def run(s: Settings) -> PlanRun:
     return run_program(program, {}, stack="test")
 
 
-
-
 def changed_keys(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> set[str]:
     """Dotted paths whose values differ (maps compared key by key)."""
     out: set[str] = set()
