@@ -76,6 +76,13 @@ class Outcome:
     detail: str = ""
 
 
+def _shown(argv: Sequence[str]) -> str:
+    """The command as an operator would type it: a projection pipeline shows its kubectl part."""
+    if list(argv[:2]) == ["sh", "-c"]:
+        return argv[2].split(" | python3", 1)[0]
+    return shlex.join(argv)
+
+
 def _tail(text: str, lines: int = 4) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
     return " / ".join(kept)[:600]
@@ -97,7 +104,7 @@ class Operator:
     def _run(self, on: NodeRef, argv: Sequence[str], step: str, node: str, timeout: float = 300) -> Result:
         result = self.runner.run(on.instance_id, argv, timeout)
         if result.code != 0:
-            raise UpgradeStopped(node, step, f"`{shlex.join(argv)}` on {on.name} exited {result.code}: "
+            raise UpgradeStopped(node, step, f"`{_shown(argv)}` on {on.name} exited {result.code}: "
                                              f"{_tail(result.stderr or result.stdout)}")
         return result
 

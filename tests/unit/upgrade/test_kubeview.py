@@ -80,3 +80,18 @@ def test_gpu_job_pods_are_running_job_pods_holding_gpus() -> None:
 def test_unreadable_lines_are_an_error_not_a_crash(line: str) -> None:
     with pytest.raises(kubeview.ViewError, match="unreadable node line"):
         kubeview.nodes(line)
+
+
+def test_a_failed_projection_names_the_kubectl_command_not_the_script() -> None:
+    from components.upgrade.executor import NodeRef, Operator, Result, UpgradeStopped
+
+    class Refusing:
+        def run(self, instance_id: str, argv: list[str], timeout: float) -> Result:
+            return Result(1, "", "error: You must be logged in to the server (Unauthorized)")
+
+    cp = NodeRef("i-1", "cp-0", "control-plane")
+    with pytest.raises(UpgradeStopped) as stopped:
+        Operator(Refusing(), [cp]).nodes(cp, "w-1")
+    message = str(stopped.value)
+    assert "`k8s kubectl get nodes -o json` on cp-0 exited 1: error: You must be logged in" in message
+    assert "import json" not in message
