@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from components.addons import advertisers
 from components.addons.base import Addon, AddonContext, Capability
 from components.addons.catalog import ADDONS, PLATFORM_CAPABILITIES, platform_default
@@ -86,7 +88,7 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
         own = a.addon_settings(settings)
         if a.local_chart is not None and own.version is not None and own.repository is None:
             problems.append(f"{a.name}: version {own.version} needs a repository that serves it "
-                            f"(gpuStack.addons.{_camel(a.settings_key)}.repository): without one the chart "
+                            f"(gpuStack.addons.{to_camel(a.settings_key)}.repository): without one the chart "
                             f"installs from this repository's charts/{a.local_chart} at its own version")
         edges[a.name] = tuple(dict.fromkeys(deps))
     order, cycles = _toposort([a.name for a in addons], edges)
@@ -101,11 +103,6 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
     if problems:
         raise AddonGraphError(problems)
     return graph
-
-
-def _camel(snake: str) -> str:
-    head, *rest = snake.split("_")
-    return head + "".join(w.capitalize() for w in rest)
 
 
 def contexts(graph: InstallGraph, settings: Settings, facts: ClusterFacts | None = None) -> dict[str, AddonContext]:

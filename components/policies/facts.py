@@ -59,9 +59,8 @@ class StackFacts:
             protect=s.protection.protect,
             retain_on_delete=s.protection.retain_on_delete,
             backup_region=s.backup.region if s.backup else None,
-            chart_mirrors=tuple(sorted({
-                a.repository for a in (getattr(s.gpu_stack.addons, f) for f in type(s.gpu_stack.addons).model_fields)
-                if a.repository is not None})),
+            chart_mirrors=tuple(sorted({a.repository for _, a in s.gpu_stack.addons.by_key()
+                                        if a.repository is not None})),
         )
 
 

@@ -7,6 +7,7 @@ in a stack file is an error with its path, never a silently ignored setting.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -134,6 +135,11 @@ class AddonsSettings(_Model):
     fake_gpu_operator: AddonSettings = AddonSettings()
     aws_cloud_controller_manager: AddonSettings = AddonSettings()
     velero: AddonSettings = AddonSettings()
+
+    def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
+        """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""
+        for name in type(self).model_fields:
+            yield to_camel(name), getattr(self, name)
 
 
 class GpuStackSettings(_Model):

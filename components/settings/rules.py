@@ -182,11 +182,9 @@ def _snake(camel: str) -> str:
 
 
 def _addon_versions(s: Settings) -> Iterator[Problem]:
-    for name in type(s.gpu_stack.addons).model_fields:
-        addon = getattr(s.gpu_stack.addons, name)
+    for key, addon in s.gpu_stack.addons.by_key():
         if addon.version is not None and not pins.is_exact_version(addon.version):
-            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
-            yield (f"{ROOT}.gpuStack.addons.{camel}.version",
+            yield (f"{ROOT}.gpuStack.addons.{key}.version",
                    f"'{addon.version}' is not an exact version (no 'latest', ranges or empty)")
 
 
@@ -215,12 +213,10 @@ def repository_problems(url: str) -> list[str]:
 
 
 def _addon_repositories(s: Settings) -> Iterator[Problem]:
-    for name in type(s.gpu_stack.addons).model_fields:
-        url = getattr(s.gpu_stack.addons, name).repository
-        if url is not None:
-            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name)
-            for reason in repository_problems(url):
-                yield f"{ROOT}.gpuStack.addons.{camel}.repository", reason
+    for key, addon in s.gpu_stack.addons.by_key():
+        if addon.repository is not None:
+            for reason in repository_problems(addon.repository):
+                yield f"{ROOT}.gpuStack.addons.{key}.repository", reason
 
 
 def _queues(s: Settings) -> Iterator[Problem]:
