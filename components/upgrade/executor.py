@@ -111,28 +111,39 @@ class Operator:
     def _kubectl(self, via: NodeRef, *args: str, node: str, step: str, timeout: float = 120) -> Result:
         return self._run(via, ["k8s", "kubectl", *args], step, node, timeout)
 
-    def _via(self, avoid: str) -> NodeRef:
-        """A control plane other than `avoid` whose k8s answers (the only one when there is one)."""
+    def _reach(self, node: str) -> tuple[NodeRef, dict[str, NodeView] | None]:
+        """A control plane other than `node` whose k8s answers, with what it said of the control planes
+        and `node` (the probe is the read). The only control plane is returned unasked (None): it may
+        be the node refreshing, whose API is down for a while."""
         for cp in self.control_planes:
-            if cp.name != avoid and self.runner.run(cp.instance_id, kubeview.nodes_command([cp.name]), 60).code == 0:
-                return cp
+            if cp.name == node:
+                continue
+            result = self.runner.run(cp.instance_id, kubeview.nodes_command([node or cp.name]), 120)
+            if result.code == 0:
+                return cp, self._views(result.stdout, node)
         if len(self.control_planes) == 1:
-            return self.control_planes[0]
-        raise UpgradeStopped(avoid, "find a control plane", "no other control plane answers `k8s kubectl`")
+            return self.control_planes[0], None
+        raise UpgradeStopped(node, "find a control plane", "no other control plane answers `k8s kubectl`")
+
+    def _via(self, avoid: str) -> NodeRef:
+        return self._reach(avoid)[0]
+
+    def _read(self, node: str) -> tuple[NodeRef, dict[str, NodeView]]:
+        """A control plane to act from, and the control planes and `node` as the API server sees them."""
+        via, views = self._reach(node)
+        return via, views if views is not None else self.nodes(via, node)
+
+    @staticmethod
+    def _views(text: str, node: str) -> dict[str, NodeView]:
+        try:
+            return kubeview.nodes(text)
+        except kubeview.ViewError as exc:
+            raise UpgradeStopped(node or "cluster", "read nodes", str(exc)) from None
 
     def nodes(self, via: NodeRef, node: str) -> dict[str, NodeView]:
         """The control planes and `node` (every node when empty), as the API server sees them."""
         out = self._run(via, kubeview.nodes_command([node] if node else []), "read nodes", node or "cluster", 120)
-        try:
-            return kubeview.nodes(out.stdout)
-        except kubeview.ViewError as exc:
-            raise UpgradeStopped(node, "read nodes", str(exc)) from None
-
-    def _node(self, via: NodeRef, name: str, step: str) -> NodeView:
-        view = self.nodes(via, name).get(name)
-        if view is None:
-            raise UpgradeStopped(name, step, "no such Node in the cluster (removed, or not joined yet)")
-        return view
+        return self._views(out.stdout, node)
 
     # ------------------------------------------------------------------ checks
 
@@ -152,9 +163,9 @@ class Operator:
 
     # ------------------------------------------------------------------ steps
 
-    def cordon(self, via: NodeRef, node: NodeRef) -> bool:
-        """Cordon and label the node; False when an operator had cordoned it (we leave it so)."""
-        view = self._node(via, node.name, "cordon")
+    def cordon(self, via: NodeRef, node: NodeRef, view: NodeView) -> bool:
+        """Cordon and label the node (`view`: as just read); False when an operator had cordoned it
+        (we leave it so)."""
         if view.unschedulable and not view.held_by_upgrade:
             self.log(f"{node.name}: already cordoned by someone else; it stays cordoned afterwards")
             return False
@@ -235,8 +246,7 @@ class Operator:
         outcomes: list[Outcome] = []
         todo: list[tuple[NodeRef, bool]] = []
         for node in batch:
-            via = self._via(node.name)
-            views = self.nodes(via, node.name)
+            via, views = self._read(node.name)
             view = views.get(node.name)
             if view is None:  # launched, not joined yet: it joins on what its launch template says
                 self.log(f"{node.name}: no Node yet (still joining); left to join by itself")
@@ -249,7 +259,7 @@ class Operator:
                 continue
             self._preflight(node, target, views)
             self.log(f"{node.name}: {view.kubelet_version} -> {track}")
-            ours = self.cordon(via, node)
+            ours = self.cordon(via, node, view)
             self.wait_for_gpu_jobs(via, node)
             if not self.drain(via, node):
                 self.release(via, node, ours)
@@ -324,14 +334,13 @@ class Operator:
                                                        "and start an empty cluster")
         if len(self.control_planes) < 2:
             return Outcome(node.name, "removed", "forced: the only control plane; nothing to leave")
-        via = self._via(node.name)
-        views = self.nodes(via, node.name)
+        via, views = self._read(node.name)
         down = [v.name for v in views.values() if v.control_plane and v.name != node.name and not v.ready]
         if down:
             raise UpgradeStopped(node.name, "quorum check", f"control plane(s) {', '.join(down)} not Ready: removing "
                                                             f"{node.name} now would leave etcd without a majority")
         if node.name in views:
-            ours = self.cordon(via, node)
+            ours = self.cordon(via, node, views[node.name])
             if not self.drain(via, node):
                 self.release(via, node, ours)
                 raise UpgradeStopped(node.name, "drain", "did not drain; nothing was removed")
@@ -340,9 +349,9 @@ class Operator:
 
     def remove_worker(self, node: NodeRef) -> Outcome:
         """Cordon and drain a worker, then delete its Node (its instance is terminated by the caller)."""
-        via = self._via(node.name)
-        if node.name in self.nodes(via, node.name):
-            ours = self.cordon(via, node)
+        via, views = self._read(node.name)
+        if node.name in views:
+            ours = self.cordon(via, node, views[node.name])
             self.wait_for_gpu_jobs(via, node)
             if not self.drain(via, node):
                 self.release(via, node, ours)
