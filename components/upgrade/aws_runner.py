@@ -33,7 +33,7 @@ class SsmRunner:
         sent = self.ssm.send_command(
             InstanceIds=[instance_id],
             DocumentName="AWS-RunShellScript",
-            Comment="ck8s-gpu upgrade"[:100],
+            Comment="ck8s-gpu upgrade",
             Parameters={"commands": [shlex.join(argv)], "executionTimeout": [str(max(30, int(timeout)))]},
             TimeoutSeconds=60,  # delivery: an offline agent fails fast instead of queueing the command
         )
