@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from components.plan.run import plan_stack
+from tests.unit.addons.helpers import ancestors
 
 STACKS = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (Path(__file__).resolve().parents[3] / "stacks")
                 .glob("Pulumi.*.yaml"))
@@ -29,14 +30,8 @@ def test_smoke_test_follows_the_addons_it_needs(stack: str) -> None:
         assert after & GPU_PUBLISHERS, (stack, sorted(after))
     if plan.settings.smoke_test.scheduler == "kai" and "gpu-stack-kai-scheduler" in addons:
         assert {"gpu-stack-kai-scheduler", "gpu-stack-kai-queues"} <= after, (stack, sorted(after))
-    upstream, todo = set(), list(release.dependencies)
-    while todo:
-        urn = todo.pop()
-        if urn in by_urn and urn not in upstream:
-            upstream.add(urn)
-            todo += by_urn[urn].dependencies
     # the cluster's API gate (on AWS behind the node upgrades, ADR 0015)
-    assert any(by_urn[u].name.endswith("ready") for u in upstream), (stack, sorted(after))
+    assert any(n.endswith("ready") for n in ancestors(plan, release.name)), (stack, sorted(after))
     assert release.urn in gate.dependencies and gate.parent == component.urn
     assert "kubeconfig" in gate.secret_paths
     assert gate.inputs["spec"]["runId"] == release.inputs["values"]["runId"]

@@ -12,6 +12,7 @@ import pytest
 
 from components.cli.main import main
 from components.upgrade import resources, skew
+from tests.unit.addons.helpers import ancestors
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -90,23 +91,14 @@ def test_every_addon_release_and_the_smoke_test_follow_the_pool_upgrades() -> No
     from components.plan.run import plan_stack
 
     plan = plan_stack("aws-dev")
-    by_urn = {r.urn: r for r in plan.resources}
-    pools = {r.urn for r in plan.resources if r.type == skew.UPGRADE_TYPES[1]}
+    pools = {r.name for r in plan.resources if r.type == skew.UPGRADE_TYPES[1]}
     assert pools
-
-    def upstream(urn: str, seen: set[str]) -> set[str]:
-        for dep in by_urn[urn].dependencies:
-            if dep not in seen and dep in by_urn:
-                seen.add(dep)
-                upstream(dep, seen)
-        return seen
-
     gated = [r for r in plan.resources if r.type in ("kubernetes:helm.sh/v3:Release",
                                                      "pulumi-python:dynamic/ck8s-gpu:SmokeRun")
              and "ccm" not in r.name]
     assert gated
     for r in gated:
-        assert pools <= upstream(r.urn, set()), f"{r.name} does not wait for every pool upgrade"
+        assert pools <= ancestors(plan, r.name), f"{r.name} does not wait for every pool upgrade"
 
 
 class _Output:
