@@ -85,6 +85,25 @@ CHARTS: dict[str, ChartPin] = {
     "velero": ChartPin("velero", "https://vmware-tanzu.github.io/helm-charts", "11.1.1"),
 }
 
+# The GPU Operator's `driver.version` with `gpuStack.driver: precompiled` (driver.usePrecompiled):
+# a driver BRANCH, not a version. The operator pulls `<repository>/<image>:<version>-<node's
+# kernel>-<os tag>` (NVIDIA/gpu-operator v26.7.0, controllers/object_controls.go resolveDriverTag;
+# api/nvidia/v1alpha1/nvidiadriver_types.go: "NVIDIA Driver version (or just branch for precompiled
+# drivers)"; gpu-operator/precompiled-drivers.rst in NVIDIA/cloud-native-docs: `--set
+# driver.version=<driver-branch>`). 595 is the branch of the chart's own default driver.version,
+# 595.91.07 (deployments/gpu-operator/values.yaml at v26.7.0), so compiled and precompiled nodes run
+# one branch. Change it with CHARTS["gpu-operator"].
+GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH = "595"
+# Branches NVIDIA validates precompiled driver images for with v26.7.0, per OS tag (NVIDIA/
+# cloud-native-docs gpu-operator/platform-support.rst "Supported Precompiled Drivers", commit
+# 70fde02; built daily for the newest kernel of 5.15 on 22.04, 6.8 on 22.04/24.04, 7.0 on 26.04:
+# NVIDIA/gpu-driver-container .github/precompiled-matrix-config.json).
+GPU_OPERATOR_PRECOMPILED_BRANCHES: dict[str, tuple[str, ...]] = {
+    "ubuntu22.04": ("580", "595"),
+    "ubuntu24.04": ("580", "595"),
+    "ubuntu26.04": ("595",),
+}
+
 IMAGES: dict[str, ImagePin] = {
     # The smoke test's container: nvidia-smi is injected through CDI (real driver) or by the
     # simulated driver, so a plain Ubuntu base is enough and small.

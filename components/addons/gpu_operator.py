@@ -8,14 +8,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from components import pins
 from components.addons.base import Addon, AddonContext, Capability
 from components.addons.nodes import DRA_NODE_LABEL, gpu_tolerations
 from components.settings.model import Settings
 
 NAMESPACE = "gpu-operator"
 CLUSTER_POLICY = "cluster-policy"  # the one ClusterPolicy the chart deploys (clusterPolicy.deployCR)
-# Driver root the operator-managed driver container exposes (values hostPaths.driverInstallDir).
+# Driver root the operator-managed driver container exposes (values hostPaths.driverInstallDir),
+# compiled or precompiled alike: both are the driver DaemonSet of assets/state-driver, the
+# precompiled one per kernel with the same /run/nvidia mount (controllers/object_controls.go
+# transformPrecompiledDriverDaemonset; internal/state/testdata/golden/driver-precompiled.yaml).
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+# A driver installed on the host itself (gpuStack.driver host) lives at the host's root.
+HOST_DRIVER_ROOT = "/"
+
+
+def driver_root(settings: Settings) -> str:
+    """Where the NVIDIA driver's files are on a GPU node (the DRA driver's `nvidiaDriverRoot`)."""
+    return HOST_DRIVER_ROOT if settings.gpu_stack.driver == "host" else OPERATOR_DRIVER_ROOT
 
 # k8s-snap's containerd: config.toml is owned by k8sd (rewritten on bootstrap/join) and imports
 # conf.d/*.toml, so the toolkit writes only a drop-in. RUNTIME_CONFIG_SOURCE=file makes it read
@@ -32,7 +43,14 @@ K8S_SNAP_TOOLKIT_ENV: tuple[tuple[str, str], ...] = (
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     dra = s.gpu_stack.allocation == "dra"
-    driver: dict[str, Any] = {"enabled": s.gpu_stack.driver == "operator"}
+    mode = s.gpu_stack.driver
+    # host: the driver is in the node image; the operator must not install one over it.
+    driver: dict[str, Any] = {"enabled": mode != "host"}
+    if mode == "precompiled":
+        # The image tag becomes <version>-<kernel>-<os tag>, so version is a branch (components/pins.py).
+        # Only this mode adds keys: `operator` keeps exactly the values existing stacks had.
+        driver["usePrecompiled"] = True
+        driver["version"] = pins.GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH
     if dra:
         # Before reloading the driver, the driver manager removes this label so the DRA kubelet
         # plugin (which selects on it) is evicted first, and puts it back afterwards.

@@ -17,7 +17,10 @@ from components import pins
 
 Platform = Literal["aws", "kind", "existing", "local"]
 Allocation = Literal["dra", "device-plugin"]
-DriverMode = Literal["operator", "host"]
+# Where GPU nodes get the NVIDIA kernel driver (docs/adr/0018): `operator` the GPU Operator's driver
+# container compiles it on the node; `precompiled` the same container ships it built for the node's
+# kernel (driver.usePrecompiled); `host` it is in the node image already (driver.enabled=false).
+DriverMode = Literal["operator", "precompiled", "host"]
 MigStrategy = Literal["none", "single", "mixed"]
 CapacityType = Literal["on-demand", "spot"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -111,6 +114,12 @@ class NodePoolSettings(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: tuple[Taint, ...] = (DEFAULT_GPU_TAINT,)
     gpu: GpuFactsSettings | None = None
+    # aws: the pool's image instead of Canonical's Ubuntu 24.04 AMI. An `ami-` id (one region), or
+    # the path of an SSM parameter holding one (`/...`, looked up in the stack's region at every
+    # `up`). Required with gpuStack.driver host (the image carries the driver) and precompiled (the
+    # image's kernel must have NVIDIA's image); docs/adr/0018 lists what the image must hold.
+    # Other platforms make no nodes and ignore it.
+    ami: str | None = None
 
 
 class AddonSettings(_Model):

@@ -17,6 +17,17 @@ Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
 
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+# An EC2 image id: `ami-` and 8 or 17 lowercase hex characters (EC2 User Guide, "Resource IDs":
+# 8 before 2016, 17 since; no width in between is ever issued).
+AMI_ID = re.compile(r"^ami-([0-9a-f]{8}|[0-9a-f]{17})$")
+# An SSM parameter named by its path: `/`-separated levels of a-zA-Z0-9_.- , at most 15 levels, at
+# most 1011 characters (SSM API Reference, PutParameter Name: "Naming Constraints").
+SSM_PATH = re.compile(r"^(/[a-zA-Z0-9_.-]+){1,15}$")
+SSM_PATH_MAX = 1011
+# CPU architecture words in AMI parameter paths (Canonical: amd64/arm64; AWS: x86_64/arm64).
+PATH_ARCH = {"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"}
+# A GPU driver branch, as the GPU Operator's precompiled images are tagged (components/pins.py).
+DRIVER_BRANCH = re.compile(r"^\d+$")
 FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
 ROOT = "settings"
 # Labels the project sets on pool nodes itself: a stack label with one of these keys would be
@@ -69,6 +80,8 @@ def _pools(s: Settings) -> Iterator[Problem]:
             yield (f"{path}.desiredSize",
                    f"needs minSize <= desiredSize <= maxSize, got {p.min_size}/{p.desired_size}/{p.max_size}")
         yield from _pool_labels_and_taints(path, p)
+        if p.ami is not None:
+            yield from ((f"{path}.ami", reason) for reason in ami_problems(p.ami, p.instance_type))
         if pool_gpus(p) is None:
             yield (f"{path}.instanceType",
                    f"'{p.instance_type}' is not in the GPU instance-type table; declare its GPUs under "
@@ -100,6 +113,27 @@ def _pool_labels_and_taints(path: str, p: NodePoolSettings) -> Iterator[Problem]
             # validateNodeTaints: "taints must be unique by key and effect pair"
             yield where, f"duplicate taint {taint.key}:{taint.effect} (taints must be unique by key and effect)"
         seen.add((taint.key, taint.effect))
+
+
+def ami_problems(ami: str, instance_type: str) -> list[str]:
+    """Why `ami` cannot be a pool's image (`nodePools[].ami`); [] when it can."""
+    if ami.startswith("ami-"):
+        return [] if AMI_ID.match(ami) else [
+            f"'{_cut(ami)}' is not an AMI id (ami- and 8 or 17 lowercase hex characters)"]
+    if not SSM_PATH.match(ami) or len(ami) > SSM_PATH_MAX:
+        return [f"'{_cut(ami)}' is neither an AMI id (ami-...) nor an SSM parameter path (/a/b/c: a-zA-Z0-9_.- "
+                f"between slashes, at most 15 levels)"]
+    # Imported here: components.aws imports the settings package (cycle at import time).
+    from components.aws.ami import arch_for_instance_type
+
+    try:
+        arch = arch_for_instance_type(instance_type)
+    except ValueError:
+        return []  # an instance type this cannot read is reported by the pool's own rules
+    named = {PATH_ARCH[level] for level in ami.split("/") if level in PATH_ARCH}
+    if named and arch not in named:
+        return [f"the parameter path names an image for {'/'.join(sorted(named))} but {instance_type} is {arch}"]
+    return []
 
 
 def _cut(value: str, limit: int = 80) -> str:
@@ -168,6 +202,64 @@ def _one_advertiser(s: Settings) -> Iterator[Problem]:
         if _truthy(nested(addons.fake_gpu_operator.values, "draPlugin.enabled")):
             yield (f"{base}.fakeGpuOperator.values.draPlugin.enabled",
                    "the simulated DRA plugin cannot run with allocation: device-plugin")
+
+
+def _driver(s: Settings) -> Iterator[Problem]:
+    """gpuStack.driver against what the GPU Operator supports and what the nodes hold (docs/adr/0018)."""
+    mode = s.gpu_stack.driver
+    values = s.gpu_stack.addons.gpu_operator.values
+    base = f"{ROOT}.gpuStack.addons.gpuOperator.values.driver"
+    # The mode is one setting: a values override must not make the operator do another.
+    enabled = nested(values, "driver.enabled")
+    if enabled is not None and _truthy(enabled) != (mode != "host"):
+        yield (f"{base}.enabled", f"contradicts gpuStack.driver {mode}: choose the driver with gpuStack.driver "
+                                  "(host: the image has it, the operator installs none)")
+    precompiled = nested(values, "driver.usePrecompiled")
+    if precompiled is not None and _truthy(precompiled) != (mode == "precompiled"):
+        yield (f"{base}.usePrecompiled", f"contradicts gpuStack.driver {mode}: choose precompiled drivers with "
+                                         "gpuStack.driver precompiled (it also sets driver.version to a branch)")
+    if mode == "precompiled":
+        yield from _precompiled(values, base)
+    if s.platform == "aws" and mode in ("host", "precompiled"):
+        why = {
+            "host": "gpuStack.driver host on aws needs every pool's image to carry the NVIDIA driver: Canonical's "
+                    "Ubuntu AMI has none, so its GPUs would never work. Name an AMI (ami-... or an SSM parameter "
+                    "path) with the driver installed and no containerd of its own (docs/adr/0018)",
+            "precompiled": "gpuStack.driver precompiled on aws needs every pool's image to run a kernel NVIDIA "
+                           "publishes driver images for (Ubuntu 24.04: 6.8 only). Canonical's Ubuntu AMI runs the "
+                           "rolling linux-aws kernel, which moves on from 6.8 with each interim release: on a newer "
+                           "kernel the driver pod stays in ImagePullBackOff. Name the AMI (docs/adr/0018)",
+        }[mode]
+        for i, p in enumerate(s.node_pools):
+            if p.ami is None:
+                yield f"{ROOT}.nodePools[{i}].ami", why
+
+
+def _precompiled(values: dict[str, object], base: str) -> Iterator[Problem]:
+    """NVIDIA/gpu-operator v26.7.0 with driver.usePrecompiled, and the precompiled-drivers page."""
+    version = nested(values, "driver.version")
+    if version is not None:
+        if not DRIVER_BRANCH.match(str(version)):
+            # The image is <repository>/<image>:<version>-<kernel>-<os tag> (controllers/object_controls.go
+            # resolveDriverTag): a full version or a digest names no image.
+            yield (f"{base}.version", f"'{_cut(str(version))}' is not a driver branch (like "
+                                      f"{pins.GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH}): with precompiled drivers "
+                                      "the version is the branch, the node's kernel completes the image tag")
+        elif nested(values, "driver.repository") is None:
+            # NVIDIA's registry has the validated branches; a repository of one's own may build any
+            # (precompiled-drivers.rst, "Building a Custom Driver Container Image").
+            known = sorted({b for branches in pins.GPU_OPERATOR_PRECOMPILED_BRANCHES.values() for b in branches})
+            if str(version) not in known:
+                yield (f"{base}.version", f"NVIDIA publishes precompiled drivers of branches {', '.join(known)} for "
+                                          f"this GPU Operator, not {version} (or set driver.repository to a registry "
+                                          "with images you built)")
+    # controllers/object_controls.go transformGDSContainer / transformGDRCopyContainer refuse them;
+    # precompiled-drivers.rst: "do not support NVIDIA vGPU or GPUDirect Storage (GDS)".
+    for key, name in (("gds.enabled", "GPUDirect Storage"), ("gdrcopy.enabled", "GDRCopy"),
+                      ("vgpuManager.enabled", "NVIDIA vGPU")):
+        if _truthy(nested(values, key)):
+            yield (f"{ROOT}.gpuStack.addons.gpuOperator.values.{key}",
+                   f"{name} does not work with precompiled drivers (gpuStack.driver precompiled)")
 
 
 def _truthy(value: object) -> bool:
@@ -351,7 +443,7 @@ def _longest_environment(s: Settings) -> int:
 
 
 RULES: tuple[Rule, ...] = (
-    _region, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _addon_versions,
+    _region, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _driver, _addon_versions,
     _addon_repositories, _queues, _smoke, _mig, _platform, _aws_names,
 )
 

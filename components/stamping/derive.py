@@ -120,6 +120,14 @@ def derive(
         problems.append((f"{where}.network.existing",
                          f"the template's VPC {template_settings.network.existing.vpc_id} exists only in "
                          f"{template_settings.region}: give this region's vpcId and subnets, or null for a new VPC"))
+    # An `ami-` id names an image in one region (a parameter path is looked up in each region).
+    stamped_amis = {p.get("name"): p.get("ami") for p in raw.get("nodePools") or [] if isinstance(p, dict)}
+    for pool in template_settings.node_pools:
+        if pool.ami is not None and pool.ami.startswith("ami-") and stamped_amis.get(pool.name) == pool.ami:
+            problems.append((f"{where}.nodePools",
+                             f"pool '{pool.name}': the template's image {pool.ami} exists only in "
+                             f"{template_settings.region}: give this region's (nodePools: [{{name: {pool.name}, "
+                             f"ami: ...}}]), or name an SSM parameter path present in every region"))
     backup_problems, notes = _backup(raw, template_settings, region, override, backup_region, restore, where)
     problems += backup_problems
 

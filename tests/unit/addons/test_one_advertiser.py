@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from components.addons import advertisers
 from components.addons.graph import AddonGraphError, final_values, install_graph
 from components.settings import SettingsError, parse_settings
-from tests.unit.addons.helpers import TRACKS
+from tests.unit.addons.helpers import DRIVER_MODES, POOL_AMI, TRACKS
 
 SWITCH_OVERRIDES: dict[str, tuple[str, ...]] = {
     "gpuOperator": ("devicePlugin.enabled",),
@@ -43,7 +43,7 @@ def raw_settings(draw: st.DrawFn, overrides: bool) -> dict[str, Any]:
         "kubernetes": {"track": draw(st.sampled_from(TRACKS))},
         "gpuStack": {
             "allocation": allocation,
-            "driver": draw(st.sampled_from(["operator", "host"])),
+            "driver": draw(st.sampled_from(DRIVER_MODES)),
             "computeDomains": draw(st.booleans()),
             "clusterProvides": draw(st.lists(
                 st.sampled_from(["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]), unique=True)),
@@ -53,6 +53,8 @@ def raw_settings(draw: st.DrawFn, overrides: bool) -> dict[str, Any]:
     }
     if platform == "aws":
         raw["region"] = "eu-west-1"
+        # Driver modes host and precompiled need the pool's image named on aws (docs/adr/0018).
+        raw["nodePools"] = [{"name": "gpu", "ami": POOL_AMI}]
     if draw(st.booleans()):
         raw["kubernetes"]["featureGates"] = ["DynamicResourceAllocation=true"]
     addons: dict[str, Any] = {}

@@ -6,11 +6,12 @@ import itertools
 
 import pytest
 
+from components import pins
 from components.addons import dra_driver, fake_gpu_operator, gpu_operator, kai_queues, kai_scheduler
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL, gpu_node_labels
-from tests.unit.addons.helpers import TRACKS, final_values, settings, stack
+from tests.unit.addons.helpers import DRIVER_MODES, TRACKS, final_values, settings, stack
 
-CELLS = list(itertools.product(TRACKS, ("operator", "host"), ("dra", "device-plugin")))
+CELLS = list(itertools.product(TRACKS, DRIVER_MODES, ("dra", "device-plugin")))
 
 
 def _env(values: dict, *path: str) -> dict[str, str]:
@@ -30,7 +31,13 @@ def test_gpu_operator_values(track: str, driver: str, allocation: str) -> None:
         "RUNTIME_CONFIG_SOURCE": "file",
     }
     assert v["cdi"]["enabled"] is (track != "1.32-classic")  # containerd 1.6 has no CDI
-    assert v["driver"]["enabled"] is (driver == "operator")
+    assert v["driver"]["enabled"] is (driver != "host")
+    if driver == "precompiled":
+        # The operator tags the image <version>-<kernel>-<os>: the version is a branch.
+        assert v["driver"]["usePrecompiled"] is True
+        assert v["driver"]["version"] == pins.GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH == "595"
+    else:  # the chart's defaults: compiled driver at the chart's version (operator), none (host)
+        assert "usePrecompiled" not in v["driver"] and "version" not in v["driver"]
     assert v["devicePlugin"]["enabled"] is (allocation == "device-plugin")
     manager_env = v["driver"].get("manager", {}).get("env", [])
     if allocation == "dra":
@@ -48,7 +55,9 @@ def test_dra_driver_values(track: str, driver: str, allocation: str) -> None:
     v = final_values(dra_driver.ADDON, s)
     minor = int(track.split(".")[1].split("-")[0])
     assert v["resourceApiVersion"] == ("resource.k8s.io/v1" if minor >= 34 else "resource.k8s.io/v1beta1")
-    assert v["nvidiaDriverRoot"] == ("/run/nvidia/driver" if driver == "operator" else "/")
+    # The operator's driver container (compiled or precompiled) mounts the driver at /run/nvidia/driver.
+    assert v["nvidiaDriverRoot"] == {"operator": "/run/nvidia/driver", "precompiled": "/run/nvidia/driver",
+                                     "host": "/"}[driver]
     gpus = allocation == "dra"
     assert v["gpuResourcesEnabledOverride"] is gpus
     assert v["resources"]["gpus"]["enabled"] is gpus

@@ -101,6 +101,26 @@ def test_an_existing_vpc_must_be_replaced_per_region() -> None:
     assert s.settings.network.existing is not None and s.settings.network.existing.vpc_id == own["vpcId"]
 
 
+def test_a_pool_ami_id_must_be_replaced_per_region_and_a_parameter_path_carries_over() -> None:
+    config, _ = template("aws-dev")
+    config = copy.deepcopy(config)
+    config[SETTINGS_KEY]["gpuStack"] = {"driver": "host"}
+    config[SETTINGS_KEY]["nodePools"][0]["ami"] = "ami-0123456789abcdef0"
+    from components.settings.load import settings_from_config
+
+    settings = settings_from_config(config, "dev", offline=True)
+    pool = settings.node_pools[0].name
+    with pytest.raises(SettingsError) as err:
+        derive("aws-dev", config, settings, "us-east-2")
+    assert f"pool '{pool}': the template's image ami-0123456789abcdef0 exists only in eu-west-1" in str(err.value)
+    own = {"nodePools": [{"name": pool, "ami": "ami-0fedcba9876543210"}]}
+    assert derive("aws-dev", config, settings, "us-east-2", own).settings.node_pools[0].ami == "ami-0fedcba9876543210"
+    path = "/ml-platform/images/ubuntu-24.04-nvidia-595/ami-id"
+    config[SETTINGS_KEY]["nodePools"][0]["ami"] = path
+    settings = settings_from_config(config, "dev", offline=True)
+    assert derive("aws-dev", config, settings, "us-east-2").settings.node_pools[0].ami == path
+
+
 def test_restore_points_at_the_template_clusters_backups() -> None:
     config, settings = template("aws-prod")
     s = derive("aws-prod", config, settings, "us-west-2", backup_region="us-east-2", restore=True)
