@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -204,8 +205,14 @@ def http_get(api: Any, path: str, timeout: float = REQUEST_TIMEOUT_SECONDS) -> H
         return HttpResult(None, error=f"{type(exc).__name__}: {exc}")
 
 
+def nodes_path(node_selector: str | None) -> str:
+    """The node list the gate counts: all nodes, or those matching a label selector."""
+    return "/api/v1/nodes" + (f"?labelSelector={urllib.parse.quote(node_selector, safe='')}" if node_selector else "")
+
+
 def check_api_ready(
-    kubeconfig: str, timeout_seconds: float, min_ready_nodes: int, waiting_for: str = ""
+    kubeconfig: str, timeout_seconds: float, min_ready_nodes: int, waiting_for: str = "",
+    node_selector: str | None = None,
 ) -> dict[str, Any]:
     """Poll until /readyz is ok and enough nodes are Ready. Returns the dynamic resource's outputs."""
     from components.kube.client import api_client  # the kubernetes client is slow to import
@@ -221,7 +228,7 @@ def check_api_ready(
         ready = readyz_observation(http_get(api, "/readyz"))
         if not ready.done:
             return ready
-        nodes = http_get(api, "/api/v1/nodes")
+        nodes = http_get(api, nodes_path(node_selector))
         obs = nodes_observation(nodes, min_ready_nodes)
         if obs.done:
             seen_nodes[0] = sum(node_is_ready(n) for n in json.loads(nodes.body).get("items") or [])
@@ -252,7 +259,8 @@ def _inputs_changed(olds: dict[str, Any], news: dict[str, Any], keys: tuple[str,
 class _ApiReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         outs = check_api_ready(str(props["kubeconfig"]), float(props["timeoutSeconds"]),
-                               int(props["minReadyNodes"]), str(props.get("waitingFor") or ""))
+                               int(props["minReadyNodes"]), str(props.get("waitingFor") or ""),
+                               props.get("nodeSelector") or None)
         return {
             **outs,
             "kubeconfigSha256": sha256(str(props["kubeconfig"])),
@@ -260,6 +268,7 @@ class _ApiReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
             "minReadyNodes": props["minReadyNodes"],
             "trigger": props.get("trigger"),
             "waitingFor": props.get("waitingFor"),
+            "nodeSelector": props.get("nodeSelector"),
         }
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
@@ -268,7 +277,8 @@ class _ApiReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
         # A new kubeconfig (rebuilt cluster, rotated credentials) or trigger re-checks the API;
         # a different timeout alone does not.
-        return pulumi.dynamic.DiffResult(changes=_inputs_changed(olds, news, ("minReadyNodes", "trigger")))
+        return pulumi.dynamic.DiffResult(
+            changes=_inputs_changed(olds, news, ("minReadyNodes", "trigger", "nodeSelector")))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         return pulumi.dynamic.UpdateResult(self._run(news))
@@ -298,9 +308,11 @@ class ApiReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="ApiReady"):  # 
         min_ready_nodes: int = 1,
         trigger: pulumi.Input[str] | None = None,
         waiting_for: pulumi.Input[str] | None = None,
+        node_selector: str | None = None,
     ) -> None:
         """`waiting_for` names what the gate waits on (a node, an instance and where its boot log
-        is) in the failure message."""
+        is) in the failure message; `node_selector` (a label selector) limits the nodes it counts,
+        e.g. to control planes while workers join beside them."""
         if timeout_seconds <= 0:
             raise ValueError(f"ApiReady {name}: timeout_seconds must be positive, got {timeout_seconds}")
         if min_ready_nodes < 0:
@@ -311,6 +323,7 @@ class ApiReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="ApiReady"):  # 
             "minReadyNodes": min_ready_nodes,
             "trigger": trigger,
             "waitingFor": waiting_for,
+            "nodeSelector": node_selector,
             "endpoint": None,
             "readyNodes": None,
             "kubeconfigSha256": None,

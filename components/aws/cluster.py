@@ -127,17 +127,28 @@ class AwsCluster(ClusterHandleBase):
             )
         )
 
-        boot: pulumi.Output[ClusterBoot] = pulumi.Output.all(secrets.auth_secret_arn, api.dns_name, mint.name).apply(
-            lambda v: cluster_boot(settings, v[0], v[1], v[2])
+        # Nothing a node is told depends on the NLB: control planes look its DNS name up at boot
+        # (docs/adr/0019), so no instance waits the 2-3 minutes the NLB takes to become active.
+        boot: pulumi.Output[ClusterBoot] = pulumi.Output.all(secrets.auth_secret_arn, mint.name).apply(
+            lambda v: cluster_boot(settings, v[0], v[1])
         )
         cp_boot = secrets.pki_secret_arn.apply(lambda arn: control_plane_boot(settings, arn))
-        amis: dict[Arch, pulumi.Output[str]] = {}
+        amis: dict[Arch | str, pulumi.Output[str]] = {}
 
-        def ami(instance_type: str) -> pulumi.Output[str]:
+        def ami(instance_type: str, named: str | None = None) -> pulumi.Output[str]:
+            """`named` (a pool's `ami` setting: an `ami-` id as it is, else an SSM parameter path to look
+            up), or Canonical's Ubuntu for the instance type's architecture. Both looked up once, in the
+            stack's region (the explicit provider: this component has none of its own to inherit)."""
             arch = arch_for_instance_type(instance_type)
-            if arch not in amis:
-                amis[arch] = ubuntu_ami(arch, self)
-            return amis[arch]
+            key: Arch | str = named or arch
+            if key not in amis:
+                if named is None:
+                    amis[key] = ubuntu_ami(arch, self, aws_provider)
+                elif named.startswith("ami-"):
+                    amis[key] = pulumi.Output.from_input(named)
+                else:
+                    amis[key] = aws.ssm.get_parameter_output(name=named, opts=on_aws_invoke).value
+            return amis[key]
 
         control_plane = ControlPlane(
             f"{name}-cp",
@@ -173,7 +184,10 @@ class AwsCluster(ClusterHandleBase):
             )
         control_planes_upgraded = previous
 
-        # Pools start once every control plane has joined: nodes join by themselves from then on.
+        # Pools launch with the control planes (docs/adr/0019): a worker boots and installs its snap
+        # meanwhile, and its join loop, not the graph, waits for a control plane. The mint document
+        # refuses a worker newer than any control plane, so a launch template changed by a track
+        # upgrade before the control planes are upgraded never puts a kubelet above an API server.
         self.node_pools: list[GpuNodePool] = []
         pool_upgrades: list[PoolUpgrade] = []
         for pool in settings.node_pools:
@@ -183,13 +197,12 @@ class AwsCluster(ClusterHandleBase):
                     f"{name}-pool-{pool.name}",
                     settings,
                     pool,
-                    ami=ami(pool.instance_type),
+                    ami=ami(pool.instance_type, pool.ami),
                     subnet_ids=network.private_subnet_ids,
                     security_group_ids=[groups.nodes.id],
                     instance_profile=worker_role.instance_profile,
-                    grants=[*worker_role.grants, mint, api_ready],
+                    grants=[*worker_role.grants, mint],
                     user_data=boot.apply(lambda b, w=worker: render_gpu_worker(b, w)),
-                    after=[control_planes_upgraded],
                     opts=on_aws,
                 )
             )

@@ -1,9 +1,12 @@
 """Control-plane instances: 1 or 3, spread over the private subnets (one AZ each), joined one at a time.
 
-Instance 0 bootstraps the cluster; instance n+1 is created only once the API lists n+1 Ready nodes
-(an ApiReady gate after each instance), so control planes join strictly one after another; the
-node script also retries a join k8sd refuses because another node is joining. Worker pools wait
-for the last gate, so the node count a gate sees is control planes only.
+Instance 0 bootstraps the cluster; the others are launched as soon as instance 0 is running and
+join once it answers (docs/adr/0019): their join loop retries while k8sd refuses a join because
+another node is joining, so joins still happen one at a time. Instance 0 launching first matters:
+a first control plane joins running peers launched BEFORE it (a replacement) and never bootstraps
+beside them (docs/adr/0011), but bootstraps beside peers launched after it. An ApiReady gate per
+instance counts Ready nodes with k8sd's control-plane label (workers join beside them); gate n
+follows gate n-1, so the last gate means every control plane is in.
 
 AMI and user-data changes are ignored on these instances: a new Ubuntu AMI or a new script must
 not replace (or stop/start) a running control plane behind the operator's back. New control
@@ -19,6 +22,7 @@ import pulumi_aws as aws
 
 from components.aws.hardening import IMDS, root_volume
 from components.aws.kubeconfig import API_PORT
+from components.aws.mint import CONTROL_PLANE_LABEL
 from components.aws.protection import state_opts
 from components.aws.tags import node_tags
 from components.k8s_ready import ApiReady
@@ -68,7 +72,8 @@ class ControlPlane(pulumi.ComponentResource):
         cp = settings.control_plane
         self.instances: list[aws.ec2.Instance] = []
         self.gates: list[ApiReady] = []
-        previous: list[pulumi.Resource] = []
+        previous: list[pulumi.Resource] = []  # the gate before this one
+        first: list[pulumi.Resource] = []  # instance 0: launched before every other control plane
         for i, subnet in enumerate(placement(cp.count, len(subnet_ids))):
             node_name = f"{settings.cluster_name}-cp-{i}"
             tags = node_tags(settings, "control-plane", node_name)
@@ -87,7 +92,7 @@ class ControlPlane(pulumi.ComponentResource):
                 opts=state_opts(
                     settings,
                     pulumi.ResourceOptions(
-                        parent=self, depends_on=[*grants, *previous], ignore_changes=["ami", "userData"]
+                        parent=self, depends_on=[*grants, *first], ignore_changes=["ami", "userData"]
                     ),
                 ),
             )
@@ -101,9 +106,10 @@ class ControlPlane(pulumi.ComponentResource):
             gate = ApiReady(
                 f"{name}-{i}-ready",
                 kubeconfig,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[instance, attachment, listener]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[instance, attachment, listener, *previous]),
                 timeout_seconds=READY_TIMEOUT_SECONDS,
                 min_ready_nodes=i + 1,
+                node_selector=CONTROL_PLANE_LABEL,
                 waiting_for=pulumi.Output.all(instance.id, instance.private_dns).apply(
                     lambda v, n=node_name: waiting_for(n, v[0], v[1], settings.region or "")
                 ),
@@ -111,5 +117,6 @@ class ControlPlane(pulumi.ComponentResource):
             self.instances.append(instance)
             self.gates.append(gate)
             previous = [gate]
+            first = first or [instance]
         self.ready: ApiReady = self.gates[-1]
         self.register_outputs({"privateIps": [inst.private_ip for inst in self.instances]})

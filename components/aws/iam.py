@@ -1,7 +1,8 @@
 """Instance roles: SSM access instead of SSH, each role scoped to exactly what its nodes do at boot.
 
-Control planes read the CAPI join auth secret and the CA-key secret (and, with the AWS cloud
-controller manager on, get its policy: it runs on them with host networking). Workers read no
+Control planes read the CAPI join auth secret and the CA-key secret, look up the API load
+balancer's DNS name for their certificates (and, with the AWS cloud controller manager on, get its
+policy: it runs on them with host networking). Workers read no
 secret at all: they list the cluster's control planes (ec2:DescribeInstances has no resource-level
 scoping), send the one mint document to them (components/aws/mint.py), read its output, and may
 mark an instance of their own cluster's worker groups Unhealthy when their first boot fails.
@@ -113,6 +114,10 @@ def control_plane_policy(secret_arns: Sequence[str], ccm: bool) -> dict[str, Any
             "Resource": sorted(secret_arns),
         },
         _find_control_planes(),
+        # The API NLB's DNS name, an extra SAN of the node's certificates (docs/adr/0019). ELBv2's
+        # Describe* actions have no resource-level scoping (Service Authorization Reference).
+        {"Sid": "FindApiEndpoint", "Effect": "Allow", "Action": ["elasticloadbalancing:DescribeLoadBalancers"],
+         "Resource": "*"},
     ]
     if ccm:
         statements.append({

@@ -43,11 +43,10 @@ class GpuNodePool(pulumi.ComponentResource):
         instance_profile: aws.iam.InstanceProfile,
         grants: Sequence[pulumi.Resource],
         user_data: pulumi.Input[str],
-        after: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`after`: what a launch-template change waits for (the control planes' upgrade: a node
-        launched on a newer minor than the API servers would break the version-skew policy)."""
+        """Nothing here waits for the control planes (docs/adr/0019): a new node's join loop waits,
+        and the mint document refuses a worker whose minor is above a control plane's."""
         super().__init__("ck8s-gpu:index:GpuNodePool", name, None, opts)
         tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
         self.launch_template = aws.ec2.LaunchTemplate(
@@ -71,7 +70,7 @@ class GpuNodePool(pulumi.ComponentResource):
             ],
             update_default_version=True,
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(after)),
+            opts=pulumi.ResourceOptions(parent=self),
         )
         version = self.launch_template.latest_version.apply(str)
         spec = aws.autoscaling.GroupLaunchTemplateArgs(id=self.launch_template.id, version=version)

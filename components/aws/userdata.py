@@ -9,6 +9,7 @@ through SSM (aws/mint.py). See docs/adr/0011.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import yaml
 
 from components import pins
 from components.addons.nodes import gpu_node_labels
+from components.aws.inventory import api_lb_name
 from components.aws.tags import POOL_TAG
 from components.settings.facts import DRA_GATE
 from components.settings.model import NodePoolSettings, Settings, Taint
@@ -43,7 +45,10 @@ class ClusterBoot:
     snap_channel: str
     hold_snap_refresh: bool
     auth_secret_id: str  # control planes only: the worker role cannot read it
-    api_host: str  # the API load balancer's DNS name: an extra SAN of every API server certificate
+    # The API load balancer's AWS name. Control planes look its DNS name up at boot (an extra SAN of
+    # every API server certificate): the name is known at plan time, the DNS name only once the NLB
+    # is active, 2-3 minutes later, and no node should wait for that in the graph (ADR 0019).
+    api_lb_name: str
     feature_gates: tuple[str, ...] = ()
     runtime_config: str | None = None  # kube-apiserver --runtime-config (DRA before 1.34)
     cloud_provider_external: bool = True
@@ -106,7 +111,7 @@ def features(settings: Settings) -> tuple[tuple[str, bool], ...]:
     return tuple((key, bool(getattr(f, field))) for field, key in FEATURE_KEYS.items())
 
 
-def cluster_boot(settings: Settings, auth_secret_id: str, api_host: str, mint_document: str) -> ClusterBoot:
+def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) -> ClusterBoot:
     if settings.region is None:
         raise ValueError("settings.region is required on aws")
     return ClusterBoot(
@@ -115,7 +120,7 @@ def cluster_boot(settings: Settings, auth_secret_id: str, api_host: str, mint_do
         snap_channel=pins.track(settings.kubernetes.track).channel,
         hold_snap_refresh=settings.kubernetes.hold_snap_refresh,
         auth_secret_id=auth_secret_id,
-        api_host=api_host,
+        api_lb_name=api_lb_name(settings.cluster_name),
         feature_gates=tuple(settings.kubernetes.feature_gates),
         runtime_config=dra_runtime_config(settings),
         cloud_provider_external=ccm_enabled(settings),
@@ -173,7 +178,8 @@ def _extra_node_args(c: ClusterBoot, control_plane: bool) -> dict[str, dict[str,
 
 
 def bootstrap_config(c: ClusterBoot, cp: ControlPlaneBoot) -> dict[str, Any]:
-    """`k8s bootstrap --file` without the CA material (appended on the node from Secrets Manager).
+    """`k8s bootstrap --file` without the CA material (appended on the node from Secrets Manager)
+    and without `extra-sans` (appended on the node once it has looked up the API NLB's DNS name).
 
     Every feature is named: with `--file`, k8sd turns each feature the file leaves unset OFF,
     network and DNS included (cluster_config_defaults.go), and without a CNI no node is Ready."""
@@ -186,13 +192,13 @@ def bootstrap_config(c: ClusterBoot, cp: ControlPlaneBoot) -> dict[str, Any]:
         "cluster-config": cluster_config,
         "pod-cidr": cp.pod_cidr,
         "service-cidr": cp.service_cidr,
-        "extra-sans": [c.api_host],
         **_extra_node_args(c, control_plane=True),
     }
 
 
 def control_plane_join_config(c: ClusterBoot) -> dict[str, Any]:
-    return {"extra-sans": [c.api_host], **_extra_node_args(c, control_plane=True)}
+    """`k8s join-cluster --file` for a control plane; the node appends `extra-sans` (see above)."""
+    return _extra_node_args(c, control_plane=True)
 
 
 def worker_join_config(c: ClusterBoot, w: WorkerBoot) -> dict[str, Any]:
@@ -228,16 +234,36 @@ def dump_yaml(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1 << 16)
 
 
+_HEREDOC = re.compile(r"<<-?\s*'?(\w+)'?\s*$")  # `<<'EOF'` ending a line; not `<<<` (a here-string)
+
+
+def compact_script(lines: list[str]) -> list[str]:
+    """Comment-only lines dropped and indentation removed (EC2's 16 KiB user-data limit), except
+    inside here-documents, whose bodies (Python) are kept byte for byte. Shellcheck directives stay."""
+    out: list[str] = []
+    terminator = None
+    for line in lines:
+        if terminator is not None:
+            out.append(line)
+            if line == terminator:
+                terminator = None
+            continue
+        code = line.lstrip()
+        if code.startswith("#") and not code.startswith("# shellcheck"):
+            continue
+        out.append(code)
+        m = _HEREDOC.search(code)
+        if m and "<<<" not in code:
+            terminator = m.group(1)
+    return out
+
+
 def node_script() -> str:
-    """The node script as embedded: comment-only lines dropped (EC2's 16 KiB limit; the commented
-    source is components/aws/scripts/ck8s-node.sh), shellcheck directives and the shebang kept."""
+    """The node script as embedded: compact_script of components/aws/scripts/ck8s-node.sh (the
+    commented source), shebang kept."""
     lines = SCRIPT_SOURCE.read_text().splitlines()
-    kept = [
-        line for line in lines[1:]
-        if not line.lstrip().startswith("#") or line.lstrip().startswith("# shellcheck")
-    ]
     header = [lines[0], f"# ck8s-gpu node setup; commented source: components/aws/scripts/{SCRIPT_SOURCE.name}"]
-    return "\n".join(header + kept) + "\n"
+    return "\n".join(header + compact_script(lines[1:])) + "\n"
 
 
 def node_env(role: NodeRole, c: ClusterBoot, **extra: str) -> str:
@@ -247,7 +273,8 @@ def node_env(role: NodeRole, c: ClusterBoot, **extra: str) -> str:
         "CK8S_REGION": c.region,
         "CK8S_SNAP_CHANNEL": c.snap_channel,
         "CK8S_HOLD_SNAP_REFRESH": "true" if c.hold_snap_refresh else "false",
-        **({"CK8S_MINT_DOCUMENT": c.mint_document} if role == "worker" else {"CK8S_AUTH_SECRET_ID": c.auth_secret_id}),
+        **({"CK8S_MINT_DOCUMENT": c.mint_document} if role == "worker"
+           else {"CK8S_AUTH_SECRET_ID": c.auth_secret_id, "CK8S_API_LB_NAME": c.api_lb_name}),
         **extra,
     }
     return "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
@@ -261,7 +288,8 @@ def cloud_config(role: NodeRole, c: ClusterBoot, configs: Mapping[str, dict[str,
     doc = {
         "write_files": [
             _file(f"{CONFIG_DIR}/node.env", env),
-            *(_file(f"{CONFIG_DIR}/{name}", dump_yaml(cfg)) for name, cfg in configs.items()),
+            # An empty config is an empty file, not `{}`: a control plane appends `extra-sans` to it.
+            *(_file(f"{CONFIG_DIR}/{name}", dump_yaml(cfg) if cfg else "") for name, cfg in configs.items()),
             _file(SCRIPT_PATH, node_script(), "0700"),
         ],
         "runcmd": [[SCRIPT_PATH]],

@@ -3,9 +3,10 @@
 #
 # Installs the k8s snap, then, by CK8S_ROLE:
 #   bootstrap      bootstraps the cluster with the CA keys read from Secrets Manager and registers
-#                  the control-plane join auth token with k8sd. When other control planes already
-#                  run, this is a replacement of the first one: with peers it joins them; on a
-#                  single-control-plane cluster it refuses (see docs/adr/0011).
+#                  the control-plane join auth token with k8sd. When control planes launched
+#                  before it run, this is a replacement of the first one: with peers it joins them;
+#                  on a single-control-plane cluster it refuses (docs/adr/0011). Peers launched
+#                  after it are its cluster's others, launched beside it (docs/adr/0019).
 #   control-plane  joins the running control planes
 #   worker         joins as a worker, then labels its own Node
 # Control planes mint their single-use join token from a peer's k8sd (POST
@@ -101,6 +102,19 @@ fetch_secret() {
 }
 
 # Control planes only: the worker role cannot read this secret.
+# api_sans: the API load balancer's DNS name as this control plane's extra SAN, in a YAML fragment
+# appended to its bootstrap or join file. Looked up by the NLB's name (known at plan time) rather
+# than rendered, so no instance waits in the graph for the NLB to become active (docs/adr/0019);
+# ELBv2 answers with the DNS name from creation on, while the NLB is still provisioning.
+api_sans() {
+  local host
+  host=$(aws elbv2 describe-load-balancers --region "$CK8S_REGION" --names "$CK8S_API_LB_NAME" \
+    --query 'LoadBalancers[0].DNSName' --output text 2>>"$LOG" </dev/null) || return 1
+  [[ "$host" =~ ^[a-z0-9][-a-z0-9.]*[a-z0-9]$ ]] || return 1
+  printf 'extra-sans:\n- %s\n' "$host" >"$RUN_DIR/extra-sans.yaml"
+  [ ! -e "$CONFIG_DIR/join.yaml" ] || cat "$CONFIG_DIR/join.yaml" "$RUN_DIR/extra-sans.yaml" >"$RUN_DIR/join.yaml"
+}
+
 load_auth_token() {
   fetch_secret "$CK8S_AUTH_SECRET_ID" "$RUN_DIR/auth-token"
   # A header file keeps the token out of curl's command line.
@@ -112,10 +126,20 @@ load_auth_token() {
 discover() {
   aws ec2 describe-instances --region "$CK8S_REGION" --output text \
     --filters "Name=tag:ck8s-gpu/cluster,Values=$CK8S_CLUSTER" "Name=tag:ck8s-gpu/role,Values=control-plane" \
-    "Name=instance-state-name,Values=running" --query 'Reservations[].Instances[].[InstanceId,PrivateIpAddress]' \
+    "Name=instance-state-name,Values=running" \
+    --query 'Reservations[].Instances[].[InstanceId,PrivateIpAddress,LaunchTime]' \
     >"$RUN_DIR/peers.raw" 2>>"$LOG" || return 1
-  { grep -E '^i-[0-9a-f]+[[:space:]]+[0-9]+(\.[0-9]+){3}$' "$RUN_DIR/peers.raw" || true; } |
-    awk -v self="$INSTANCE_ID" '$1 != self {print $1, $2}' >"$RUN_DIR/peers"
+  # peers: every other running control plane. peers.older: those launched before this instance
+  # (ISO 8601 times in one format compare as strings), the ones a first control plane must join
+  # rather than bootstrap beside: the others were launched with it (docs/adr/0019). Lines that are
+  # not exactly an instance id, an IPv4 address and a time are ignored.
+  : >"$RUN_DIR/peers"
+  : >"$RUN_DIR/peers.older"
+  awk -v self="$INSTANCE_ID" -v p="$RUN_DIR/peers" -v o="$RUN_DIR/peers.older" '
+    NF != 3 || $1 !~ /^i-[0-9a-f]+$/ || $2 !~ /^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$/ || $3 !~ /^[0-9][-0-9T:.+Z]*$/ { next }
+    NR == FNR { if ($1 == self) t = $3; next }
+    $1 != self { print $1, $2 >>p; if (t == "" || $3 < t) print $1, $2 >>o }
+  ' "$RUN_DIR/peers.raw" "$RUN_DIR/peers.raw"
 }
 
 # json_get FILE KEY OUT: the string KEY of the JSON object in FILE into OUT (stripped); fails when
@@ -167,7 +191,8 @@ EOF
 mint_worker_token() {
   local command_id status n=0
   command_id=$(aws ssm send-command --region "$CK8S_REGION" --document-name "$CK8S_MINT_DOCUMENT" \
-    --instance-ids "$1" --parameters "NodeName=$NODE_NAME" --query Command.CommandId --output text \
+    --instance-ids "$1" --parameters "NodeName=$NODE_NAME" "KubeletMinor=${CK8S_SNAP_CHANNEL%%-*}" \
+    --query Command.CommandId --output text \
     2>>"$LOG" </dev/null) || return 1
   while [ "$n" -lt "$MINT_POLLS" ]; do
     n=$((n + 1))
@@ -232,15 +257,18 @@ join_once() {
   return 1
 }
 
+# join_cluster WORKER: a control plane joins with its extra SAN appended (api_sans).
 join_cluster() {
+  local config=$RUN_DIR/join.yaml
+  [ "$1" != true ] || config=$CONFIG_DIR/join.yaml
   log "joining cluster $CK8S_CLUSTER as $NODE_NAME ($NODE_IP)"
-  retry "$JOIN_ATTEMPTS" "join cluster $CK8S_CLUSTER" join_once "$1" "$CONFIG_DIR/join.yaml" ||
+  retry "$JOIN_ATTEMPTS" "join cluster $CK8S_CLUSTER" join_once "$1" "$config" ||
     die "could not join cluster $CK8S_CLUSTER after $JOIN_ATTEMPTS attempts (see $LOG)"
 }
 
 bootstrap_cluster() {
   fetch_secret "$CK8S_PKI_SECRET_ID" "$RUN_DIR/ca-keys.yaml"
-  cat "$CONFIG_DIR/bootstrap.yaml" "$RUN_DIR/ca-keys.yaml" >"$RUN_DIR/bootstrap.yaml"
+  cat "$CONFIG_DIR/bootstrap.yaml" "$RUN_DIR/ca-keys.yaml" "$RUN_DIR/extra-sans.yaml" >"$RUN_DIR/bootstrap.yaml"
   log "bootstrapping cluster $CK8S_CLUSTER on $NODE_NAME ($NODE_IP)"
   quiet k8s bootstrap --file "$RUN_DIR/bootstrap.yaml" --name "$NODE_NAME" --address "$NODE_IP" --timeout 10m ||
     die "k8s bootstrap failed (see $LOG); replace this instance rather than retrying in place"
@@ -252,9 +280,9 @@ become_member() {
   bootstrap)
     # Never bootstrap blind: a second cluster behind the same load balancer is worse than none.
     retry 8 "list control planes" discover || die "cannot list control planes: refusing to bootstrap blind"
-    if [ -s "$RUN_DIR/peers" ]; then
+    if [ -s "$RUN_DIR/peers.older" ]; then
       local running
-      running=$(cut -d' ' -f1 "$RUN_DIR/peers" | tr '\n' ' ')
+      running=$(cut -d' ' -f1 "$RUN_DIR/peers.older" | tr '\n' ' ')
       if [ "$CK8S_PEER_JOIN" != true ]; then
         die "control plane ${running}of single-control-plane cluster $CK8S_CLUSTER still runs: a replacement would leave a 2-member etcd that loses quorum when the old instance goes (see docs/adr/0011)"
       fi
@@ -310,6 +338,10 @@ main() {
   if [ -e "$STATE_DIR/member" ] || [ -e "$KUBE_DIR/pki/ca.crt" ]; then
     log "already a cluster member: not bootstrapping or joining again"
   else
+    if [ "$CK8S_ROLE" != worker ]; then
+      retry 20 "look up API load balancer $CK8S_API_LB_NAME" api_sans ||
+        die "no DNS name for API load balancer $CK8S_API_LB_NAME (see $LOG)"
+    fi
     become_member
     touch "$STATE_DIR/member"
   fi

@@ -13,7 +13,12 @@ Behaviour modelled on the AWS CLI v2 and service API references:
   (InvalidParameters otherwise), and the target is a running, SSM-managed instance
   (InvalidInstanceId); the command then runs the document's shell lines on the target as root;
   get-command-invocation answers InvocationDoesNotExist first, then InProgress, then the result
-  (SSM API reference: GetCommandInvocation).
+  (SSM API reference: GetCommandInvocation); the document's lines run with `sh -c` as the SSM
+  agent runs them on Linux (amazon-ssm-agent agent/plugins/runscript, runshell_unix.go), so a
+  bash-only construct fails here as it would there;
+- elbv2 describe-load-balancers --names answers the load balancer, DNS name included, from its
+  creation on (State.Code `provisioning`, then `active`), and LoadBalancerNotFound before it exists
+  (Elastic Load Balancing API reference: DescribeLoadBalancers, LoadBalancerNotFoundException).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def _options(args: Sequence[str], allowed: dict[str, bool]) -> dict[str, Any]:
         if allowed[key]:
             if i + 1 >= len(args):
                 _usage(f"argument {name}: expected one argument")
-            if key in ("filters", "instance-ids", "parameters"):
+            if key in ("filters", "instance-ids", "parameters", "names"):
                 # nargs="+": every following word up to the next option
                 values = []
                 i += 1
@@ -144,10 +149,32 @@ def describe_instances(state: dict[str, Any], opts: dict[str, Any]) -> Any:
 
     found = [
         {"InstanceId": iid, "PrivateIpAddress": i["ip"], "PrivateDnsName": i["name"],
+         # the CLI prints timestamps as ISO 8601 with the UTC offset (cli_timestamp_format iso8601)
+         "LaunchTime": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(i["launched"])),
          "State": {"Name": i["state"]}, "Tags": [{"Key": k, "Value": v} for k, v in i["tags"].items()]}
         for iid, i in sorted(state["instances"].items()) if keep(i)
     ]
     return {"Reservations": [{"Instances": [inst]} for inst in found]}
+
+
+# ---------------------------------------------------------------------------------------- elbv2
+
+
+def describe_load_balancers(state: dict[str, Any], opts: dict[str, Any]) -> Any:
+    # Describe* of ELBv2 has no resource-level scoping (Service Authorization Reference).
+    _authorize(state, "DescribeLoadBalancers", aws_iam.Request("elasticloadbalancing:DescribeLoadBalancers", "*"))
+    balancers = state.setdefault("load_balancers", {})
+    names = opts.get("names") or sorted(balancers)
+    missing = [n for n in names if n not in balancers]
+    if missing:
+        raise AwsError("LoadBalancerNotFound", "DescribeLoadBalancers", "One or more load balancers not found")
+    return {"LoadBalancers": [
+        {"LoadBalancerArn": _arn(state, "elasticloadbalancing", f"loadbalancer/net/{n}/0123456789abcdef"),
+         "DNSName": balancers[n]["dns"], "LoadBalancerName": n, "Type": "network",
+         "Scheme": balancers[n].get("scheme", "internet-facing"),
+         "State": {"Code": balancers[n].get("state", "provisioning")}}
+        for n in names
+    ]}
 
 
 # ------------------------------------------------------------------------------- secretsmanager
@@ -194,6 +221,8 @@ def send_command(state: dict[str, Any], opts: dict[str, Any]) -> Any:
     missing = [k for k in declared if k not in params and "default" not in declared[k]]
     if missing:
         raise AwsError("InvalidParameters", "SendCommand", f"Missing required parameters: {missing}")
+    # A parameter left out takes its declared default (SSM document syntax: parameters.default).
+    params = {**{k: str(v["default"]) for k, v in declared.items() if "default" in v}, **params}
     command_id = str(uuid.uuid4())
     for target in targets:
         inst = state["instances"].get(target)
@@ -328,6 +357,7 @@ def terminate_instance_in_auto_scaling_group(state: dict[str, Any], opts: dict[s
 COMMON = {"region": True, "query": True, "output": True}
 OPERATIONS: dict[tuple[str, str], tuple[dict[str, bool], Any]] = {
     ("ec2", "describe-instances"): ({**COMMON, "filters": True}, describe_instances),
+    ("elbv2", "describe-load-balancers"): ({**COMMON, "names": True}, describe_load_balancers),
     ("secretsmanager", "get-secret-value"): ({**COMMON, "secret-id": True}, get_secret_value),
     ("ssm", "send-command"): (
         {**COMMON, "document-name": True, "instance-ids": True, "parameters": True}, send_command),
@@ -342,7 +372,7 @@ OPERATIONS: dict[tuple[str, str], tuple[dict[str, bool], Any]] = {
 
 
 def _run_shell(script: str, env: dict[str, str]) -> tuple[int, str, str]:
-    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60, check=False)
     return done.returncode, done.stdout, done.stderr
 
 

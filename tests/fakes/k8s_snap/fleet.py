@@ -118,10 +118,15 @@ class Fleet:
             target.chmod(int(f["permissions"], 8))
         (root / "dev").mkdir(parents=True, exist_ok=True)
         with world.locked(self.dir) as state:
+            # EC2's LaunchTime has whole seconds. Instances the program orders (control plane n+1
+            # after control plane 0 is running) launch seconds apart; the fake keeps them strictly
+            # increasing so a test adding two in one second still sees which came first.
+            launched = max(int(world.now(state)), max((i["launched"] for i in state["instances"].values()),
+                                                      default=0) + 1)
             state["instances"][iid] = {
                 "ip": ip, "name": name, "tags": dict(tags), "state": "running", "health": "Healthy",
                 "role": role, "role_policies": role_policies, "asg": asg, "root": str(root), "node": {"snap": {}},
-                "ssm_online": True,
+                "ssm_online": True, "launched": launched,
             }
         fake_bin = root / "fakebin"
         for tool in ("aws", "snap", "cloud-init"):

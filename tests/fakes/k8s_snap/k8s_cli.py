@@ -147,7 +147,9 @@ def bootstrap(args: Sequence[str]) -> str:
         else:
             k8sd.new_cluster(state, name, address, features, track.name)
             state["cluster"]["ca"] = {k: config.get(k) for k in ("ca-crt", "ca-key", "client-ca-crt", "client-ca-key")}
-        me["node"].update(role="control-plane", name=name)
+        # "extra SANs to be added to certificates" (docs/canonicalk8s/_parts/bootstrap_config.md,
+        # control_plane_join_config.md): tests read them to prove the API NLB's DNS name is among them.
+        me["node"].update(role="control-plane", name=name, extra_sans=list(config.get("extra-sans") or []))
         world.record(state, os.environ["FAKE_INSTANCE"], "k8s bootstrap")
         _write_node_files(me, "control-plane", name)
     return (f'Bootstrapped a new Kubernetes cluster with node address "{address}:6400".\n'
@@ -221,6 +223,7 @@ def join_cluster(args: Sequence[str]) -> str:
         state["cluster"]["members"][name] = {"role": role, "address": flags.get("address", me["ip"])}
         if not worker:
             state["cluster"]["joining"] = None
+            me["node"]["extra_sans"] = list(config.get("extra-sans") or [])
         k8sd.register_node(state, name, role, _track(state))
         me["node"].update(role=role, name=name)
         _write_node_files(me, role, name)

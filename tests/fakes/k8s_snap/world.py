@@ -63,6 +63,7 @@ def empty() -> dict[str, Any]:
         "asgs": {},
         "secrets": {},
         "documents": {},
+        "load_balancers": {},  # name -> {"dns", "state"}
         "commands": {},
         "cluster": None,
         "calls": [],

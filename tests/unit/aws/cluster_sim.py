@@ -11,7 +11,7 @@ from typing import Any
 
 from components.aws import iam, mint
 from components.aws import userdata as ud
-from components.aws.inventory import mint_document_name
+from components.aws.inventory import api_lb_name, mint_document_name
 from components.aws.secrets import pki_secret_document
 from components.aws.tags import node_tags
 from components.settings.model import Settings
@@ -58,9 +58,10 @@ class SimCluster:
         tags = node_tags(self.settings, "control-plane", f"{self.cluster}-cp-{index}")
         return self.fleet.add_instance(data, tags, [policy], "control-plane")
 
-    def worker(self, pool_index: int = 0) -> Instance:
+    def worker(self, pool_index: int = 0, boot: ud.ClusterBoot | None = None) -> Instance:
+        """`boot`: what a launch template tells its nodes, if not the cluster's (e.g. a newer track)."""
         pool = self.settings.node_pools[pool_index]
-        data = ud.render_gpu_worker(self.boot, ud.worker_boot(self.settings, pool))
+        data = ud.render_gpu_worker(boot or self.boot, ud.worker_boot(self.settings, pool))
         scope = iam.Scope("aws", self.settings.region or "", ACCOUNT, self.cluster)
         policy = iam.worker_policy(scope, mint_document_name(self.cluster))
         tags = node_tags(self.settings, "worker", f"{self.cluster}-{pool.name}", pool=pool.name)
@@ -76,7 +77,7 @@ def simulate(
     region = settings.region or ""
     arn = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{settings.cluster_name}-{{}}-AbCdEf"
     auth_arn, pki_arn = arn.format("join-auth"), arn.format("ca-keys")
-    boot = ud.cluster_boot(settings, auth_arn, LB, mint_document_name(settings.cluster_name))
+    boot = ud.cluster_boot(settings, auth_arn, mint_document_name(settings.cluster_name))
     if boot_override:
         boot = ud.ClusterBoot(**{**boot.__dict__, **boot_override})
     cp_boot = ud.control_plane_boot(settings, pki_arn)
@@ -85,6 +86,8 @@ def simulate(
     with fleet.mutate() as state:
         state["secrets"][auth_arn] = {"value": token}
         state["secrets"][pki_arn] = {"value": pki_secret_document(PEM, CA_KEY, PEM, CLIENT_CA_KEY)}
+        # The API NLB exists (still provisioning) by the time a control plane looks it up.
+        state["load_balancers"][api_lb_name(settings.cluster_name)] = {"dns": LB}
         state["documents"][mint_document_name(settings.cluster_name)] = {
             "content": mint.mint_document(settings.cluster_name)
         }

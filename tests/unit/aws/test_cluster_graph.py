@@ -13,6 +13,7 @@ import yaml
 
 from components.cli.mockengine import MASK, PlanRun, Recorded
 from components.settings.load import SettingsError
+from tests.unit.addons.helpers import ancestors
 from tests.unit.aws.conftest import AWS_STACKS, of_type, run_cluster, settings_for, user_data_by_name
 
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -194,8 +195,11 @@ def test_workers_read_no_secret_and_control_planes_read_both(run: PlanRun) -> No
     assert {r for s in send for r in s["Resource"]} >= {
         f"arn:aws:ssm:{run_region(run)}:123456789012:document/{document.inputs['name']}"}
     content = json.loads(document.inputs["content"])
-    assert content["mainSteps"][0]["inputs"]["runCommand"] == [
-        "/snap/bin/k8s get-join-token '{{ NodeName }}' --worker --expires-in 15m"]
+    commands = content["mainSteps"][0]["inputs"]["runCommand"]
+    assert commands[-1] == "/snap/bin/k8s get-join-token '{{ NodeName }}' --worker --expires-in 15m"
+    assert commands[0] == "set -eu" and "{{ KubeletMinor }}" in commands[1]  # the skew guard runs first
+    plane = {a for s in policies["plane"]["Statement"] for a in s["Action"]}
+    assert "elasticloadbalancing:DescribeLoadBalancers" in plane  # the API NLB's DNS name, looked up at boot
 
 
 def run_region(run: PlanRun) -> str:
@@ -263,26 +267,34 @@ def test_spot_pools_use_a_mixed_instances_policy() -> None:
 # -- ordering ----------------------------------------------------------------------------------
 
 
-def test_control_planes_join_one_at_a_time(run: PlanRun) -> None:
+def test_control_planes_launch_after_the_first_and_gates_count_them_in_order(run: PlanRun) -> None:
     instances = sorted(of_type(run, INSTANCE), key=lambda r: r.name)
     gate_list = gates(run)
     assert len(gate_list) == len(instances)
     for i, (instance, gate) in enumerate(zip(instances, gate_list, strict=True)):
         assert instance.urn in gate.dependencies
         assert gate.inputs["minReadyNodes"] == i + 1
-        if i > 0:
-            assert gate_list[i - 1].urn in instance.dependencies, f"{instance.name} must wait for control plane {i - 1}"
+        if i > 0:  # launched once control plane 0 runs (docs/adr/0019); the gates still count up in order
+            assert instances[0].urn in instance.dependencies, f"{instance.name} must launch after {instances[0].name}"
+            assert not {g.name for g in gate_list} & ancestors(run, instance.name)
+            assert gate_list[i - 1].urn in gate.dependencies
     assert "userData" in instances[0].inputs and "ignoreChanges" not in instances[0].inputs
 
 
-def test_every_kubernetes_resource_and_every_pool_waits_for_the_readiness_gate(run: PlanRun) -> None:
+def test_every_kubernetes_resource_waits_for_the_readiness_gate_and_no_node_for_the_api(run: PlanRun) -> None:
     ready = gates(run)[-1].urn
     kube = [r for r in run.resources if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
     assert kube, "expected the Kubernetes provider and the CCM release"
     for r in kube:
         assert ready in r.dependencies, f"{r.type} {r.name} does not depend on the readiness gate"
-    for asg in of_type(run, ASG):
-        assert ready in asg.dependencies
+    # docs/adr/0019: pools launch with the control planes and no instance waits for the NLB (the
+    # first API answer needs it; a node's boot does not)
+    (nlb,) = of_type(run, "aws:lb/loadBalancer:LoadBalancer")
+    for r in [*of_type(run, ASG), *of_type(run, LAUNCH_TEMPLATE), *of_type(run, INSTANCE)]:
+        assert not {g.name for g in gates(run)} & ancestors(run, r.name), f"{r.name} waits for a control plane"
+        assert nlb.name not in ancestors(run, r.name), f"{r.name} waits for the API load balancer"
+    for gate in gates(run):
+        assert gate.inputs["nodeSelector"] == "node-role.kubernetes.io/control-plane"  # workers join beside
 
 
 def test_every_aws_resource_uses_the_explicit_regional_provider(run: PlanRun) -> None:
@@ -424,13 +436,17 @@ def test_control_plane_upgrades_are_chained_after_the_last_join(run: PlanRun) ->
             assert ups[i - 1].urn in up.dependencies, f"{up.name} must wait for {ups[i - 1].name}"
 
 
-def test_launch_templates_and_pool_upgrades_wait_for_every_control_plane_upgrade(run: PlanRun) -> None:
-    last = sorted(of_type(run, NODE_UPGRADE), key=lambda r: r.name)[-1].urn
+def test_pool_upgrades_wait_for_every_control_plane_upgrade_launch_templates_do_not(run: PlanRun) -> None:
+    """A launch template changes with the track before the control planes are upgraded; the mint
+    document, not the graph, keeps a worker launched meanwhile from joining (docs/adr/0019)."""
+    last = sorted(of_type(run, NODE_UPGRADE), key=lambda r: r.name)[-1]
     templates = of_type(run, LAUNCH_TEMPLATE)
     pools = of_type(run, POOL_UPGRADE)
     assert templates and len(pools) == len(templates)
-    for r in [*templates, *pools]:
-        assert last in r.dependencies, f"{r.name} could put a newer kubelet beside older API servers"
+    for r in pools:
+        assert last.urn in r.dependencies, f"{r.name} could put a newer kubelet beside older API servers"
+    for r in templates:
+        assert last.name not in ancestors(run, r.name), f"{r.name} waits for the control planes' upgrade"
     for pool in pools:
         assert any(t.urn in pool.dependencies for t in templates)
         assert pool.inputs["policy"] == {"maxUnavailable": 1, "jobGraceSeconds": 1800, "drainTimeoutSeconds": 900,

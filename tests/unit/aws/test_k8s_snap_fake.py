@@ -314,7 +314,7 @@ def test_nothing_a_worker_can_obtain_mints_a_control_plane_token(made: list[SimC
                   command.stdout.strip(), "--instance-id", cp0(s).id, "--output", "json")
         if got.returncode == 0:
             answer = json.loads(got.stdout)
-    assert answer["Status"] == "Success"
+    assert answer["Status"] == "Success", answer.get("StandardErrorContent")
     token = k8sd.decode_token(str(answer["StandardOutputContent"]).strip())
     assert k8sd.is_worker_token(token)  # a worker token only: it can never join a control plane
     node = bare_node(s, track, role="control-plane")

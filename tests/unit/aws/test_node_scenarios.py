@@ -1,12 +1,14 @@
 """The rendered node scripts of both AWS stacks, unchanged, against the stateful k8s-snap fake
 (tests/fakes/k8s_snap), at every supported track: happy paths, re-runs, failures and recovery.
 
-Instances are added in the order `pulumi up` creates them (control plane n+1 only after n is a
-member: components/aws/control_plane.py gates), unless a scenario is about another order.
+Most scenarios add instances one after another (each control plane a member before the next
+boots); the order `pulumi up` creates them in since docs/adr/0019 (control planes 1 and 2 once 0
+runs, pools beside them) has its own scenarios at the end.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -14,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from components.aws.inventory import api_lb_name
 from tests.fakes.k8s_snap.fleet import Instance
-from tests.unit.aws.cluster_sim import CA_KEY, CLIENT_CA_KEY, PEM, TRACKS, SimCluster, simulate
+from tests.unit.aws.cluster_sim import CA_KEY, CLIENT_CA_KEY, LB, PEM, TRACKS, SimCluster, simulate
 
 STACKS = ("aws-dev", "aws-prod")
 FAILED = "CK8S-GPU-BOOT-FAILED"
@@ -90,6 +93,9 @@ def test_cluster_assembles_and_every_script_reruns_as_a_no_op(sim: Sim, stack: s
         no_secret_leaks(s, cp)
         assert cp.console == ""
         assert not (cp.root / "run/ck8s-gpu").exists(), "the run dir holding fetched secrets must go"
+    # the API NLB's DNS name, looked up at boot, is a SAN of every control plane's certificates
+    assert all(cp.state["node"]["extra_sans"] == [LB] for cp in cps)
+    assert all(cp.calls("aws elbv2 describe-load-balancers") for cp in cps)
     # what `k8s bootstrap` read: the user-data part plus the CA keys from Secrets Manager
     assert cluster["ca"] == {"ca-crt": PEM, "ca-key": CA_KEY, "client-ca-crt": PEM, "client-ca-key": CLIENT_CA_KEY}
     # every script again (a reboot re-running cloud-init, `cloud-init clean`): nothing new happens
@@ -299,3 +305,87 @@ def test_a_control_plane_that_cannot_join_says_so_on_its_console(sim: Sim, track
     assert cp.run(CK8S_JOIN_ATTEMPTS="2").returncode == 1
     assert f"{FAILED}: control-plane {cp.name}: could not join" in cp.console
     assert cp.calls("autoscaling") == []  # not in a group: the API gate names it instead
+
+
+# ------------------------------------------------ nothing waits in the graph (docs/adr/0019)
+
+
+def test_a_control_plane_booting_before_its_load_balancer_exists_waits_for_its_name(sim: Sim) -> None:
+    s = sim("aws-dev")
+    with s.fleet.mutate() as state:
+        balancer = state["load_balancers"].pop(api_lb_name(s.cluster))
+    cp = s.control_plane(0).start(CK8S_RETRY_BASE_SECONDS="1")
+    deadline = time.monotonic() + 30
+    while "look up API load balancer" not in cp.log and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with s.fleet.mutate() as state:  # the NLB is created (provisioning) while the node retries
+        state["load_balancers"][api_lb_name(s.cluster)] = balancer
+    result = cp.wait()
+    assert result.returncode == 0, f"{result.stderr[-2000:]}\n{cp.log[-2000:]}"
+    assert "attempt 1 of 20 failed" in cp.log and cp.state["node"]["extra_sans"] == [LB]
+
+
+def test_a_control_plane_that_may_not_describe_load_balancers_gives_up_naming_it(sim: Sim) -> None:
+    s = sim("aws-dev")
+    cp = s.control_plane(0)
+    with s.fleet.mutate() as state:
+        policy = state["instances"][cp.id]["role_policies"][0]
+        # both grants of it: ours, and the cloud controller manager's (it manages Service NLBs)
+        policy["Statement"] = [st for st in policy["Statement"]
+                               if "elasticloadbalancing:DescribeLoadBalancers" not in st["Action"]]
+    assert cp.run(CK8S_RETRY_BASE_SECONDS="0").returncode == 1
+    assert f"{FAILED}: bootstrap {cp.name}: no DNS name for API load balancer {api_lb_name(s.cluster)}" in cp.console
+    assert "AccessDenied" in cp.log and s.fleet.cluster is None  # nothing bootstrapped without its SAN
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_workers_launched_with_the_control_planes_join_once_one_is_up(sim: Sim, stack: str) -> None:
+    """Pools launch beside the control planes: their join loop, not the graph, waits."""
+    s = sim(stack)
+    workers = [s.worker(i).start(CK8S_RETRY_BASE_SECONDS="1") for i in range(len(s.settings.node_pools))]
+    deadline = time.monotonic() + 60
+    while not all("no running control plane found yet" in w.log for w in workers):  # in their join loops
+        assert time.monotonic() < deadline, [w.log[-500:] for w in workers]
+        time.sleep(0.2)
+    cps = control_planes(s)
+    for w in workers:
+        result = w.wait()
+        assert result.returncode == 0, f"{result.stderr[-2000:]}\n{w.log[-2000:]}"
+        assert f"join cluster {s.cluster}: attempt 1 of" in w.log and "joined through" in w.log, w.log  # waited
+    assert len(s.fleet.world["cluster"]["members"]) == len(cps) + len(workers)
+
+
+def test_a_worker_newer_than_the_control_plane_waits_for_its_upgrade(sim: Sim) -> None:
+    """A launch template changed by a track upgrade before the control planes were upgraded: the
+    mint document refuses the newer worker until every control plane runs its minor."""
+    s = sim("aws-dev", "1.34-classic")
+    (cp,) = control_planes(s)
+    newer = dataclasses.replace(s.boot, snap_channel="1.35-classic/stable")
+    w = s.worker(boot=newer)
+    assert w.run(CK8S_JOIN_ATTEMPTS="2", CK8S_RETRY_BASE_SECONDS="0").returncode == 1
+    assert "not at least the joining worker (1.35)" in w.log and w.calls("k8s join-cluster") == []
+    assert cp.exec(["snap", "refresh", "k8s", "--channel=1.35-classic/stable"]).returncode == 0
+    later = s.worker(boot=newer)
+    ok(later, CK8S_RETRY_BASE_SECONDS="0")
+    cluster = s.fleet.cluster
+    assert cluster is not None and cluster["nodes"][later.name]["version"].startswith("v1.35")
+    assert not [v for v in cluster.get("violations", []) if "skew" in v]
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_control_planes_launched_together_make_one_cluster(sim: Sim, track: str) -> None:
+    """cp-1 and cp-2 launch once cp-0 runs, not once it is Ready: cp-0 sees them running, but they
+    were launched after it, so it bootstraps (never blind: peers launched before it it would join)."""
+    s = sim("aws-prod", track)
+    fast = {"CK8S_RETRY_BASE_SECONDS": "1", "CK8S_RETRY_MAX_SECONDS": "2", "CK8S_JOIN_ATTEMPTS": "30"}
+    cps = [s.control_plane(i) for i in range(3)]  # added in launch order, all running before any boots
+    for cp in cps:
+        cp.start(**fast)
+    for cp in cps:
+        result = cp.wait(timeout=240)
+        assert result.returncode == 0, f"{cp.name}:\n{cp.log[-2000:]}"
+    assert cps[0].calls("k8s bootstrap") == ["k8s bootstrap"] and "joining them instead" not in cps[0].log
+    assert all(cp.calls("k8s join-cluster control-plane") for cp in cps[1:])
+    cluster = s.fleet.cluster
+    assert cluster and len(cluster["members"]) == 3 and s.fleet.world.get("second_bootstraps") is None
+    assert all(cp.state["node"]["extra_sans"] == [LB] for cp in cps)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from typing import Any
 
@@ -19,7 +20,7 @@ PEM = "-----BEGIN CERTIFICATE-----\n" + ("M" * 64 + "\n") * 18 + "-----END CERTI
 
 
 def boots(settings: Any) -> tuple[ud.ClusterBoot, ud.ControlPlaneBoot]:
-    c = ud.cluster_boot(settings, ARN.format("join-auth"), LB, "ck8s-mint-worker-token")
+    c = ud.cluster_boot(settings, ARN.format("join-auth"), "ck8s-mint-worker-token")
     cp = ud.control_plane_boot(settings, ARN.format("ca-keys"))
     return c, cp
 
@@ -41,12 +42,13 @@ def env_of(text: str) -> dict[str, str]:
     return dict(pairs)
 
 
-def test_bootstrap_config_carries_the_api_name_but_no_ca_material() -> None:
+def test_bootstrap_config_carries_no_ca_material_and_the_node_is_told_the_api_lb_name() -> None:
     c, cp = boots(settings_for("aws-prod"))
     text = ud.render_bootstrap_control_plane(c, cp)
     config = yaml.safe_load(files(text)[f"{ud.CONFIG_DIR}/bootstrap.yaml"])
-    assert not {"ca-crt", "client-ca-crt", "ca-key", "client-ca-key"} & set(config)
-    assert config["extra-sans"] == [LB]
+    assert not {"ca-crt", "client-ca-crt", "ca-key", "client-ca-key", "extra-sans"} & set(config)
+    # the DNS name is looked up on the node (docs/adr/0019): user-data holds the NLB's plan-time name
+    assert env_of(text)["CK8S_API_LB_NAME"] == "ck8s-prod-us-east-1-api"
     # every feature named: `bootstrap --file` turns each one it leaves unset off (network and DNS too)
     assert config["cluster-config"] == {
         "network": {"enabled": True}, "dns": {"enabled": True}, "gateway": {"enabled": False},
@@ -62,7 +64,9 @@ def test_ca_keys_from_secrets_manager_complete_the_bootstrap_config() -> None:
     c, cp = boots(settings_for("aws-prod"))
     base = files(ud.render_bootstrap_control_plane(c, cp))[f"{ud.CONFIG_DIR}/bootstrap.yaml"]
     key = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n"
-    merged = yaml.safe_load(base + pki_secret_document(PEM, key, PEM.replace("M", "N"), key.replace("abc", "def")))
+    sans = f"extra-sans:\n- {LB}\n"  # what the node script's api_sans writes
+    merged = yaml.safe_load(base + pki_secret_document(PEM, key, PEM.replace("M", "N"), key.replace("abc", "def"))
+                            + sans)
     assert merged["ca-key"] == key and merged["client-ca-key"] == key.replace("abc", "def")
     assert merged["ca-crt"] == PEM and merged["client-ca-crt"] == PEM.replace("M", "N")
     assert merged["extra-sans"] == [LB]
@@ -182,11 +186,16 @@ def test_the_node_script_is_embedded_without_comments_and_executable() -> None:
     c, cp = boots(settings_for("aws-prod"))
     doc = yaml.safe_load(ud.render_bootstrap_control_plane(c, cp))
     script = next(f for f in doc["write_files"] if f["path"] == ud.SCRIPT_PATH)
-    source = ud.SCRIPT_SOURCE.read_text().splitlines()
-    code = [line for line in source if not line.lstrip().startswith("#") or "shellcheck" in line]
+    source = ud.SCRIPT_SOURCE.read_text()
+    code = [line.lstrip() for line in source.splitlines() if not line.lstrip().startswith("#") or "shellcheck" in line]
     embedded = script["content"].splitlines()
-    assert embedded[0] == "#!/bin/bash" and embedded[2:] == code
-    assert "components/aws/scripts/ck8s-node.sh" in embedded[1]
+    assert embedded[0] == "#!/bin/bash" and "components/aws/scripts/ck8s-node.sh" in embedded[1]
+    assert [line.lstrip() for line in embedded[2:]] == code  # the same code, in order, indentation aside
+    # here-document bodies (Python) keep their indentation byte for byte, and bash still parses it all
+    heredocs = re.findall(r"<<'EOF'\n(.*?\nEOF)\n", source, flags=re.S)
+    assert len(heredocs) == 2 and all(body in script["content"] for body in heredocs)
+    assert subprocess.run(["bash", "-n"], input=script["content"], text=True, check=False).returncode == 0
+    assert len(script["content"]) < len(source) - 2000  # what the compaction is for: EC2's 16 KiB
     assert script["permissions"] == "0700"
     assert all(f["permissions"] == "0600" for f in doc["write_files"] if f["path"] != ud.SCRIPT_PATH)
 
@@ -202,6 +211,6 @@ def test_the_largest_user_data_keeps_headroom_under_ec2s_limit() -> None:
 
 def test_oversized_user_data_fails_at_render_time() -> None:
     c, cp = boots(settings_for("aws-prod"))
-    huge = ud.ClusterBoot(**{**c.__dict__, "api_host": "a" * 8000})
+    huge = ud.ClusterBoot(**{**c.__dict__, "feature_gates": ("A" * 8000 + "=true",)})
     with pytest.raises(ValueError, match="EC2 accepts 16384"):
         ud.render_bootstrap_control_plane(huge, cp)
