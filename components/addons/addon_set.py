@@ -5,7 +5,8 @@ A thin shell over pure functions (graph.install_graph, each add-on's values). Ev
 (a failed upgrade is rolled back by Helm and stops `pulumi up` naming the release); the GPU
 Operator's release is followed by a gate on ClusterPolicy `cluster-policy` being `ready`. Pulumi
 updates a resource only after what it depends on, so a changed pin upgrades releases in the
-graph's order, and the smoke test, which depends on every release, runs last (docs/addons.md).
+graph's order, and the smoke test, which depends on every release on the GPU path, runs after
+them (docs/addons.md).
 Values some add-ons need from other components (Velero's access key from BackupTarget) come in
 through `extra_values` / `extra_dependencies`, keyed by add-on name.
 """
@@ -119,12 +120,14 @@ def release_source(addon: Addon, ctx: AddonContext) -> str:
     return f"{repo or 'charts'}/{addon.chart_name}@{ctx.version}"
 
 
-def set_fingerprint(sources: Mapping[str, str]) -> str:
-    """One digest of every release's source: the smoke test's run id includes it, so changing any
-    add-on's pin (version or repository) runs the smoke test again after the upgraded releases.
+def set_fingerprint(addons: Sequence[Addon], sources: Mapping[str, str]) -> str:
+    """One digest of the sources of the releases on the GPU path (`Addon.on_gpu_path`): the smoke
+    test's run id includes it, so changing such an add-on's pin (version or repository) runs the
+    smoke test again after the upgraded releases; a monitoring or backup pin does not.
     Values stay out: they differ between the regions of one stamped stack, whose smoke runs must
     not (tests/unit/test_region_parity.py); a values change re-runs it through smokeTest.trigger."""
-    lines = "\n".join(f"{name}={source}" for name, source in sorted(sources.items()))
+    on_path = {a.name for a in addons if a.on_gpu_path}
+    lines = "\n".join(f"{name}={source}" for name, source in sorted(sources.items()) if name in on_path)
     return hashlib.sha256(lines.encode()).hexdigest()[:16]
 
 
@@ -132,7 +135,7 @@ class AddonSet(pulumi.ComponentResource):
     releases: dict[str, pulumi.Resource]
     ready: dict[str, pulumi.Resource]  # what a dependant of each add-on waits for
     namespaces: dict[str, k8s.core.v1.Namespace]
-    smoke_dependencies: list[pulumi.Resource]  # every release's ready gate
+    smoke_dependencies: list[pulumi.Resource]  # the ready gate of every release on the GPU path
     graph: InstallGraph
     sources: dict[str, str]  # add-on -> release_source (repository/chart@version)
     fingerprint: str  # of every source: part of the smoke test's run id
@@ -173,7 +176,7 @@ class AddonSet(pulumi.ComponentResource):
 
         ctxs = contexts(graph, settings, cluster.facts)
         self.sources = {a.name: release_source(a, ctxs[a.name]) for a in graph.order}
-        self.fingerprint = set_fingerprint(self.sources)
+        self.fingerprint = set_fingerprint(graph.order, self.sources)
         for addon in graph.order:  # dependencies first: their ready gates exist already
             ctx = ctxs[addon.name]
             args = release_args(addon, ctx)
@@ -221,8 +224,10 @@ class AddonSet(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
                 )
 
-        # The smoke test runs after every release and gate: it is what an upgrade is judged by.
-        self.smoke_dependencies = [self.ready[a.name] for a in graph.order]
+        # The smoke test runs after every release and gate on the GPU path: it is what an upgrade is
+        # judged by. Monitoring and backups install beside it (docs/adr/0019): nothing it checks
+        # reads them (its DCGM check reads the exporter Service of the GPU Operator).
+        self.smoke_dependencies = [self.ready[a.name] for a in graph.order if a.on_gpu_path]
         self.register_outputs({
             "addons": [a.name for a in graph.order],
             "versions": {a.name: ctxs[a.name].version for a in graph.order},

@@ -68,6 +68,10 @@ class Addon:
     local_chart: str | None = None
     depends_on: tuple[str, ...] = ()  # add-on names; resolved to resource objects by the set
     needs: tuple[Capability, ...] = ()
+    # Needed while running, not to install: must be met like `needs`, but adds no install edge
+    # (the add-on's own pods wait for it, e.g. the DRA kubelet plugin's init container waits for
+    # the driver), so the release installs beside what provides it (docs/adr/0019).
+    uses: tuple[Capability, ...] = ()
     provides: Callable[[Settings], tuple[Capability, ...]] = field(default=lambda _s: ())
     conflicts: tuple[str, ...] = ()  # add-ons that must never run in the same cluster
     readiness: Readiness = "helm"
@@ -76,6 +80,9 @@ class Addon:
     check: Callable[[Settings], tuple[str, ...]] = field(default=lambda _s: ())
     # Helm's upgrade skips OpenAPI validation (the GPU Operator's pre-upgrade CRD hook needs it).
     disable_openapi_validation: bool = False
+    # On the path a GPU job takes (driver, DRA, scheduling): the smoke test waits for these releases
+    # and re-runs when they change. Monitoring and backups are not: they install beside the test.
+    on_gpu_path: bool = True
 
     def __post_init__(self) -> None:
         if (self.chart_pin is None) == (self.local_chart is None):

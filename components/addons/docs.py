@@ -58,7 +58,8 @@ def render() -> str:
         "The GPU software stack is a set of Helm releases (`helm.v3.Release`: hooks run) installed by",
         "`AddonSet` on every platform. `settings.gpuStack.addons.<name>.enabled` switches one on or off;",
         "`null` takes the platform default below (`auto`: on exactly when its needs are met).",
-        "Dependencies come only from needs: unrelated add-ons install in parallel.",
+        "Dependencies come only from needs: unrelated add-ons install in parallel. A need marked",
+        "*(at run time)* must be met too, but adds no install order: the add-on's own pods wait for it.",
         "",
         "| add-on | chart | version | repository | namespace (Pod Security) | needs | provides "
         "| timeout | " + " | ".join(PLATFORMS) + " |",
@@ -66,7 +67,7 @@ def render() -> str:
     ]
     for a in ADDONS:
         chart, repo, version = _chart(a)
-        needs = ", ".join(f"`{n}`" for n in a.needs) or "-"
+        needs = ", ".join([*(f"`{n}`" for n in a.needs), *(f"`{n}` (at run time)" for n in a.uses)]) or "-"
         gate = " + ClusterPolicy ready" if a.readiness == "cluster-policy" else ""
         timeout = f"{a.timeout_seconds // 60} min{gate}"
         cells = [f"`{a.name}`", chart, version, repo, f"`{a.namespace}` ({a.pod_security})", needs,
@@ -121,11 +122,12 @@ def _upgrades() -> list[str]:
         "",
         "Order: Pulumi updates a resource only after every resource it depends on is updated, so a",
         "change upgrades along the dependency graph above: GPU Operator, then its ClusterPolicy `ready`",
-        "gate (which waits again whenever the operator's version changes), then the DRA driver; KAI, then",
-        "its queues; kube-prometheus-stack, then observability. The smoke test depends on every release",
-        "and gate, and its run id covers every release's repository, chart and version: after any pin",
-        "change it runs again, last, and a failing hop fails `pulumi up` (ADR 0008). A values-only change",
-        "re-runs it through `smokeTest.trigger`.",
+        "gate (which waits again whenever the operator's version changes); the DRA driver beside it (its",
+        "kubelet plugin waits for the driver, ADR 0019); KAI, then its queues; kube-prometheus-stack,",
+        "then observability. The smoke test depends on every release and gate on the GPU path (not",
+        "monitoring or backups), and its run id covers their repository, chart and version: after such a",
+        "pin change it runs again, after them, and a failing hop fails `pulumi up` (ADR 0008). A",
+        "values-only change re-runs it through `smokeTest.trigger`.",
         "",
         "### CRDs",
         "",

@@ -1,6 +1,10 @@
 """NVIDIA DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu), NVIDIA's "Pattern A".
 
-Installed after the GPU Operator's ClusterPolicy is ready. Values keys verified against
+Installed beside the GPU Operator, not after its ClusterPolicy is ready: the kubelet plugin's init
+container (hack/kubelet-plugin-prestart.sh, "long-running init container that retries at constant
+frequency", every 10 s) waits until nvidia-smi runs from the driver root, and the link to
+/run/nvidia/driver "heals once the driver becomes mounted". The smoke test waits for the slices.
+Values keys verified against
 kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (commit 764900e, deployments/helm/
 dra-driver-nvidia-gpu/values.yaml, templates/validation.yaml, templates/_helpers.tpl).
 """
@@ -10,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.addons.base import Addon, AddonContext, Capability
-from components.addons.gpu_operator import OPERATOR_DRIVER_ROOT
+from components.addons.gpu_operator import driver_root
 from components.addons.nodes import DRA_NODE_LABEL, gpu_tolerations
 from components.settings.model import Settings
 
@@ -41,7 +45,9 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # reload (gpu_operator.values sets NODE_LABEL_FOR_GPU_POD_EVICTION to the same key).
         plugin["nodeSelector"] = {DRA_NODE_LABEL: "true"}
     return {
-        "nvidiaDriverRoot": OPERATOR_DRIVER_ROOT if s.gpu_stack.driver == "operator" else "/",
+        # /run/nvidia/driver with the operator's driver container (compiled or precompiled), / with
+        # the host's driver (values.yaml nvidiaDriverRoot).
+        "nvidiaDriverRoot": driver_root(s),
         "resourceApiVersion": resource_api_version(ctx.facts.kubernetes_minor),
         # GPUs through DRA only in allocation `dra`; in `device-plugin` mode the device plugin is
         # the one advertiser and this chart serves ComputeDomains at most.
@@ -72,7 +78,7 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin="dra-driver-nvidia-gpu",
-    needs=("gpu-driver",),
+    uses=("gpu-driver",),
     provides=_provides,
     conflicts=("fake-gpu-operator",),
     timeout_seconds=10 * 60,

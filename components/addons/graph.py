@@ -72,9 +72,10 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
                 problems.append(f"{a.name}: missing dependency '{d}' (not enabled in this stack)")
             else:
                 deps.append(d)
-        for cap in a.needs:
+        for cap in (*a.needs, *a.uses):
             if cap in providers:
-                deps.extend(p for p in providers[cap] if p != a.name)
+                if cap in a.needs:
+                    deps.extend(p for p in providers[cap] if p != a.name)
             elif cap not in cluster_caps:
                 problems.append(
                     f"{a.name}: unmet capability '{cap}': no enabled add-on provides it and the cluster "
@@ -166,7 +167,7 @@ def select(catalog: Sequence[Addon], settings: Settings, cluster: Iterable[Capab
     while changed:  # an auto add-on may provide what another auto add-on needs
         changed = False
         for a in list(auto):
-            if all(c in caps for c in a.needs):
+            if all(c in caps for c in (*a.needs, *a.uses)):
                 chosen.append(a)
                 auto.remove(a)
                 caps |= set(a.provides(settings))

@@ -50,4 +50,5 @@ ADDON = Addon(
     chart_pin="kube-prometheus-stack",
     provides=_provides,
     timeout_seconds=15 * 60,
+    on_gpu_path=False,
 )

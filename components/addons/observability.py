@@ -40,4 +40,5 @@ ADDON = Addon(
     local_chart="gpu-observability",
     needs=("monitoring-crds",),
     timeout_seconds=2 * 60,
+    on_gpu_path=False,
 )

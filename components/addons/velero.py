@@ -49,4 +49,5 @@ ADDON = Addon(
     chart_pin="velero",
     timeout_seconds=10 * 60,
     check=_check,
+    on_gpu_path=False,
 )

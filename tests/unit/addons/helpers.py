@@ -14,6 +14,9 @@ from components.cluster import ClusterFacts, cluster_facts
 from components.settings import Settings, parse_settings
 
 TRACKS = ("1.32-classic", "1.33-classic", "1.34-classic", "1.35-classic", "1.36-classic")
+DRIVER_MODES = ("operator", "precompiled", "host")
+# On aws, driver modes host and precompiled need every pool to name its image (docs/adr/0018).
+POOL_AMI = "ami-0123456789abcdef0"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443'}}]\n"
 
 
@@ -30,6 +33,8 @@ def stack(track: str, driver: str, allocation: str, platform: str = "aws", **raw
     if allocation == "dra" and int(track.split(".")[1].split("-")[0]) < 34:
         k8s_raw["featureGates"] = ["DynamicResourceAllocation=true"]
     gpu_stack = {"driver": driver, "allocation": allocation, **raw.pop("gpuStack", {})}
+    if platform == "aws" and driver != "operator":
+        raw.setdefault("nodePools", [{"name": "gpu", "ami": POOL_AMI}])
     return settings(platform, kubernetes=k8s_raw, gpuStack=gpu_stack, **raw)
 
 

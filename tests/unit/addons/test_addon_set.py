@@ -32,7 +32,7 @@ def aws() -> PlanRun:
     return run(settings("aws"))
 
 
-def test_chain_operator_then_cluster_policy_gate_then_dra_driver(aws: PlanRun) -> None:
+def test_operator_then_cluster_policy_gate_and_the_dra_driver_beside_them(aws: PlanRun) -> None:
     res = by_name(aws)
     gate = res["gpu-gpu-operator-cluster-policy-ready"]
     assert gate.type == WAIT
@@ -40,7 +40,8 @@ def test_chain_operator_then_cluster_policy_gate_then_dra_driver(aws: PlanRun) -
     assert gate.inputs["jsonpath"] == "{.status.state}" and gate.inputs["equals"] == "ready"
     assert gate.inputs["kubeconfig"] == MASK
     assert res["gpu-gpu-operator"].urn in gate.dependencies
-    assert gate.urn in res["gpu-dra-driver"].dependencies
+    # docs/adr/0019: the DRA kubelet plugin's init container waits for the driver itself
+    assert not {"gpu-gpu-operator", "gpu-gpu-operator-cluster-policy-ready"} & ancestors(aws, "gpu-dra-driver")
 
 
 def test_kai_queues_and_observability_never_wait_for_the_gpu_stack(aws: PlanRun) -> None:
@@ -51,15 +52,16 @@ def test_kai_queues_and_observability_never_wait_for_the_gpu_stack(aws: PlanRun)
     assert "gpu-kube-prometheus-stack" in ancestors(aws, "gpu-observability")
 
 
-def test_longest_release_chain_is_operator_gate_dra(aws: PlanRun) -> None:
+def test_longest_release_chain_is_the_operator_and_its_gate_or_kai_and_queues(aws: PlanRun) -> None:
     res = by_name(aws)
     own = {n for n, x in res.items() if x.type in (RELEASE, WAIT)}
 
     def depth(name: str) -> int:
         return 1 + max((depth(a) for a in ancestors(aws, name) & own), default=0)
 
-    deepest = max(own, key=depth)
-    assert deepest == "gpu-dra-driver" and depth(deepest) == 3
+    assert max(depth(n) for n in own) == 2  # nothing chains three releases and gates deep any more
+    assert depth("gpu-gpu-operator-cluster-policy-ready") == depth("gpu-kai-queues") == 2
+    assert depth("gpu-dra-driver") == 1
 
 
 def test_every_release_is_wired_and_bounded(aws: PlanRun) -> None:
@@ -107,13 +109,13 @@ def test_namespaces_carry_pod_security_labels(aws: PlanRun) -> None:
                       "gpu-observability": "restricted"}
 
 
-def test_the_smoke_test_waits_for_every_release_and_gate(aws: PlanRun) -> None:
-    """It judges an upgrade of any add-on, so it runs after all of them (the operator through
-    its ClusterPolicy gate)."""
+def test_the_smoke_test_waits_for_every_release_and_gate_on_the_gpu_path(aws: PlanRun) -> None:
+    """It judges an upgrade of any add-on a GPU job goes through, so it runs after them (the
+    operator through its ClusterPolicy gate); monitoring installs beside it (docs/adr/0019)."""
     urns = {x.name: x.urn for x in aws.resources}
     gates = {"gpu-operator": "gpu-gpu-operator-cluster-policy-ready"}
     expected = [urns[gates.get(n, f"gpu-{n}")] for n in ("gpu-operator", "dra-driver", "kai-scheduler",
-                                                          "kai-queues", "kube-prometheus-stack", "observability")]
+                                                          "kai-queues")]
     assert sorted(aws.outputs["smoke"]) == sorted(expected)
 
 
@@ -122,7 +124,8 @@ def test_kind_profile_uses_the_fake_operator_and_the_real_kai() -> None:
     urns = {x.name: x.urn for x in r.resources}
     assert r.outputs["releases"] == ["fake-gpu-operator", "kai-queues", "kai-scheduler",
                                      "kube-prometheus-stack", "observability"]
-    assert sorted(r.outputs["smoke"]) == sorted(urns[f"gpu-{n}"] for n in r.outputs["releases"])
+    on_path = ("fake-gpu-operator", "kai-queues", "kai-scheduler")  # not the monitoring ones
+    assert sorted(r.outputs["smoke"]) == sorted(urns[f"gpu-{n}"] for n in on_path)
     assert not [x for x in r.resources if x.type == WAIT]  # no ClusterPolicy without the operator
     obs = by_name(r)["gpu-observability"].inputs["values"]
     assert obs["serviceMonitor"]["enabled"] is True  # the fake exporter has no ServiceMonitor of its own

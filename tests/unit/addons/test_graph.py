@@ -119,7 +119,7 @@ def test_velero_needs_backup_settings() -> None:
 
 def test_kai_queues_and_observability_are_off_the_gpu_chain() -> None:
     graph = install_graph(settings("aws"))
-    assert graph.edges["dra-driver"] == ("gpu-operator",)
+    assert graph.edges["dra-driver"] == ()  # it *uses* the driver: no install edge (docs/adr/0019)
     for name in ("kai-scheduler", "kai-queues", "kube-prometheus-stack", "observability"):
         assert not {"gpu-operator", "dra-driver"} & set(graph.edges[name])
 
