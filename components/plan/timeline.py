@@ -4,12 +4,14 @@ Every planned resource becomes a step whose duration comes from the one table in
 `components/plan/durations.py`. Work the engine never sees as a resource is added as synthetic
 steps where it really happens: a node's first boot (cloud-init, snap install, bootstrap or join,
 Ready), the NLB registering its target, the GPU Operator's driver and toolkit on the GPU nodes
-(hidden inside the ClusterPolicy wait). Steps start when all their dependencies have finished
+(hidden inside the ClusterPolicy wait), the DRA kubelet plugin starting once the driver is there
+(its release installs beside the operator; the smoke run waits for its ResourceSlices). Steps
+start when all their dependencies have finished
 (Pulumi's behaviour: a resource's operation starts once every resource it depends on is done);
 the longest chain to the smoke run is the critical path, by upper and by lower bounds.
 
-`what_if` variants drop dependencies the graph has but a first `pulumi up` does not need, so the
-plan can say what each one costs (components/plan/timeline_render.py prints them).
+`what_if` variants are the choices that would shorten it (the driver modes of docs/adr/0018), so
+the plan can say what each one saves (components/plan/timeline_render.py prints them).
 """
 
 from __future__ import annotations
@@ -34,8 +36,7 @@ NLB = "aws:lb/loadBalancer:LoadBalancer"
 TARGET_ATTACHMENT = "aws:lb/targetGroupAttachment:TargetGroupAttachment"
 NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
 DRIVER_MODES = ("compiled", "precompiled", "host")
-# Releases the smoke test does not need to pass (it waits for every release today).
-OFF_GPU_PATH_CHARTS = frozenset({"kube-prometheus-stack", "gpu-observability", "velero"})
+DRA_CHART = "dra-driver-nvidia-gpu"
 
 _AWS_KEYS = {
     "aws:ec2/vpc:Vpc": "aws-vpc",
@@ -210,7 +211,8 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
     api_ready_of = {i.urn: [r for r in custom if r.type == API_READY and i.urn in deps[r.urn]]
                     for i in control_planes}
     node_ready: list[str] = []  # per control plane, in join order
-    bootstrap_ready = ""
+    members: list[str] = []  # bootstrap or join step per control plane, in join order
+    bootstrapped = ""  # the bootstrap step: from then on a control plane mints worker tokens
     for cp in control_planes:
         n, name = _cp_index(cp), short(cp.name)
         first = _is_bootstrap(cp, n)
@@ -218,8 +220,9 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
         if first:
             member = synthetic(f"{name} k8s bootstrap", "k8s-bootstrap", [snap])
-        else:  # k8s-snap joins control planes one at a time
-            member = synthetic(f"{name} k8s join", "k8s-join-control-plane", [snap, *node_ready[-1:]])
+        else:  # k8sd refuses a control-plane join while another one runs: one after another
+            member = synthetic(f"{name} k8s join", "k8s-join-control-plane", [snap, *members[-1:]])
+        members.append(member)
         ready = synthetic(f"{name} node Ready", "node-ready-cni", [member])
         node_ready.append(ready)
         healthy = ""
@@ -229,23 +232,28 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         for gate in api_ready_of[cp.urn]:  # the first API answer through the NLB needs a healthy target
             deps[gate.urn] |= {ready} | ({healthy} if healthy and first else set())
         if first:
-            bootstrap_ready = ready
+            bootstrapped = member
 
     gpu_ready: list[str] = []
     for asg in (r for r in custom if r.type == ASG):
         name = f"pool {_pool_name(asg)}"
         boot = synthetic(f"{name} boot", "node-boot", [asg.urn])
         snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
-        join = synthetic(f"{name} k8s join", "k8s-join-worker", [snap, *([bootstrap_ready] if bootstrap_ready else [])])
+        # The join loop waits for a control plane that answers the mint document (bootstrapped).
+        join = synthetic(f"{name} k8s join", "k8s-join-worker", [snap, *([bootstrapped] if bootstrapped else [])])
         gpu_ready.append(synthetic(f"{name} node Ready", "node-ready-cni", [join]))
 
+    drivers: list[str] = []
     for wait in (r for r in custom if r.type == WAIT_FOR and r.inputs.get("kind") == "ClusterPolicy"):
         driver = synthetic(f"GPU Operator driver ({driver_mode})", f"gpu-driver-{driver_mode}",
                            [*deps[wait.urn], *gpu_ready])
+        drivers.append(driver)
         toolkit = synthetic("GPU Operator container toolkit", "gpu-toolkit", [driver])
         deps[wait.urn].add(toolkit)
+    plugins = [synthetic("DRA kubelet plugin publishes GPUs", "dra-plugin-start", [r.urn, *drivers, *gpu_ready])
+               for r in custom if r.type == RELEASE and chart_name(r) == DRA_CHART]
     for run in (r for r in custom if r.type == SMOKE_RUN):
-        deps[run.urn] |= set(gpu_ready)
+        deps[run.urn] |= {*gpu_ready, *plugins}  # the run first waits for every GPU node's slices
 
     return [replace(steps[i], deps=tuple(sorted(deps[i] & steps.keys()))) for i in order]
 
@@ -364,67 +372,30 @@ class WhatIfResult:
     saved: tuple[float, float]  # against the plan as it is
 
 
-def _drop(steps: list[Step], where: Callable[[Step], bool], dep: Callable[[Step], bool]) -> list[Step]:
-    by_id = {s.id: s for s in steps}
-    return [replace(s, deps=tuple(d for d in s.deps if not dep(by_id[d]))) if where(s) else s for s in steps]
-
-
-def _is_cp_instance(s: Step) -> bool:
-    return s.type == INSTANCE
-
-
-def _nlb_before_nodes(steps: list[Step]) -> list[Step]:
-    return _drop(steps, lambda s: s.type in (INSTANCE, LAUNCH_TEMPLATE), lambda d: d.type == NLB)
-
-
-def _pools_after_control_planes(steps: list[Step]) -> list[Step]:
-    steps = _drop(steps, lambda s: s.type == ASG, lambda d: d.type == API_READY)
-    return _drop(steps, lambda s: s.type == LAUNCH_TEMPLATE, lambda d: d.type == NODE_UPGRADE)
-
-
-def _control_planes_launch_serially(steps: list[Step]) -> list[Step]:
-    return _drop(steps, _is_cp_instance, lambda d: d.type == API_READY)
-
-
-def _smoke_waits_for_everything(steps: list[Step]) -> list[Step]:
-    return _drop(steps, lambda s: s.type == RELEASE and s.chart == "gpu-smoke-test",
-                 lambda d: d.chart in OFF_GPU_PATH_CHARTS)
-
-
-def _precompiled_driver(steps: list[Step]) -> list[Step]:
-    return [replace(s, key="gpu-driver-precompiled", name=s.name.replace("(compiled)", "(precompiled)"))
-            if s.key == "gpu-driver-compiled" else s for s in steps]
+def _driver(mode: str) -> Callable[[list[Step]], list[Step]]:
+    def apply(steps: list[Step]) -> list[Step]:
+        return [replace(s, key=f"gpu-driver-{mode}", name=re.sub(r"\(\w+\)$", f"({mode})", s.name))
+                if s.key.startswith("gpu-driver-") else s for s in steps]
+    return apply
 
 
 WHAT_IFS: tuple[WhatIf, ...] = (
-    WhatIf("nlb-before-nodes", "control-plane instances and launch templates wait for the NLB to be active "
-           "(2-3 min) although they only need its DNS name, known when it is created", _nlb_before_nodes),
-    WhatIf("pools-after-control-planes", "GPU pools (Auto Scaling group, launch template) wait for every control "
-           "plane's readiness and upgrade gate; a worker could boot and install its snap meanwhile and only its "
-           "join wait for the bootstrap node", _pools_after_control_planes),
-    WhatIf("control-planes-launch-serially", "control plane N+1 is launched only after control plane N is Ready; "
-           "k8s-snap only needs the joins one at a time", _control_planes_launch_serially),
-    WhatIf("smoke-waits-for-observability", "the smoke test waits for kube-prometheus-stack, the dashboards and "
-           "velero, which the DRA allocation path does not use", _smoke_waits_for_everything),
-    WhatIf("compiled-driver", "the GPU Operator compiles the driver on the node (settings value "
-           "driver.usePrecompiled=true would pull a precompiled one)", _precompiled_driver),
+    WhatIf("precompiled-driver", "settings gpuStack.driver: precompiled (the GPU Operator pulls a driver built "
+           "for the node's kernel; only for kernels NVIDIA publishes, docs/adr/0018)", _driver("precompiled")),
+    WhatIf("host-driver", "settings gpuStack.driver: host (the driver is in the GPU pools' AMI, "
+           "docs/adr/0018)", _driver("host")),
 )
 
 
 def what_if_results(stack: str, steps: list[Step], base: tuple[float, float]) -> list[WhatIfResult]:
-    """Each what-if that shortens the modeled time, alone, then all of them together (name `all`)."""
+    """Each what-if that shortens the modeled time, alone (they are alternatives: the driver modes
+    exclude each other, so no "all of them" line)."""
     results = []
-    combined = steps
     for w in WHAT_IFS:
         total = make_timeline(stack, w.apply(steps)).total
-        if total == base:
+        if total[1] >= base[1]:  # only what shortens it (a mode already chosen changes nothing)
             continue
-        combined = w.apply(combined)
         results.append(WhatIfResult(w, total, (base[0] - total[0], base[1] - total[1])))
-    if len(results) > 1:
-        total = make_timeline(stack, combined).total
-        all_of = WhatIf("all", "all of the above", lambda s: s)
-        results.append(WhatIfResult(all_of, total, (base[0] - total[0], base[1] - total[1])))
     return results
 
 
@@ -433,8 +404,9 @@ def what_if_results(stack: str, steps: list[Step], base: tuple[float, float]) ->
 
 
 def driver_mode_of(resources: list[Recorded], settings_driver: str) -> str:
-    if settings_driver == "host":
-        return "host"
+    """settings.gpuStack.driver (`operator` compiles on the node), or what the operator's values say."""
+    if settings_driver in ("host", "precompiled"):
+        return settings_driver
     for r in resources:
         if r.type == RELEASE and chart_name(r) == "gpu-operator":
             driver = (r.inputs.get("values") or {}).get("driver") or {}

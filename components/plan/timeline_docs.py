@@ -52,22 +52,21 @@ def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK) -> st
     tl = next(t for t in timelines if t.stack == gantt_stack)
     high = tl.total[1]
     verdict = "met" if high <= TARGET_SECONDS else "not met"
-    singles = [w.total[1] for w in tl.what_ifs if w.what_if.name != "all"]
-    together = [w.total[1] for w in tl.what_ifs if w.what_if.name == "all"]
+    choices = {w.what_if.name: w.total[1] for w in tl.what_ifs}
     parts = [MARK_START,
              "Modeled from each committed stack's offline plan: every planned resource, the node boot steps "
-             "cloud-init runs and the GPU Operator's driver and toolkit, with the durations (and their sources) "
+             "cloud-init runs, the GPU Operator's driver and toolkit and the DRA kubelet plugin's start, with the "
+             "durations (and their sources) "
              "of components/plan/durations.py. A step starts when everything it depends on has finished; the "
              "range is the longest chain with every step at its low, then at its high bound.",
              "", *stacks_table(timelines), "",
              f"Target (issue): `{gantt_stack}` at most {clock(TARGET_SECONDS)} at the upper bounds: **{verdict}** "
              f"({clock(high)}"
-             + (f"; {clock(min(singles))} with the best single change below" if singles else "")
-             + (f", {clock(together[0])} with all of them" if together else "") + ").",
+             + "".join(f"; {clock(t)} with `{name}`" for name, t in choices.items()) + ").",
              "", f"`{gantt_stack}`, earliest-start schedule at the upper bounds (names without "
                  f"`{tl.prefix}`):", "", mermaid_gantt(tl), "", *path_table(tl), ""]
     if tl.what_ifs:
-        parts += [f"What the graph's dependencies cost `{gantt_stack}` (modeled; the graph is unchanged):", "",
+        parts += [f"What would shorten `{gantt_stack}` further (modeled, each choice alone):", "",
                   *what_if_table(tl), ""]
     parts += [f"The rows on `{gantt_stack}`'s path and what they rest on (all rows: components/plan/durations.py):",
               "", *sources_table(tl), ""]

@@ -7,7 +7,7 @@ from components.plan.durations import DURATIONS, Duration, table_problems
 from components.plan.timeline import DRIVER_MODES, step_key
 
 # Rows that rest (partly) on an estimate. Adding one is a decision: find a source first.
-KNOWN_ESTIMATES = {"aws-kms-key", "snap-install", "gpu-toolkit", "kind-create", "unmapped"}
+KNOWN_ESTIMATES = {"aws-kms-key", "snap-install", "gpu-toolkit", "dra-plugin-start", "kind-create", "unmapped"}
 
 
 def _resource(typ: str, name: str = "r", **inputs: object) -> Recorded:

@@ -6,8 +6,6 @@ import pytest
 
 from components.plan.durations import DURATIONS
 from components.plan.timeline import (
-    API_READY,
-    ASG,
     SMOKE_RUN,
     WHAT_IFS,
     Step,
@@ -62,16 +60,19 @@ def test_a_timeline_needs_exactly_one_smoke_run_and_no_cycle() -> None:
                             step("d", "smoke-run", "b", typ=SMOKE_RUN)])
 
 
-def test_what_ifs_drop_only_their_dependencies_and_report_savings() -> None:
-    steps = [step("gate", "api-ready-poll", typ=API_READY), step("slow", "aws-nlb"),
-             step("gate2", "api-ready-poll", "slow", typ=API_READY),
-             step("asg", "aws-asg-capacity", "gate2", typ=ASG), step("d", "smoke-run", "asg", typ=SMOKE_RUN)]
+def test_driver_what_ifs_swap_the_driver_row() -> None:
+    steps = [step("drv", "gpu-driver-compiled"), step("d", "smoke-run", "drv", typ=SMOKE_RUN)]
+    steps[0] = Step("drv", "GPU Operator driver (compiled)", "gpu-driver-compiled", (), type="")
     base = make_timeline("t", steps).total
     results = {r.what_if.name: r for r in what_if_results("t", steps, base)}
-    assert set(results) == {"pools-after-control-planes"}  # nothing else applies, so no "all" either
-    r = results["pools-after-control-planes"]
-    assert r.total == (DURATIONS["aws-asg-capacity"].low + 5, 30 + 180)
-    assert r.saved[1] == base[1] - r.total[1] > 0
+    assert set(results) == {"precompiled-driver", "host-driver"}
+    assert results["host-driver"].total == (DURATIONS["smoke-run"].low, DURATIONS["smoke-run"].high)
+    assert results["host-driver"].saved[1] == DURATIONS["gpu-driver-compiled"].high
+    # a stack already on the host driver: no choice shortens it, so none is printed
+    host = next(w for w in WHAT_IFS if w.name == "host-driver").apply(steps)
+    assert what_if_results("t", host, make_timeline("t", host).total) == []
+    pre = next(w for w in WHAT_IFS if w.name == "precompiled-driver").apply(steps)[0]
+    assert pre.key == "gpu-driver-precompiled" and pre.name == "GPU Operator driver (precompiled)"
 
 
 def test_every_what_if_has_a_name_and_a_reason() -> None:
