@@ -3,7 +3,8 @@
 Calls (all read-only, all in the stack's region): ec2 DescribeAvailabilityZones, DescribeSubnets
 (only for network.existing), DescribeInstanceTypeOfferings (location type availability-zone),
 DescribeInstanceTypes (vCPUs of types outside the GPU table), ssm GetParameter (Canonical's public
-AMI parameter), service-quotas GetServiceQuota, falling back to GetAWSDefaultServiceQuota when
+AMI parameter, and a pool's own `ami` path), DescribeImages (a pool's own `ami-` id),
+service-quotas GetServiceQuota, falling back to GetAWSDefaultServiceQuota when
 the account has no applied value. "Not found" answers become facts (no AMI, default quota); any
 other error is recorded so the check reports "could not check" rather than passing.
 """
@@ -12,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.aws.ami import arch_for_instance_type, ssm_parameter
 from components.instance_types import GPU_INSTANCE_TYPES
-from components.preflight.checks import alternatives, demands, instance_types
+from components.preflight.checks import alternatives, demands, image_sources, instance_types
 from components.preflight.facts import RegionFacts
 from components.preflight.quotas import SERVICE_CODE
 from components.settings.model import Settings
@@ -75,6 +75,16 @@ class AwsRegion:
                 return None
             raise
 
+    def image(self, image_id: str) -> str | None:
+        """The id if the image exists in this region and is `available` (EC2 API: DescribeImages)."""
+        try:
+            images = self.ec2.describe_images(ImageIds=[image_id])["Images"]
+        except Exception as exc:
+            if _code(exc) in ("InvalidAMIID.NotFound", "InvalidAMIID.Unavailable", "InvalidAMIID.Malformed"):
+                return None
+            raise
+        return image_id if any(i.get("State") == "available" for i in images) else None
+
     def quota(self, code: str) -> float:
         try:
             return float(self.quotas.get_service_quota(ServiceCode=SERVICE_CODE, QuotaCode=code)["Quota"]["Value"])
@@ -119,11 +129,11 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
             errors["vcpus"] = _text(exc)
 
     amis: dict[str, str | None] = {}
-    for parameter in sorted({ssm_parameter(arch_for_instance_type(t)) for t in types}):
+    for source in sorted(image_sources(settings)):
         try:
-            amis[parameter] = api.parameter(parameter)
+            amis[source] = api.image(source) if source.startswith("ami-") else api.parameter(source)
         except Exception as exc:
-            errors[parameter] = _text(exc)
+            errors[source] = _text(exc)
 
     quotas: dict[str, float] = {}
     facts_so_far = RegionFacts(region=api.region, zones=zones, vcpus=vcpus)

@@ -46,6 +46,22 @@ def instance_types(settings: Settings) -> dict[str, str]:
     return out
 
 
+def image_sources(settings: Settings) -> dict[str, list[str]]:
+    """Where each node's image comes from -> the settings that choose it: Canonical's Ubuntu
+    parameter for the instance type's architecture, or a pool's own `ami` (an `ami-` id or an SSM
+    parameter path, docs/adr/0018)."""
+    out: dict[str, list[str]] = {}
+    cp = settings.control_plane.instance_type
+    out.setdefault(ssm_parameter(arch_for_instance_type(cp)), []).append("settings.controlPlane.instanceType")
+    for i, pool in enumerate(settings.node_pools):
+        if pool.ami is not None:
+            out.setdefault(pool.ami, []).append(f"settings.nodePools[{i}].ami")
+        else:
+            out.setdefault(ssm_parameter(arch_for_instance_type(pool.instance_type)), []).append(
+                f"settings.nodePools[{i}].instanceType")
+    return out
+
+
 def alternatives(instance_type: str, settings: Settings) -> list[str]:
     """Types from the GPU table with the same GPU model and at least as many GPUs: what to try
     instead when a type is not offered (the boundary asks about their offerings too)."""
@@ -141,19 +157,25 @@ def _offerings(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
 
 
 def _amis(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
-    by_parameter: dict[str, list[str]] = {}
-    for itype, path in instance_types(settings).items():
-        by_parameter.setdefault(ssm_parameter(arch_for_instance_type(itype)), []).append(path)
-    for parameter, paths in by_parameter.items():
-        if parameter in facts.errors:
-            yield Finding("could-not-check", "error", parameter,
-                          f"{facts.errors[parameter]}: allow ssm:GetParameter on public parameters "
-                          f"(arn:aws:ssm:{facts.region}::parameter/aws/service/*)")
-        elif facts.amis.get(parameter) is None:
-            yield Finding("ami-missing", "error", ", ".join(paths),
-                          f"the Ubuntu AMI parameter {parameter} does not resolve in {facts.region}: Canonical "
-                          f"publishes no such image there; choose another region or instance types of "
-                          f"another CPU architecture")
+    for source, paths in image_sources(settings).items():
+        own = all(p.endswith(".ami") for p in paths)
+        if source in facts.errors:
+            needs = ("ec2:DescribeImages" if source.startswith("ami-") else
+                     f"ssm:GetParameter on arn:aws:ssm:{facts.region}:<account>:parameter{source}" if own else
+                     f"ssm:GetParameter on public parameters (arn:aws:ssm:{facts.region}::parameter/aws/service/*)")
+            yield Finding("could-not-check", "error", source, f"{facts.errors[source]}: allow {needs}")
+        elif facts.amis.get(source) is None:
+            if source.startswith("ami-"):
+                why = (f"image {source} does not exist in {facts.region} or is not available (AMI ids are "
+                       f"per region: name this region's copy, or an SSM parameter path every region has)")
+            elif own:
+                why = (f"the SSM parameter {source} does not exist in {facts.region}: publish the image's id "
+                       f"there (the pool's image pipeline) or name another image")
+            else:
+                why = (f"the Ubuntu AMI parameter {source} does not resolve in {facts.region}: Canonical "
+                       f"publishes no such image there; choose another region or instance types of "
+                       f"another CPU architecture")
+            yield Finding("ami-missing", "error", ", ".join(paths), why)
 
 
 def _quotas(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:

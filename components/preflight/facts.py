@@ -16,7 +16,8 @@ class RegionFacts:
     subnet_zones: tuple[str, ...] = ()
     offerings: dict[str, frozenset[str]] = field(default_factory=dict)  # type -> AZs offering it
     vcpus: dict[str, int] = field(default_factory=dict)  # from DescribeInstanceTypes
-    amis: dict[str, str | None] = field(default_factory=dict)  # SSM parameter -> AMI id (None: missing)
+    # image source (SSM parameter path or `ami-` id) -> AMI id (None: missing or not available)
+    amis: dict[str, str | None] = field(default_factory=dict)
     quotas: dict[str, float] = field(default_factory=dict)  # quota code -> applied (or default) value
     # Calls that failed for another reason than "not found" (access denied, throttling): the
     # checks they feed report "could not check", never "ok".

@@ -64,6 +64,24 @@ def test_ami_parameter_missing() -> None:
     assert "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id" in findings[0].message
 
 
+def test_pool_images_are_resolved_where_the_pools_name_them() -> None:
+    """nodePools[].ami (docs/adr/0018): an `ami-` id is looked up with DescribeImages, a path with
+    GetParameter; Canonical's parameter is then asked for the control plane only."""
+    session = RecordedSession("pool-images.json")
+    s = _settings(session.region)
+    pools = [s.node_pools[0].model_copy(update={"ami": "ami-0123456789abcdef0"}),
+             s.node_pools[1].model_copy(update={"ami": "/images/gpu-host-driver/amd64/latest"})]
+    findings = preflight(s.model_copy(update={"node_pools": tuple(pools)}), session)
+    assert [(f.kind, f.subject) for f in findings] == [
+        ("ami-missing", "settings.nodePools[0].ami"), ("ami-missing", "settings.nodePools[1].ami")]
+    assert "image ami-0123456789abcdef0 does not exist in us-east-1" in findings[0].message
+    assert "SSM parameter /images/gpu-host-driver/amd64/latest does not exist in us-east-1" in findings[1].message
+    assert session.called("ec2.DescribeImages") == [{"ImageIds": ["ami-0123456789abcdef0"]}]
+    assert sorted(p["Name"] for p in session.called("ssm.GetParameter")) == [
+        "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
+        "/images/gpu-host-driver/amd64/latest"]
+
+
 def test_quota_too_low_uses_the_default_when_none_is_applied_and_says_how_to_raise_it() -> None:
     findings, session = _run("quota-too-low.json")
     assert [(f.kind, f.subject.split()[0]) for f in findings] == [("quota-too-low", "L-DB2E81BA"),
