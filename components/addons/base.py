@@ -72,6 +72,11 @@ class Addon:
     # (the add-on's own pods wait for it, e.g. the DRA kubelet plugin's init container waits for
     # the driver), so the release installs beside what provides it (docs/adr/0019).
     uses: tuple[Capability, ...] = ()
+    # Optional, CRDs only: when an enabled add-on provides one of these, this release waits for that
+    # add-on's CRDs (its CrdsFirst resource, seconds), not for its workloads. The GPU Operator reads
+    # whether the ServiceMonitor CRD exists when it reconciles and skips DCGM's ServiceMonitor for
+    # good if it does not (controllers/object_controls.go ServiceMonitor, v26.7.0).
+    after_crds_of: tuple[Capability, ...] = ()
     provides: Callable[[Settings], tuple[Capability, ...]] = field(default=lambda _s: ())
     conflicts: tuple[str, ...] = ()  # add-ons that must never run in the same cluster
     readiness: Readiness = "helm"

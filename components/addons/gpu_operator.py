@@ -93,6 +93,7 @@ ADDON = Addon(
     values=values,
     chart_pin="gpu-operator",
     provides=_provides,
+    after_crds_of=("monitoring-crds",),  # its DCGM ServiceMonitor (values: serviceMonitor.enabled)
     conflicts=("fake-gpu-operator",),
     readiness="cluster-policy",
     # NVIDIA asks for it with operator.upgradeCRD. pulumi-kubernetes passes it to Helm on install

@@ -8,7 +8,7 @@ Nothing else orders installs, so unrelated add-ons install in parallel.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic.alias_generators import to_camel
@@ -36,6 +36,8 @@ class InstallGraph:
     order: tuple[Addon, ...]  # dependencies first
     edges: dict[str, tuple[str, ...]]  # add-on -> the add-ons it waits for
     capabilities: frozenset[str]  # present once the set is installed
+    # add-on -> the add-ons whose CRDs (not workloads) it waits for (Addon.after_crds_of)
+    crd_edges: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def names(self) -> frozenset[str]:
@@ -65,6 +67,7 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
     providers = provided(addons, settings)
     problems: list[str] = []
     edges: dict[str, tuple[str, ...]] = {}
+    crd_edges: dict[str, tuple[str, ...]] = {}
     for a in addons:
         deps: list[str] = []
         for d in a.depends_on:
@@ -92,12 +95,15 @@ def build(addons: Sequence[Addon], settings: Settings, cluster: Iterable[Capabil
                             f"(gpuStack.addons.{to_camel(a.settings_key)}.repository): without one the chart "
                             f"installs from this repository's charts/{a.local_chart} at its own version")
         edges[a.name] = tuple(dict.fromkeys(deps))
+        crd_edges[a.name] = tuple(dict.fromkeys(
+            p for cap in a.after_crds_of if cap not in cluster_caps for p in providers.get(cap, ()) if p != a.name))
     order, cycles = _toposort([a.name for a in addons], edges)
     problems.extend(f"dependency cycle: {' -> '.join(c)}" for c in cycles)
     graph = InstallGraph(
         order=tuple(by_name[n] for n in order),
         edges=edges,
         capabilities=cluster_caps | frozenset(providers),
+        crd_edges=crd_edges,
     )
     if not problems:  # values are judged only on an otherwise sound graph
         problems.extend(advertisers.problems(final_values(graph, settings)))

@@ -44,6 +44,38 @@ def test_operator_then_cluster_policy_gate_and_the_dra_driver_beside_them(aws: P
     assert not {"gpu-gpu-operator", "gpu-gpu-operator-cluster-policy-ready"} & ancestors(aws, "gpu-dra-driver")
 
 
+def test_the_gpu_operator_waits_for_the_servicemonitor_crd_not_for_prometheus(aws: PlanRun) -> None:
+    """The operator decides once, when it reconciles, whether DCGM's ServiceMonitor can exist
+    (controllers/object_controls.go ServiceMonitor, v26.7.0): the monitoring CRDs go first, in
+    seconds, while kube-prometheus-stack's workloads install beside it."""
+    res = by_name(aws)
+    operator = res["gpu-gpu-operator"]
+    assert operator.inputs["values"]["dcgmExporter"]["serviceMonitor"]["enabled"] is True
+    assert res["gpu-kube-prometheus-stack-crds"].urn in operator.dependencies
+    assert "gpu-kube-prometheus-stack" not in ancestors(aws, "gpu-gpu-operator")
+    # without a monitoring add-on, or with the CRDs already in the cluster, nothing to wait for
+    off = run(settings("aws", gpuStack={"addons": {"kubePrometheusStack": {"enabled": False},
+                                                    "observability": {"enabled": False}}}))
+    assert not [n for n in ancestors(off, "gpu-gpu-operator") if "prometheus" in n]
+    present = run(settings("aws", gpuStack={"clusterProvides": ["monitoring-crds"],
+                                            "addons": {"kubePrometheusStack": {"enabled": True}}}))
+    assert "gpu-kube-prometheus-stack-crds" not in ancestors(present, "gpu-gpu-operator")
+
+
+def test_every_crds_only_wait_has_a_crds_first_resource_to_wait_for() -> None:
+    """Addon.after_crds_of resolves to the provider's CrdsFirst: its chart's CRDs are applied by us."""
+    from components.addons.catalog import ADDONS
+    from components.addons.crds import BY_CHART
+
+    for a in ADDONS:
+        for cap in a.after_crds_of:
+            providers = [p for p in ADDONS if cap in p.provides(settings("aws"))]
+            assert providers, f"{a.name}: nothing in the catalog provides {cap}"
+            for p in providers:
+                handling = BY_CHART.get(p.chart_pin or "")
+                assert handling is not None and handling.manual, f"{a.name} -> {p.name}: no CrdsFirst"
+
+
 def test_kai_queues_and_observability_never_wait_for_the_gpu_stack(aws: PlanRun) -> None:
     gpu = {"gpu-gpu-operator", "gpu-gpu-operator-cluster-policy-ready", "gpu-dra-driver"}
     for name in ("gpu-kai-scheduler", "gpu-kai-queues", "gpu-kube-prometheus-stack", "gpu-observability"):
