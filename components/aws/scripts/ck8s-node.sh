@@ -101,7 +101,6 @@ fetch_secret() {
   retry 8 "read secret $1" get_secret "$1" "$2" || die "cannot read secret $1 (check the instance role)"
 }
 
-# Control planes only: the worker role cannot read this secret.
 # api_sans: the API load balancer's DNS name as this control plane's extra SAN, in a YAML fragment
 # appended to its bootstrap or join file. Looked up by the NLB's name (known at plan time) rather
 # than rendered, so no instance waits in the graph for the NLB to become active (docs/adr/0019);
@@ -115,6 +114,7 @@ api_sans() {
   [ ! -e "$CONFIG_DIR/join.yaml" ] || cat "$CONFIG_DIR/join.yaml" "$RUN_DIR/extra-sans.yaml" >"$RUN_DIR/join.yaml"
 }
 
+# Control planes only: the worker role cannot read this secret.
 load_auth_token() {
   fetch_secret "$CK8S_AUTH_SECRET_ID" "$RUN_DIR/auth-token"
   # A header file keeps the token out of curl's command line.
@@ -191,7 +191,7 @@ EOF
 mint_worker_token() {
   local command_id status n=0
   command_id=$(aws ssm send-command --region "$CK8S_REGION" --document-name "$CK8S_MINT_DOCUMENT" \
-    --instance-ids "$1" --parameters "NodeName=$NODE_NAME" "KubeletMinor=${CK8S_SNAP_CHANNEL%%-*}" \
+    --instance-ids "$1" --parameters "NodeName=$NODE_NAME,KubeletMinor=${CK8S_SNAP_CHANNEL%%-*}" \
     --query Command.CommandId --output text \
     2>>"$LOG" </dev/null) || return 1
   while [ "$n" -lt "$MINT_POLLS" ]; do

@@ -64,7 +64,7 @@ def _options(args: Sequence[str], allowed: dict[str, bool]) -> dict[str, Any]:
         if allowed[key]:
             if i + 1 >= len(args):
                 _usage(f"argument {name}: expected one argument")
-            if key in ("filters", "instance-ids", "parameters", "names"):
+            if key in ("filters", "instance-ids", "names"):  # list options: nargs "+" in the CLI
                 # nargs="+": every following word up to the next option
                 values = []
                 i += 1
@@ -199,6 +199,40 @@ def get_secret_value(state: dict[str, Any], opts: dict[str, Any]) -> Any:
 # ----------------------------------------------------------------------------------------- ssm
 
 
+def _shorthand_map(text: str) -> dict[str, str]:
+    """`--parameters` of send-command: ONE value, a map of string lists, in JSON or in the CLI's
+    shorthand `Key1=v,v,Key2=v` (AWS CLI User Guide, "Using shorthand syntax"; the send-command
+    reference: `--parameters` (map), "KeyName1=string,string,KeyName2=string,string"). A second
+    word is not part of it: the CLI refuses it as an unknown option. The fake's documents take
+    single strings: a list of several is refused as SSM would for a String parameter."""
+    if not text:
+        return {}
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            _usage(f"Error parsing parameter '--parameters': Invalid JSON: {text}")
+        lists = {str(k): v if isinstance(v, list) else [v] for k, v in doc.items()}
+    else:
+        lists = {}
+        key = None
+        for token in text.split(","):
+            name, eq, value = token.partition("=")
+            if eq:
+                key = name
+                lists[key] = [value]
+            elif key is None:
+                _usage(f"Error parsing parameter '--parameters': Expected: '=', received: '{token}'")
+            else:
+                lists[key].append(token)
+    out: dict[str, str] = {}
+    for k, values in lists.items():
+        if len(values) != 1:
+            raise AwsError("InvalidParameters", "SendCommand", f"Parameter \"{k}\" takes one String value.")
+        out[k] = str(values[0])
+    return out
+
+
 def send_command(state: dict[str, Any], opts: dict[str, Any]) -> Any:
     name = opts.get("document-name") or _usage("the following arguments are required: --document-name")
     targets = opts.get("instance-ids") or _usage("--instance-ids or --targets is required")
@@ -207,10 +241,7 @@ def send_command(state: dict[str, Any], opts: dict[str, Any]) -> Any:
     document = state["documents"].get(name)
     if document is None:
         raise AwsError("InvalidDocument", "SendCommand", f"Document with name {name} does not exist.")
-    params: dict[str, str] = {}
-    for p in opts.get("parameters", []):
-        key, _, value = p.partition("=")
-        params[key] = value
+    params = _shorthand_map(opts.get("parameters", ""))
     declared = document["content"].get("parameters", {})
     for key, value in params.items():
         spec = declared.get(key)

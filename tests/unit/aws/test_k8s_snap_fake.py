@@ -306,6 +306,12 @@ def test_nothing_a_worker_can_obtain_mints_a_control_plane_token(made: list[SimC
     assert "AccessDenied" in send(doc, other_worker.id, worker.name).stderr  # only to control planes
     injected = send(doc, cp0(s).id, "x' --worker=false; k8s get-join-token 'cp")
     assert injected.returncode == 254 and "InvalidParameters" in injected.stderr
+    # --parameters is ONE map value (shorthand Key=v,Key2=v): a second word is an unknown option
+    two_words = run(worker, "aws", "ssm", "send-command", "--region", s.fleet.region, "--document-name", doc,
+                    "--instance-ids", cp0(s).id, "--parameters", f"NodeName={worker.name}", "KubeletMinor=1.34")
+    assert two_words.returncode == 252 and "Unknown options: KubeletMinor=1.34" in two_words.stderr
+    newer = send(doc, cp0(s).id, f"{worker.name},KubeletMinor=1.99")  # shorthand: both in one word
+    assert newer.returncode == 0, newer.stderr
     command = send(doc, cp0(s).id, worker.name)
     assert command.returncode == 0, command.stderr
     answer: dict[str, object] = {}
