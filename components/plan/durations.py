@@ -53,7 +53,7 @@ _GPU_STACK = ("https://github.com/NVIDIA/gpu-operator/issues/413 (maintainer): '
 _HELM = (f"{_TF_EKS}: helm_release creation complete after 48 s, 1m42s and 1m45s on fresh EKS nodes (image pulls "
          "included)")
 _LOCAL = ("measured: docs/benchmarks.md, real-engine tier (local stack): `pulumi up` start to smoke pass "
-          "5.4-6.4 s (two runs) for namespace + smoke chart + smoke run, the run itself 2.4-2.5 s")
+          "5.4-7.0 s (three runs) for namespace + smoke chart + smoke run, the run itself 2.4-2.5 s")
 
 DURATIONS: dict[str, Duration] = {
     # ---- AWS API objects (pulumi-aws returns when AWS reports them available)
