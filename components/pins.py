@@ -94,6 +94,10 @@ CHARTS: dict[str, ChartPin] = {
 # 595.91.07 (deployments/gpu-operator/values.yaml at v26.7.0), so compiled and precompiled nodes run
 # one branch. Change it with CHARTS["gpu-operator"].
 GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH = "595"
+# The driver branch baked into GPU node images (`images/`, docs/adr/0020): the same branch, so
+# host-driver pools run what the operator would have installed. Ubuntu ships it as signed modules
+# (linux-modules-nvidia-595-server[-open]-<flavour>) and nvidia-utils-595-server in noble-updates.
+GPU_NODE_IMAGE_DRIVER_BRANCH = GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH
 # Branches NVIDIA validates precompiled driver images for with v26.7.0, per OS tag (NVIDIA/
 # cloud-native-docs gpu-operator/platform-support.rst "Supported Precompiled Drivers", commit
 # 70fde02; built daily for the newest kernel of 5.15 on 22.04, 6.8 on 22.04/24.04, 7.0 on 26.04:

@@ -106,6 +106,16 @@ NAME_RULES: dict[str, NameRule] = {
         "name", 128, "AWS SSM API reference CreateDocument Name; TF ssm/document.go (Required: autonamed 255)",
         min_len=3, charset=r"[a-zA-Z0-9_\-.]+", charset_text="alphanumerics and _-.",
         iprefixes=("aws", "amazon", "amzn")),
+    **{token: NameRule(
+        "name", 128, "AWS Image Builder API reference (CreateComponent, CreateImageRecipe, "
+        "CreateInfrastructureConfiguration, CreateDistributionConfiguration, CreateImagePipeline): name "
+        "pattern ^[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]$ (PA: autonamed with the default 255)",
+        min_len=3, charset=r"[-_A-Za-z0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z0-9]",
+        charset_text="alphanumerics, hyphens, underscores and inner spaces")
+       for token in ("aws:imagebuilder/component:Component", "aws:imagebuilder/imageRecipe:ImageRecipe",
+                     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration",
+                     "aws:imagebuilder/distributionConfiguration:DistributionConfiguration",
+                     "aws:imagebuilder/imagePipeline:ImagePipeline")},
 }
 
 

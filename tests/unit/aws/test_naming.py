@@ -163,6 +163,13 @@ BAD = [
     ("aws:ssm/document:Document", "x", "mint token", "only alphanumerics and _-."),
     ("aws:ssm/document:Document", "x", "a" * 129, "cannot be longer than 128"),
     ("aws:ssm/document:Document", "aws-mint", None, 'cannot begin with "aws"'),
+    # Image Builder (images/): ^[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]$
+    ("aws:imagebuilder/component:Component", "x", "ck8s-gpu-node-noble-24.04", "only alphanumerics, hyphens"),
+    ("aws:imagebuilder/imageRecipe:ImageRecipe", "x", "a" * 129, "cannot be longer than 128"),
+    ("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "x", "ab", "shorter than 3"),
+    ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "x", " leading-space", "inner spaces"),
+    ("aws:imagebuilder/imagePipeline:ImagePipeline", "x", "gpu/node", "only alphanumerics, hyphens"),
+    ("aws:imagebuilder/imagePipeline:ImagePipeline", "a" * 200, None, "cannot be longer than 128"),  # autonamed
 ]
 GOOD = [
     ("aws:lb/loadBalancer:LoadBalancer", "x", "ck8s-prod-ap-southeast-4-api"),
@@ -182,6 +189,11 @@ GOOD = [
     ("aws:kms/alias:Alias", "backup-key-alias", None),  # autoname adds alias/ (PA PostTransform)
     ("aws:kms/alias:Alias", "x", "alias/ck8s-prod-velero"),
     ("aws:ssm/document:Document", "x", "ck8s-prod-us-east-1-mint-worker-token"),
+    ("aws:imagebuilder/component:Component", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
+    ("aws:imagebuilder/imageRecipe:ImageRecipe", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
+    ("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
+    ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
+    ("aws:imagebuilder/imagePipeline:ImagePipeline", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
 ]
 
 

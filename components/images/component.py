@@ -1,0 +1,98 @@
+"""GpuNodeImage: an EC2 Image Builder pipeline for GPU node images with the driver inside (thin shell).
+
+Everything it decides comes from components/images/plan.py and document.py; this registers it:
+build role, component, recipe, infrastructure, distribution (AMI + SSM parameter in every
+region), the pipeline (weekly or manual) and, with `buildOnUp`, the first image, so `pulumi up`
+returns once every region's parameter names an image.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from components.images.plan import BUILD_INSTANCE_POLICIES, TAG, WEEKLY, image_plan
+from components.images.settings import ImageSettings
+
+IMAGE_BUILD_TIMEOUT = "120m"  # a build + test of this recipe, with room (pulumi-aws's default is 60m)
+
+
+class GpuNodeImage(pulumi.ComponentResource):
+    def __init__(self, name: str, settings: ImageSettings, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("ck8s-gpu:index:GpuNodeImage", name, None, opts)
+        plan = image_plan(settings)
+        tags = {**settings.tags, TAG: plan.base}
+        provider = aws.Provider(f"{name}-aws", region=settings.region,
+                                default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
+                                opts=pulumi.ResourceOptions(parent=self))
+        on_aws = pulumi.ResourceOptions(parent=self, provider=provider)
+
+        role = aws.iam.Role(
+            f"{name}-build-role", name=plan.role, opts=on_aws,
+            assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))
+        attachments = [
+            aws.iam.RolePolicyAttachment(f"{name}-build-{arn.rsplit('/', 1)[1]}", role=role.name, policy_arn=arn,
+                                         opts=on_aws)
+            for arn in BUILD_INSTANCE_POLICIES
+        ]
+        profile = aws.iam.InstanceProfile(f"{name}-build-profile", name=plan.role, role=role.name, opts=on_aws)
+
+        component = aws.imagebuilder.Component(
+            f"{name}-component", name=plan.base, version=plan.component_version, platform="Linux",
+            data=plan.document, opts=on_aws,
+            description="NVIDIA driver for Canonical Kubernetes GPU nodes (components/images/document.py)")
+        recipe = aws.imagebuilder.ImageRecipe(
+            f"{name}-recipe", name=plan.base, version=plan.recipe_version, parent_image=plan.parent_image,
+            components=[aws.imagebuilder.ImageRecipeComponentArgs(component_arn=component.arn)],
+            block_device_mappings=[aws.imagebuilder.ImageRecipeBlockDeviceMappingArgs(
+                device_name="/dev/sda1",  # Canonical's AMIs boot from /dev/sda1
+                ebs=aws.imagebuilder.ImageRecipeBlockDeviceMappingEbsArgs(
+                    volume_size=settings.root_volume_gib, volume_type="gp3", encrypted=True,
+                    delete_on_termination=True))],
+            opts=on_aws)
+        infrastructure = aws.imagebuilder.InfrastructureConfiguration(
+            f"{name}-infrastructure", name=plan.base, instance_profile_name=profile.name,
+            instance_types=[settings.build_instance_type], terminate_instance_on_failure=True,
+            subnet_id=settings.subnet_id, security_group_ids=list(settings.security_group_ids) or None,
+            instance_metadata_options=aws.imagebuilder.InfrastructureConfigurationInstanceMetadataOptionsArgs(
+                http_tokens="required", http_put_response_hop_limit=1),
+            opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(depends_on=attachments)))
+        distribution = aws.imagebuilder.DistributionConfiguration(
+            f"{name}-distribution", name=plan.base, opts=on_aws,
+            distributions=[aws.imagebuilder.DistributionConfigurationDistributionArgs(
+                region=region,
+                ami_distribution_configuration=(
+                    aws.imagebuilder.DistributionConfigurationDistributionAmiDistributionConfigurationArgs(
+                        name=plan.ami_name, ami_tags=tags)),
+                ssm_parameter_configurations=[
+                    aws.imagebuilder.DistributionConfigurationDistributionSsmParameterConfigurationArgs(
+                        parameter_name=plan.parameter, data_type="aws:ec2:image")],
+            ) for region in plan.regions])
+        tests = aws.imagebuilder.ImagePipelineImageTestsConfigurationArgs(image_tests_enabled=True,
+                                                                            timeout_minutes=60)
+        self.pipeline = aws.imagebuilder.ImagePipeline(
+            f"{name}-pipeline", name=plan.base, image_recipe_arn=recipe.arn,
+            infrastructure_configuration_arn=infrastructure.arn,
+            distribution_configuration_arn=distribution.arn, image_tests_configuration=tests,
+            schedule=aws.imagebuilder.ImagePipelineScheduleArgs(
+                schedule_expression=WEEKLY, pipeline_execution_start_condition="EXPRESSION_MATCH_ONLY")
+            if settings.rebuild == "weekly" else None,
+            opts=on_aws)
+        self.parameter = plan.parameter
+        self.amis: pulumi.Output[list[dict[str, str]]] = pulumi.Output.from_input([])
+        if settings.build_on_up:
+            image = aws.imagebuilder.Image(
+                f"{name}-first-build", image_recipe_arn=recipe.arn,
+                infrastructure_configuration_arn=infrastructure.arn,
+                distribution_configuration_arn=distribution.arn,
+                image_tests_configuration=aws.imagebuilder.ImageImageTestsConfigurationArgs(
+                    image_tests_enabled=True, timeout_minutes=60),
+                opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(
+                    custom_timeouts=pulumi.CustomTimeouts(create=IMAGE_BUILD_TIMEOUT))))
+            self.amis = image.output_resources.apply(
+                lambda res: [{"region": a.region or "", "image": a.image or ""}
+                             for r in (res or []) for a in (r.amis or [])])
+        self.register_outputs({"parameter": self.parameter, "pipeline": self.pipeline.arn, "amis": self.amis})

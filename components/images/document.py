@@ -1,0 +1,187 @@
+"""What the image build runs: one AWSTOE component document (pure), and the rules AWSTOE holds it to.
+
+Sources, each rule beside what it models:
+- AWSTOE = https://docs.aws.amazon.com/imagebuilder/latest/userguide/toe-use-documents.html
+  (document schema, phase and step rules) and .../toe-action-modules.html (ExecuteBash, Reboot).
+- UBUNTU = Ubuntu Server documentation, "Install NVIDIA drivers", manual installation: Canonical's
+  signed modules `linux-modules-nvidia-<branch>-server[-open]-<kernel flavour>` and the no-DKMS
+  userspace, so no compiler and no unsigned module ever reaches the image; package names as
+  packages.ubuntu.com lists them for noble (source nvidia-graphics-drivers-595-server,
+  linux-restricted-modules-aws, fabric-manager-595).
+- NVIDIA = NVIDIA/gpu-driver-container: the driver container starts Fabric Manager only on NVSwitch
+  systems (`_assert_nvswitch_system`: /proc/driver/nvidia-nvswitch/devices not empty); its bootc
+  images put `ConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices` on the unit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from components.images.settings import ImageSettings
+
+KERNEL_FLAVOUR = "aws"  # Canonical's Ubuntu AMIs on EC2 run linux-aws (both architectures)
+CONTAINERD_PATHS = ("/run/containerd", "/var/lib/containerd", "/etc/containerd")  # docs/adr/0018
+# First boot: unattended-upgrades may hold the lock; keep the image's own config files on upgrade.
+APT = "apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -y"
+FM_DROP_IN = "/etc/systemd/system/nvidia-fabricmanager.service.d/10-ck8s-gpu-nvswitch-only.conf"
+
+# AWSTOE rules (AWSTOE "Document schema and definitions", "Rules for phases", "Rules for steps").
+PHASES = ("build", "validate", "test")  # at least one; Image Builder runs build+validate, then test
+ACTIONS = {"ExecuteBash": ("commands",), "Reboot": ()}  # the modules this document uses: required inputs
+STEP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+ON_FAILURE = ("Abort", "Continue", "Ignore")
+
+
+@dataclass(frozen=True)
+class Packages:
+    modules: str  # Canonical-signed modules for the aws kernel flavour (a meta package tracking it)
+    userspace: tuple[str, ...]
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (self.modules, *self.userspace)
+
+
+def packages(s: ImageSettings) -> Packages:
+    """UBUNTU: signed modules + headless userspace without DKMS; nvidia-smi; Fabric Manager (same
+    branch: a mismatch with the driver fails CUDA on NVSwitch systems)."""
+    b = s.driver_branch
+    open_ = "-open" if s.kernel_modules == "open" else ""
+    return Packages(
+        modules=f"linux-modules-nvidia-{b}-server{open_}-{KERNEL_FLAVOUR}",
+        userspace=(f"nvidia-headless-no-dkms-{b}-server{open_}", f"nvidia-utils-{b}-server",
+                   f"nvidia-fabricmanager-{b}"),
+    )
+
+
+def _bash(name: str, *lines: str) -> dict[str, Any]:
+    return {"name": name, "action": "ExecuteBash", "onFailure": "Abort",
+            "inputs": {"commands": ["set -euo pipefail", *lines]}}
+
+
+def component_document(s: ImageSettings) -> dict[str, Any]:
+    p = packages(s)
+    b = s.driver_branch
+    hold = " ".join((*p.all, f"linux-{KERNEL_FLAVOUR}", f"linux-image-{KERNEL_FLAVOUR}",
+                     f"linux-headers-{KERNEL_FLAVOUR}"))
+    build = [
+        _bash("UpgradeUbuntu",
+              "export DEBIAN_FRONTEND=noninteractive",
+              "cloud-init status --wait >/dev/null || [ $? -eq 2 ]  # 2: finished with recoverable errors",
+              f"{APT} update",
+              f"{APT} full-upgrade"),
+        _bash("InstallNvidiaDriver",
+              "export DEBIAN_FRONTEND=noninteractive",
+              f"{APT} install --no-install-recommends {' '.join(p.all)}"),
+        _bash("FabricManagerOnlyOnNvswitch",
+              f"mkdir -p {FM_DROP_IN.rsplit('/', 1)[0]}",
+              f"printf '[Unit]\\nConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices\\n' > {FM_DROP_IN}",
+              "systemctl enable nvidia-fabricmanager.service nvidia-persistenced.service"),
+        # Kernel and driver change only with a new image: a userspace upgrade under a loaded module
+        # breaks NVML ("Driver/library version mismatch"), a new kernel may boot without its modules.
+        _bash("HoldKernelAndDriver", f"apt-mark hold {hold}"),
+        _bash("Clean", f"{APT} autoremove --purge", "apt-get clean", "rm -rf /var/lib/apt/lists/*"),
+        {"name": "RebootIntoNewKernel", "action": "Reboot", "onFailure": "Abort", "maxAttempts": 2,
+         "inputs": {"delaySeconds": 10}},
+    ]
+    containerd = " ".join(CONTAINERD_PATHS)
+    validate = [
+        _bash("ModulesForTheBootedKernel",
+              "version=$(modinfo -k \"$(uname -r)\" -F version nvidia)",
+              f"case \"$version\" in {b}.*) echo \"nvidia $version for $(uname -r)\" ;; "
+              f"*) echo \"nvidia module for $(uname -r) is '$version', want {b}.x\" >&2; exit 1 ;; esac"),
+        _bash("NoContainerdOfItsOwn",
+              f"for path in {containerd}; do",
+              "  if [ -e \"$path\" ]; then echo \"$path exists: k8s-snap runs its own containerd there "
+              "(docs/adr/0018)\" >&2; exit 1; fi",
+              "done"),
+    ]
+    test = [
+        _bash("DriverSeesTheGpus",
+              "nvidia-smi",
+              "version=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)",
+              f"case \"$version\" in {b}.*) ;; *) echo \"driver $version, want {b}.x\" >&2; exit 1 ;; esac",
+              "systemctl is-active nvidia-persistenced.service"),
+    ]
+    return {
+        "name": "ck8s-gpu-nvidia-driver",
+        "description": f"NVIDIA {b} server driver ({s.kernel_modules} kernel modules) from Ubuntu's archive for "
+                       "Canonical Kubernetes GPU nodes (gpuStack.driver: host)",
+        "schemaVersion": 1.0,
+        "phases": [{"name": "build", "steps": build}, {"name": "validate", "steps": validate},
+                   {"name": "test", "steps": test}],
+    }
+
+
+def render(document: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(document), sort_keys=False, width=120)
+
+
+def semantic_version(major: int, content: str) -> str:
+    """Image Builder semantic version `major.minor.patch`, each node 0..2^30-1 (AWS Image Builder
+    API CreateComponent / CreateImageRecipe `semanticVersion`). A component or recipe is immutable
+    per name and version, so the patch is derived from the content: a changed document is a new
+    version, created before the old one is deleted (Pulumi's default replacement order)."""
+    patch = int(hashlib.sha256(content.encode()).hexdigest()[:7], 16)  # < 2^28
+    return f"{major}.0.{patch}"
+
+
+def document_problems(document: Any) -> list[str]:
+    """Every reason AWSTOE would refuse this document (empty = it would run)."""
+    return list(_problems(document))
+
+
+def _problems(doc: Any) -> Iterator[str]:
+    if not isinstance(doc, Mapping):
+        yield "the document must be a mapping"
+        return
+    if doc.get("schemaVersion") != 1.0:
+        yield f"schemaVersion must be 1.0, got {doc.get('schemaVersion')!r}"
+    phases = doc.get("phases")
+    if not isinstance(phases, list) or not phases:
+        yield "phases must be a non-empty list"
+        return
+    names = [p.get("name") if isinstance(p, Mapping) else None for p in phases]
+    if not set(PHASES) & set(names):
+        yield f"at least one phase must be one of {', '.join(PHASES)}"
+    for i, phase in enumerate(phases):
+        where = f"phases[{i}]"
+        if not isinstance(phase, Mapping) or not isinstance(phase.get("steps"), list) or not phase["steps"]:
+            yield f"{where}: a phase needs a name and a non-empty steps list"
+            continue
+        if names.count(phase.get("name")) > 1:
+            yield f"{where}: phase name {phase.get('name')!r} is not unique within the document"
+        step_names = [st.get("name") if isinstance(st, Mapping) else None for st in phase["steps"]]
+        for j, step in enumerate(phase["steps"]):
+            yield from _step_problems(f"{where}.steps[{j}]", step, step_names)
+
+
+def _step_problems(where: str, step: Any, step_names: list[Any]) -> Iterator[str]:
+    if not isinstance(step, Mapping):
+        yield f"{where}: a step must be a mapping"
+        return
+    name = step.get("name")
+    if not isinstance(name, str) or not STEP_NAME.match(name):
+        yield f"{where}: step name {name!r} must be 1-128 letters, digits, - or _"
+    elif step_names.count(name) > 1:
+        yield f"{where}: step name {name!r} is not unique within its phase"
+    action = step.get("action")
+    if action not in ACTIONS:
+        yield f"{where}: action {action!r} is not one this project uses ({', '.join(ACTIONS)})"
+        return
+    inputs = step.get("inputs")
+    if not isinstance(inputs, Mapping):
+        yield f"{where}: {action} needs an inputs mapping"
+        return
+    for key in ACTIONS[action]:
+        value = inputs.get(key)
+        if not isinstance(value, list) or not value or not all(isinstance(c, str) for c in value):
+            yield f"{where}: {action} needs inputs.{key} as a non-empty list of strings"
+    if "onFailure" in step and step["onFailure"] not in ON_FAILURE:
+        yield f"{where}: onFailure must be one of {', '.join(ON_FAILURE)}"

@@ -1,0 +1,194 @@
+"""Settings of the image program (`images/`): one structured key, `ck8s-gpu-images:image`.
+
+Same contract as the cluster's settings (components/settings/load.py): frozen, unknown keys
+refused, and ONE error naming every bad field path before any resource is registered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from components import pins
+from components.aws.naming import tag_problems
+from components.instance_types import gpu_facts
+from components.settings.load import SettingsError
+from components.settings.model import _Model
+from components.settings.rules import PATH_ARCH, REGION, SSM_PATH, SSM_PATH_MAX, Problem
+
+PROJECT = "ck8s-gpu-images"
+IMAGE_KEY = f"{PROJECT}:image"
+ROOT = "image"
+
+Arch = Literal["amd64", "arm64"]
+KernelModules = Literal["open", "proprietary"]
+# NVIDIA's open kernel modules support Turing and newer only (NVIDIA/open-gpu-kernel-modules README:
+# "supported ... Turing or later GPU architectures"); the instance table names each GPU's architecture.
+OPEN_MODULE_ARCHITECTURES = ("Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell")
+# The DRA driver needs 580 or newer (docs/adr/0007); Ubuntu names branches by three digits.
+MIN_DRIVER_BRANCH = 580
+SUBNET_ID = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+SG_ID = re.compile(r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")
+
+
+class ImageSettings(_Model):
+    """One image line: an architecture, a driver branch and its kernel module flavour, built in
+    `region` and copied to `distributionRegions` (each gets the AMI and the same SSM parameter)."""
+
+    region: str
+    distribution_regions: tuple[str, ...] = ()  # besides `region`
+    architecture: Arch = "amd64"
+    driver_branch: str = pins.GPU_NODE_IMAGE_DRIVER_BRANCH
+    kernel_modules: KernelModules = "open"
+    # Builds AND tests the image: the test phase runs nvidia-smi, so it must have a GPU.
+    build_instance_type: str = "g6.xlarge"
+    # Where each region's newest image id is published; pools name it as `nodePools[].ami`.
+    parameter_name: str | None = None
+    # Both or neither: without them Image Builder uses the region's default VPC.
+    subnet_id: str | None = None
+    security_group_ids: tuple[str, ...] = ()
+    # weekly: a new image every Sunday with Ubuntu's kernel and security updates; manual: only
+    # when `pulumi up` changes the recipe or someone starts the pipeline.
+    rebuild: Literal["weekly", "manual"] = "weekly"
+    # `pulumi up` builds the first image and waits for it (about half an hour), so the parameter
+    # exists when it returns; false leaves it to the pipeline's schedule.
+    build_on_up: bool = True
+    root_volume_gib: int = Field(default=30, ge=8, le=16384)
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        return (self.region, *self.distribution_regions)
+
+    @property
+    def parameter(self) -> str:
+        return self.parameter_name or default_parameter_name(self.architecture, self.driver_branch,
+                                                             self.kernel_modules)
+
+
+PARAMETER_PREFIX = "/ck8s-gpu/images/"  # ck8s-gpu preflight tells pools under it to run this program
+
+
+def default_parameter_name(arch: str, branch: str, modules: str) -> str:
+    return f"{PARAMETER_PREFIX}gpu-node/ubuntu-24.04/{arch}/nvidia-{branch}-server-{modules}"
+
+
+def _cut(value: str, limit: int = 80) -> str:
+    return value if len(value) <= limit else value[:limit] + "..."
+
+
+def parameter_name_problems(name: str, arch: str) -> list[str]:
+    """AWS SSM PutParameter / Image Builder SsmParameterConfiguration rules for the published name."""
+    out: list[str] = []
+    if not SSM_PATH.match(name) or len(name) > SSM_PATH_MAX:
+        out.append(f"'{_cut(name)}' is not an SSM parameter path (/a/b/c: a-zA-Z0-9_.- between slashes, "
+                   f"at most 15 levels, {SSM_PATH_MAX} characters)")
+        return out
+    first = name.split("/")[1].lower()
+    if first.startswith(("aws", "ssm")):
+        # AWS SSM PutParameter Name: "can't be prefixed with aws or ssm (case-insensitive)".
+        out.append(f"'{_cut(name)}': parameter names cannot begin with 'aws' or 'ssm' (any case)")
+    named = {PATH_ARCH[level] for level in name.split("/") if level in PATH_ARCH}
+    if named and arch not in named:
+        out.append(f"the path names {'/'.join(sorted(named))} but the image is {arch}: pools check that word "
+                   f"against their instance type (nodePools[].ami)")
+    return out
+
+
+def _rules(s: ImageSettings) -> Iterator[Problem]:
+    for path, region in [(f"{ROOT}.region", s.region)] + [
+            (f"{ROOT}.distributionRegions[{i}]", r) for i, r in enumerate(s.distribution_regions)]:
+        if not REGION.match(region):
+            yield path, f"'{_cut(region)}' is not an AWS region name (like eu-west-1)"
+    seen = {s.region}
+    for i, region in enumerate(s.distribution_regions):
+        if region in seen:
+            yield f"{ROOT}.distributionRegions[{i}]", f"'{region}' is listed twice (region counts too)"
+        seen.add(region)
+    if not re.fullmatch(r"\d{3}", s.driver_branch) or int(s.driver_branch) < MIN_DRIVER_BRANCH:
+        yield (f"{ROOT}.driverBranch", f"'{_cut(s.driver_branch)}' is not a driver branch of {MIN_DRIVER_BRANCH} or "
+               "newer (three digits, like 595; DRA needs 580+, docs/adr/0007)")
+    facts = gpu_facts(s.build_instance_type)
+    if facts is None:
+        yield (f"{ROOT}.buildInstanceType", f"'{_cut(s.build_instance_type)}' is not a GPU instance type of "
+               "components/instance_types.py: the image's test phase runs nvidia-smi on it")
+    else:
+        from components.aws.ami import arch_for_instance_type  # components.aws imports settings (cycle)
+
+        if arch_for_instance_type(s.build_instance_type) != s.architecture:
+            yield (f"{ROOT}.buildInstanceType", f"{s.build_instance_type} is "
+                   f"{arch_for_instance_type(s.build_instance_type)}, the image is {s.architecture}")
+        if s.kernel_modules == "open" and facts.architecture not in OPEN_MODULE_ARCHITECTURES:
+            yield (f"{ROOT}.kernelModules", f"open kernel modules need a Turing or newer GPU; "
+                   f"{s.build_instance_type} has {facts.architecture} (use proprietary)")
+    for reason in parameter_name_problems(s.parameter, s.architecture):
+        yield f"{ROOT}.parameterName", reason
+    if (s.subnet_id is None) != (not s.security_group_ids):
+        yield (f"{ROOT}.{'securityGroupIds' if s.subnet_id else 'subnetId'}",
+               "subnetId and securityGroupIds go together (Image Builder needs both to place the build "
+               "instance; neither uses the region's default VPC)")
+    if s.subnet_id is not None and not SUBNET_ID.match(s.subnet_id):
+        yield f"{ROOT}.subnetId", f"'{_cut(s.subnet_id)}' is not a subnet id (subnet- and 8 or 17 hex characters)"
+    for i, sg in enumerate(s.security_group_ids):
+        if not SG_ID.match(sg):
+            yield f"{ROOT}.securityGroupIds[{i}]", f"'{_cut(sg)}' is not a security group id"
+    for reason in tag_problems(s.tags):
+        yield f"{ROOT}.tags", reason
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ROOT
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def parse_image_settings(raw: Any, source: str) -> ImageSettings:
+    if not isinstance(raw, Mapping):
+        raise SettingsError(source, [(ROOT, f"must be a mapping, got {type(raw).__name__}")])
+    try:
+        settings = ImageSettings.model_validate(raw)
+    except ValidationError as exc:
+        raise SettingsError(source, [
+            (_path(e["loc"]), "unknown setting (check the spelling; settings are camelCase)"
+             if e["type"] == "extra_forbidden" else "required" if e["type"] == "missing" else str(e["msg"]))
+            for e in exc.errors()]) from None
+    problems = list(_rules(settings))
+    if problems:
+        raise SettingsError(source, problems)
+    return settings
+
+
+def image_settings_from_config(config: Mapping[str, Any], source: str) -> ImageSettings:
+    """From a stack's `config:` mapping; keys of other namespaces belong to providers."""
+    unknown = [k for k in config if k.startswith(f"{PROJECT}:") and k != IMAGE_KEY]
+    problems = [(f"config.{k}", f"unknown key; known: {IMAGE_KEY}") for k in unknown]
+    if IMAGE_KEY not in config:
+        problems.append((f"config.{IMAGE_KEY}", "required"))
+    if problems:
+        raise SettingsError(source, problems)
+    return parse_image_settings(config[IMAGE_KEY], source)
+
+
+def load_image_settings() -> ImageSettings:
+    """From the running program's config; a clean RunError (message only) before any resource."""
+    import contextlib
+    import json
+
+    import pulumi
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    config: dict[str, Any] = {}
+    for key, value in {**get_config_env(), **CONFIG.get()}.items():
+        if key.startswith(f"{PROJECT}:"):
+            if isinstance(value, str):
+                with contextlib.suppress(json.JSONDecodeError):  # validation reports "must be a mapping"
+                    value = json.loads(value)
+            config[key] = value
+    try:
+        return image_settings_from_config(config, f"stack {pulumi.get_stack()}")
+    except SettingsError as exc:
+        raise pulumi.RunError(exc.message) from None

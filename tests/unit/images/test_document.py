@@ -1,0 +1,97 @@
+"""The AWSTOE document the image build runs: golden, shellchecked, and held to AWSTOE's rules."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from components.images.document import component_document, document_problems, packages, render, semantic_version
+from components.images.settings import parse_image_settings
+from tests.helpers.golden import assert_golden
+from tests.unit.aws.tools import shellcheck
+
+DEFAULT = parse_image_settings({"region": "eu-west-1"}, "test")
+
+
+def test_the_rendered_document_is_the_golden_one() -> None:
+    assert_golden(Path("images/gpu-node-component.yaml"), render(component_document(DEFAULT)))
+
+
+def test_every_bash_step_passes_shellcheck(tmp_path: Path) -> None:
+    doc = component_document(DEFAULT)
+    steps = [s for phase in doc["phases"] for s in phase["steps"] if s["action"] == "ExecuteBash"]
+    assert len(steps) >= 6
+    for step in steps:
+        script = tmp_path / f"{step['name']}.sh"
+        script.write_text("#!/bin/bash\n" + "\n".join(step["inputs"]["commands"]) + "\n")
+        result = shellcheck(script)
+        assert result.returncode == 0, f"{step['name']}:\n{result.stdout}"
+
+
+def test_bash_steps_stop_at_the_first_failing_command(tmp_path: Path) -> None:
+    """AWSTOE runs a step's commands as one script and judges its exit code: `set -e` makes a failed
+    apt-get fail the step instead of the next line hiding it."""
+    doc = component_document(DEFAULT)
+    for phase in doc["phases"]:
+        for step in phase["steps"]:
+            if step["action"] == "ExecuteBash":
+                assert step["inputs"]["commands"][0] == "set -euo pipefail", step["name"]
+    check = next(s for p in doc["phases"] for s in p["steps"] if s["name"] == "NoContainerdOfItsOwn")
+    script = "\n".join(check["inputs"]["commands"]).replace("/run/containerd", str(tmp_path))
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and "k8s-snap runs its own containerd there" in run.stderr
+
+
+def test_packages_are_ubuntus_signed_modules_for_the_aws_kernel_and_the_same_branch_everywhere() -> None:
+    assert packages(DEFAULT).all == (
+        "linux-modules-nvidia-595-server-open-aws", "nvidia-headless-no-dkms-595-server-open",
+        "nvidia-utils-595-server", "nvidia-fabricmanager-595")
+    proprietary = parse_image_settings({"region": "eu-west-1", "kernelModules": "proprietary",
+                                        "driverBranch": "580"}, "t")
+    assert packages(proprietary).all == (
+        "linux-modules-nvidia-580-server-aws", "nvidia-headless-no-dkms-580-server",
+        "nvidia-utils-580-server", "nvidia-fabricmanager-580")
+    assert not any("dkms" in p and "no-dkms" not in p for p in packages(DEFAULT).all)  # no compiler on nodes
+
+
+def test_the_document_passes_awstoe_rules_and_the_rules_refuse_what_awstoe_refuses() -> None:
+    doc = component_document(DEFAULT)
+    assert document_problems(doc) == []
+    assert document_problems(yaml.safe_load(render(doc))) == []  # what Image Builder receives
+
+    def broken(change: str) -> list[str]:
+        bad = copy.deepcopy(doc)
+        if change == "duplicate phase":
+            bad["phases"].append(copy.deepcopy(bad["phases"][0]))
+        elif change == "no known phase":
+            bad["phases"] = [{"name": "prepare", "steps": bad["phases"][0]["steps"]}]
+        elif change == "duplicate step":
+            bad["phases"][0]["steps"].append(copy.deepcopy(bad["phases"][0]["steps"][0]))
+        elif change == "no commands":
+            bad["phases"][0]["steps"][0]["inputs"] = {"commands": []}
+        elif change == "unknown action":
+            bad["phases"][0]["steps"][0]["action"] = "ExecuteBashScript"
+        elif change == "bad step name":
+            bad["phases"][0]["steps"][0]["name"] = "upgrade ubuntu"
+        elif change == "schema":
+            bad["schemaVersion"] = "2.0"
+        return document_problems(bad)
+
+    assert "is not unique within the document" in broken("duplicate phase")[0]
+    assert "at least one phase must be one of build, validate, test" in broken("no known phase")
+    assert "is not unique within its phase" in broken("duplicate step")[0]
+    assert "inputs.commands as a non-empty list" in broken("no commands")[0]
+    assert "is not one this project uses" in broken("unknown action")[0]
+    assert "must be 1-128 letters" in broken("bad step name")[0]
+    assert broken("schema") == ["schemaVersion must be 1.0, got '2.0'"]
+
+
+def test_versions_follow_the_content_within_image_builders_limits() -> None:
+    a, b = semantic_version(1, "one"), semantic_version(1, "two")
+    assert a != b and a == semantic_version(1, "one")
+    for version in (a, b):
+        major, minor, patch = (int(x) for x in version.split("."))
+        assert major == 1 and minor == 0 and 0 <= patch < 2**30

@@ -1,0 +1,102 @@
+"""The `images/` program under the mock engine: what it registers, and that aws-dev boots its image."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from components import PROJECT_DIR, pins
+from components.cli.mockengine import PlanRun, Recorded, RecordingMonitor, run_program
+from components.images.document import document_problems
+from components.images.settings import image_settings_from_config
+from components.plan.names import recorded_problems
+
+PROGRAM = PROJECT_DIR / "images" / "__main__.py"
+STACKS = sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml"))
+
+
+def _config(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text())["config"])
+
+
+def _run(config: dict[str, Any], stack: str = "eu-west-1") -> PlanRun:
+    return run_program(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), config, stack=stack,
+                       project="ck8s-gpu-images", region=str(config.get("ck8s-gpu-images:image", {}).get("region", "")))
+
+
+def _one(run: PlanRun, token: str) -> Recorded:
+    found = [r for r in run.resources if r.type == token]
+    assert len(found) == 1, f"{token}: {[r.name for r in found]}"
+    return found[0]
+
+
+def test_there_is_a_committed_image_stack() -> None:
+    assert [p.name for p in STACKS] == ["Pulumi.eu-west-1.yaml"]
+
+
+@pytest.mark.parametrize("path", STACKS, ids=lambda p: p.stem)
+def test_the_committed_stack_plans_with_names_aws_accepts(path: Path) -> None:
+    run = _run(_config(path))
+    assert recorded_problems(run.resources) == []
+    s = image_settings_from_config(_config(path), str(path))
+    recipe = _one(run, "aws:imagebuilder/imageRecipe:ImageRecipe")
+    assert recipe.inputs["parentImage"] == "ssm:" + pins.UBUNTU_AMI_SSM_PARAMETER.format(arch=s.architecture)
+    assert recipe.inputs["blockDeviceMappings"][0]["ebs"]["encrypted"] is True
+    component = _one(run, "aws:imagebuilder/component:Component")
+    assert document_problems(yaml.safe_load(component.inputs["data"])) == []
+    infrastructure = _one(run, "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration")
+    assert infrastructure.inputs["instanceTypes"] == [s.build_instance_type]
+    assert infrastructure.inputs["instanceMetadataOptions"]["httpTokens"] == "required"
+    assert infrastructure.inputs["terminateInstanceOnFailure"] is True
+    distribution = _one(run, "aws:imagebuilder/distributionConfiguration:DistributionConfiguration")
+    regions = [d["region"] for d in distribution.inputs["distributions"]]
+    assert regions == list(s.regions)
+    for d in distribution.inputs["distributions"]:
+        assert d["ssmParameterConfigurations"] == [{"parameterName": s.parameter, "dataType": "aws:ec2:image"}]
+        assert "{{ imagebuilder:buildDate }}" in d["amiDistributionConfiguration"]["name"]
+    pipeline = _one(run, "aws:imagebuilder/imagePipeline:ImagePipeline")
+    assert pipeline.inputs["imageTestsConfiguration"]["imageTestsEnabled"] is True
+    assert ("schedule" in pipeline.inputs) == (s.rebuild == "weekly")
+    first = _one(run, "aws:imagebuilder/image:Image")
+    assert first.timeouts.get("create") == "120m"
+    assert run.outputs["parameter"] == s.parameter
+
+
+def test_a_changed_document_is_a_new_component_and_recipe_version() -> None:
+    """Image Builder refuses a second component or recipe with the same name and version; Pulumi
+    creates the replacement before deleting the old one, so any change must move the version."""
+    base = _config(STACKS[0])
+    other = {**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "driverBranch": "580"}}
+    a, b = _run(base), _run(other)
+    for token in ("aws:imagebuilder/component:Component", "aws:imagebuilder/imageRecipe:ImageRecipe"):
+        assert _one(a, token).inputs["version"] != _one(b, token).inputs["version"]
+
+
+def test_manual_rebuild_has_no_schedule_and_no_first_build_when_asked() -> None:
+    base = _config(STACKS[0])
+    cfg = {**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "rebuild": "manual",
+                                             "buildOnUp": False}}
+    run = _run(cfg)
+    assert "schedule" not in _one(run, "aws:imagebuilder/imagePipeline:ImagePipeline").inputs
+    assert [r for r in run.resources if r.type == "aws:imagebuilder/image:Image"] == []
+
+
+def test_bad_settings_register_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorded: list[object] = []
+    original = RecordingMonitor.RegisterResource
+
+    def spy(self: RecordingMonitor, request: object) -> object:
+        recorded.append(request)
+        return original(self, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+    with pytest.raises(pulumi.RunError) as err:
+        _run({"ck8s-gpu-images:image": {"region": "eu-west-1", "driverBranch": "470", "subnetId": "subnet-x"}})
+    message = str(err.value)
+    assert "image.driverBranch" in message and "image.subnetId" in message and "Traceback" not in message
+    assert [r for r in recorded if getattr(r, "type", "") != "pulumi:pulumi:Stack"] == []
