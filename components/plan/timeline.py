@@ -322,6 +322,8 @@ class Timeline:
     driver_mode: str = "compiled"
     prefix: str = ""  # cut from the names of the stack's resources
     what_ifs: list[WhatIfResult] = field(default_factory=list)
+    # What must exist before `pulumi up` and is not on its path (a pool's driver image, built ahead).
+    prerequisites: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> tuple[float, float]:
@@ -379,11 +381,17 @@ def _driver(mode: str) -> Callable[[list[Step]], list[Step]]:
     return apply
 
 
+def driver_mode_totals(tl: Timeline) -> dict[str, tuple[float, float]]:
+    """The same graph with each driver mode: what choosing it alone does to the modeled time."""
+    steps = list(tl.steps.values())
+    return {mode: make_timeline(tl.stack, _driver(mode)(steps)).total for mode in ("compiled", "precompiled", "host")}
+
+
 WHAT_IFS: tuple[WhatIf, ...] = (
     WhatIf("precompiled-driver", "settings gpuStack.driver: precompiled (the GPU Operator pulls a driver built "
            "for the node's kernel; only for kernels NVIDIA publishes, docs/adr/0018)", _driver("precompiled")),
-    WhatIf("host-driver", "settings gpuStack.driver: host (the driver is in the GPU pools' AMI, "
-           "docs/adr/0018)", _driver("host")),
+    WhatIf("host-driver", "settings gpuStack.driver: host (the driver is in the GPU pools' image, built "
+           "ahead by the image program: docs/images.md, docs/adr/0020)", _driver("host")),
 )
 
 
@@ -423,4 +431,9 @@ def timeline_for_plan(plan: Plan) -> Timeline:
     steps = build_steps(plan.resources, platform=settings.platform, driver_mode=mode, prefix=prefix)
     tl = make_timeline(plan.stack, steps, mode, prefix)
     tl.what_ifs = what_if_results(plan.stack, steps, tl.total)
+    if mode == "host" and settings.platform == "aws":
+        tl.prerequisites = [
+            f"pool {pool.name} boots {pool.ami} with the driver inside, built ahead by the image program "
+            "(`pulumi up -C images`, docs/images.md; paid once per image, not per cluster)"
+            for pool in settings.node_pools if pool.ami]
     return tl

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from components import PROJECT_DIR
-from components.plan.timeline import Timeline
+from components.plan.timeline import Timeline, driver_mode_totals
 from components.plan.timeline_render import (
     MARK_END,
     MARK_START,
@@ -28,6 +28,7 @@ from components.plan.timeline_render import (
 )
 
 GANTT_STACK = "aws-dev"
+SETTING = {"compiled": "operator"}  # timeline driver mode -> settings value (the rest are the same)
 TARGET_SECONDS = 15 * 60  # the issue's target for aws-dev, at the upper bounds
 
 
@@ -53,6 +54,7 @@ def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK) -> st
     high = tl.total[1]
     verdict = "met" if high <= TARGET_SECONDS else "not met"
     choices = {w.what_if.name: w.total[1] for w in tl.what_ifs}
+    setting = SETTING.get(tl.driver_mode, tl.driver_mode)
     parts = [MARK_START,
              "Modeled from each committed stack's offline plan: every planned resource, the node boot steps "
              "cloud-init runs, the GPU Operator's driver and toolkit and the DRA kubelet plugin's start, with the "
@@ -63,6 +65,10 @@ def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK) -> st
              f"Target (issue): `{gantt_stack}` at most {clock(TARGET_SECONDS)} at the upper bounds: **{verdict}** "
              f"({clock(high)}"
              + "".join(f"; {clock(t)} with `{name}`" for name, t in choices.items()) + ").",
+             "", f"`{gantt_stack}` runs `gpuStack.driver: {setting}`; the same graph with each driver "
+                 "mode (ADRs 0018, 0020): " + ", ".join(f"{mode} {span(*t)}" for mode, t in
+                                                        driver_mode_totals(tl).items()) + ".",
+             *[line for p in tl.prerequisites for line in ("", f"Prerequisite, not on this path: {p}.")],
              "", f"`{gantt_stack}`, earliest-start schedule at the upper bounds (names without "
                  f"`{tl.prefix}`):", "", mermaid_gantt(tl), "", *path_table(tl), ""]
     if tl.what_ifs:

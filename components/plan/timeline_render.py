@@ -63,6 +63,7 @@ def summary_lines(tl: Timeline) -> list[str]:
     if estimates:
         lines.append("Estimates on the path (no upstream source for all of the range): "
                      + ", ".join(f"{s.name} [{s.key}]" for s in estimates))
+    lines += [f"Prerequisite, not on this path: {p}" for p in tl.prerequisites]
     return lines
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components.aws.ami import arch_for_instance_type, ssm_parameter
+from components.images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
 from components.instance_types import GPU_INSTANCE_TYPES
 from components.preflight.facts import RegionFacts
 from components.preflight.quotas import Purchase, Quota, increase_command, quota_for
@@ -171,6 +172,10 @@ def _amis(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
             elif own:
                 why = (f"the SSM parameter {source} does not exist in {facts.region}: publish the image's id "
                        f"there (the pool's image pipeline) or name another image")
+                if source.startswith(IMAGE_PROGRAM_PREFIX):
+                    why = (f"the SSM parameter {source} does not exist in {facts.region}: build the image there "
+                           f"first (`pulumi up -C images` with {facts.region} as its region or among its "
+                           f"distributionRegions, docs/images.md)")
             else:
                 why = (f"the Ubuntu AMI parameter {source} does not resolve in {facts.region}: Canonical "
                        f"publishes no such image there; choose another region or instance types of "

@@ -49,7 +49,7 @@ def test_a_pool_boots_the_image_it_names_and_the_rest_keep_canonicals() -> None:
 
 
 def test_without_an_ami_every_node_boots_canonicals_ubuntu() -> None:
-    s = settings_for("aws-dev")
+    s = settings_for("aws-prod")  # aws-dev's pool boots the image program's image (docs/adr/0020)
     run = run_cluster(s)
     stock = mock_parameter(s.region or "", ssm_parameter("amd64"))
     nodes = of_type(run, LAUNCH_TEMPLATE) + of_type(run, INSTANCE)

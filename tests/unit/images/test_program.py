@@ -15,6 +15,7 @@ from components.cli.mockengine import PlanRun, Recorded, RecordingMonitor, run_p
 from components.images.document import document_problems
 from components.images.settings import image_settings_from_config
 from components.plan.names import recorded_problems
+from components.settings.load import load_stack
 
 PROGRAM = PROJECT_DIR / "images" / "__main__.py"
 STACKS = sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml"))
@@ -100,3 +101,20 @@ def test_bad_settings_register_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     message = str(err.value)
     assert "image.driverBranch" in message and "image.subnetId" in message and "Traceback" not in message
     assert [r for r in recorded if getattr(r, "type", "") != "pulumi:pulumi:Stack"] == []
+
+
+def test_aws_dev_pools_boot_the_image_the_committed_image_stack_publishes() -> None:
+    """aws-dev runs `gpuStack.driver: host` (docs/adr/0020): every pool names the parameter the image
+    program writes, in a region the image is distributed to, for the pool's architecture."""
+    dev = load_stack(PROJECT_DIR / "stacks" / "Pulumi.aws-dev.yaml")
+    assert dev.gpu_stack.driver == "host"
+    published = {}
+    for path in STACKS:
+        s = image_settings_from_config(_config(path), str(path))
+        for region in s.regions:
+            published[(region, s.parameter)] = s.architecture
+    from components.aws.ami import arch_for_instance_type
+
+    for pool in dev.node_pools:
+        assert (dev.region, pool.ami) in published, f"pool {pool.name}: {pool.ami} is not built for {dev.region}"
+        assert published[(dev.region, pool.ami)] == arch_for_instance_type(pool.instance_type)

@@ -47,8 +47,8 @@ def test_gantt_switches_to_hours_past_one_hour() -> None:
 
 
 def test_timeline_markdown_has_summary_gantt_path_and_sources() -> None:
-    text = timeline_markdown(timeline("aws-dev"))
-    assert text.startswith("# Timeline: aws-dev\n")
+    text = timeline_markdown(timeline("aws-prod"))
+    assert text.startswith("# Timeline: aws-prod\n")
     for heading in ("## Critical path (upper bounds)", "## What would shorten it", "## Durations on the path"):
         assert heading in text
     assert "```mermaid\ngantt" in text and "| `gpu-driver-compiled` |" in text
@@ -56,11 +56,11 @@ def test_timeline_markdown_has_summary_gantt_path_and_sources() -> None:
 
 def test_plan_timeline_prints_the_path_and_writes_timeline_md(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--stack", "aws-dev", "--quiet", "--timeline", "--out", str(tmp_path)]) == 0
+    assert main(["plan", "--stack", "aws-prod", "--quiet", "--timeline", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Modeled time to smoke pass (aws-dev): " in out and "Dominating step: GPU Operator driver" in out
+    assert "Modeled time to smoke pass (aws-prod): " in out and "Dominating step: GPU Operator driver" in out
     assert "host-driver:" in out
-    assert (tmp_path / "timeline.md").read_text().startswith("# Timeline: aws-dev")
+    assert (tmp_path / "timeline.md").read_text().startswith("# Timeline: aws-prod")
     assert (tmp_path / "resources.json").is_file()
 
 

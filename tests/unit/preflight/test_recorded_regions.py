@@ -82,6 +82,17 @@ def test_pool_images_are_resolved_where_the_pools_name_them() -> None:
         "/images/gpu-host-driver/amd64/latest"]
 
 
+def test_an_image_program_path_that_is_not_built_here_says_to_build_it() -> None:
+    session = RecordedSession("pool-images.json")
+    s = _settings(session.region)
+    path = "/ck8s-gpu/images/gpu-node/ubuntu-24.04/amd64/nvidia-595-server-open"
+    pools = [p.model_copy(update={"ami": path}) for p in s.node_pools if p.instance_type.startswith("g")][:1]
+    findings = preflight(s.model_copy(update={"node_pools": tuple(pools)}), session)
+    assert [(f.kind, f.subject) for f in findings] == [("ami-missing", "settings.nodePools[0].ami")]
+    assert f"SSM parameter {path} does not exist in us-east-1: build the image there first" in findings[0].message
+    assert "`pulumi up -C images`" in findings[0].message
+
+
 def test_quota_too_low_uses_the_default_when_none_is_applied_and_says_how_to_raise_it() -> None:
     findings, session = _run("quota-too-low.json")
     assert [(f.kind, f.subject.split()[0]) for f in findings] == [("quota-too-low", "L-DB2E81BA"),
