@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.smoke import device_class as dclass
 from components.smoke import probe
 from components.smoke.expectations import (
     CASE_LABEL,
@@ -36,7 +37,6 @@ from components.smoke.snapshot import (
     condition,
     container_state,
     event_message,
-    events_for,
     labels,
     name,
     pod_claim_name,
@@ -83,6 +83,23 @@ class _View:
         self.slices = slice_devices(snap.slices, exp.driver)
         self.claims = {name(c): c for c in snap.claims}
         self.nodes = {name(n): n for n in snap.nodes}
+        # Events per (kind, name), oldest first: one pass, so per-pod lookups stay linear in the
+        # snapshot (1,000 nodes x 8 GPUs and 8,000 pods: docs/benchmarks.md, verifier).
+        self.events: dict[tuple[str, str], list[Obj]] = {}
+        for e in snap.events:
+            about = e.get("involvedObject") or e.get("regarding") or {}
+            self.events.setdefault((str(about.get("kind", "")), str(about.get("name", ""))), []).append(e)
+        for found in self.events.values():
+            found.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+        # Claim versions that held an allocation, per claim (history, then the recorded last one).
+        self._parsed: dict[str, probe.ProbeOutput] = {}
+        self.versions: dict[str, list[Obj]] = {}
+        for entry in snap.claim_history:
+            obj = entry.get("object") or {}
+            if entry.get("type") != "DELETED" and allocation_results(obj):
+                self.versions.setdefault(name(obj), []).append(obj)
+        for c in snap.claims:
+            self.versions.setdefault(name(c), []).append(c)
         wanted = {c.case for c in exp.cases}
         self.by_case: dict[str, list[Obj]] = {c.case: [] for c in exp.cases}
         for pod in sorted(snap.pods, key=name):
@@ -105,7 +122,21 @@ class _View:
                  if r.get("driver") == self.exp.driver else None) for r in results]
 
     def pod_events(self, pod: Obj) -> list[Obj]:
-        return events_for(self.snap.events, "Pod", name(pod))
+        return self.events.get(("Pod", name(pod)), [])
+
+    def parsed_log(self, text: str) -> probe.ProbeOutput:
+        """A container log parsed once, however many checks read it."""
+        out = self._parsed.get(text)
+        if out is None:
+            out = self._parsed[text] = probe.parse(text)
+        return out
+
+    def reserved_for(self, claim_name: str, pod: str) -> bool:
+        """Some allocated version of the claim was reserved for the pod (the scheduler reserves it
+        when it binds; the claim controller clears reservedFor once the pod is done)."""
+        return any(r.get("name") == pod and r.get("resource", "pods") == "pods"
+                   for c in self.versions.get(claim_name, [])
+                   for r in (c.get("status", {}).get("reservedFor") or []))
 
     def why_pending(self, pod: Obj) -> str:
         msg = event_message(self.pod_events(pod), *SCHEDULING_REASONS)
@@ -122,11 +153,60 @@ class _View:
 
 
 def check_device_class(v: _View) -> CheckResult:
-    present = {name(dc) for dc in v.snap.device_classes}
-    wanted = _unique([v.exp.device_class, *(c.device_class for c in v.exp.cases)])
-    problems = [f"DeviceClass {w} does not exist (is the DRA driver installed with GPU resources enabled?)"
-                for w in wanted if w not in present]
-    return _outcome("device-class", "DeviceClass", problems, f"DeviceClass {', '.join(wanted)} exists")
+    """Exists, and selects our driver's devices of the case's type: by its CEL selectors, not its name."""
+    present = {name(dc): dc for dc in v.snap.device_classes}
+    wanted: dict[str, str] = {v.exp.device_class: "gpu"}
+    for c in v.exp.cases:
+        wanted[c.device_class] = "mig" if c.case == "mig" else wanted.get(c.device_class, "gpu")
+    problems = []
+    for w, want_type in wanted.items():
+        if w not in present:
+            problems.append(f"DeviceClass {w} does not exist (is the DRA driver installed with GPU resources "
+                            "enabled?)")
+        else:
+            problems += dclass.problems(present[w], v.exp.driver, want_type)
+    return _outcome("device-class", "DeviceClass", problems,
+                    f"DeviceClass {', '.join(wanted)} exists and selects {v.exp.driver} devices")
+
+
+BLOCKING_TAINTS = ("NoSchedule", "NoExecute")  # resource.k8s.io/v1 DeviceTaintEffect that stop allocation
+
+
+def _taints(sd: SliceDevice | None) -> list[Obj]:
+    taints = (sd.device.get("taints") or []) if sd else []
+    return [t for t in taints if isinstance(t, dict) and t.get("effect") in BLOCKING_TAINTS]
+
+
+def _taint_text(t: Obj) -> str:
+    return f"{t.get('key', '')}{'=' + str(t['value']) if t.get('value') else ''}:{t.get('effect')}"
+
+
+def _tolerates(tolerations: list[Obj], taint: Obj) -> bool:
+    """k8s.io/api resource/v1 DeviceToleration: like a pod toleration (empty key + Exists matches
+    every taint; Equal compares the value; an empty effect matches every effect)."""
+    for tol in tolerations:
+        if tol.get("effect") and tol["effect"] != taint.get("effect"):
+            continue
+        if tol.get("operator", "Equal") == "Exists":
+            if not tol.get("key") or tol.get("key") == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def _request_tolerations(claim: Obj, request: str) -> list[Obj]:
+    """A request's tolerations: v1/v1beta2 `exactly.tolerations` or a `firstAvailable` subrequest
+    (`<request>/<subrequest>` in the result), v1beta1 `tolerations` on the request itself."""
+    top, _, sub = request.partition("/")
+    for r in (claim.get("spec", {}).get("devices") or {}).get("requests") or []:
+        if r.get("name") != top:
+            continue
+        if sub:
+            chosen: Obj = next((x for x in r.get("firstAvailable") or [] if x.get("name") == sub), {})
+            return list(chosen.get("tolerations") or [])
+        return list((r.get("exactly") or {}).get("tolerations") or r.get("tolerations") or [])
+    return []
 
 
 def _physical_gpus(devices: Iterable[SliceDevice], domain: str) -> set[str]:
@@ -152,6 +232,11 @@ def check_slices(v: _View) -> CheckResult:
                            f"no node publishes a {exp.driver} ResourceSlice (is the DRA kubelet plugin running "
                            "on the GPU nodes?)")
     problems = _incomplete_pools(v)
+    for node, devs in sorted(per_node.items()):
+        tainted = [f"{sd.name} ({', '.join(_taint_text(t) for t in _taints(sd))})" for sd in devs if _taints(sd)]
+        if tainted:
+            problems.append(f"node {node} publishes tainted GPUs that no claim without a toleration gets: "
+                            f"{', '.join(tainted)}")
     counts = {n: len(_physical_gpus(devs, exp.driver)) for n, devs in sorted(per_node.items())}
     if exp.pools is not None:
         by_type: dict[str, set[int]] = {}
@@ -232,10 +317,17 @@ def check_claims(v: _View) -> CheckResult:
             if r.get("driver") != exp.driver:
                 problems.append(f"claim {cname} of pod {p} was allocated by driver '{r.get('driver')}', "
                                 f"expected '{exp.driver}'")
-            elif (r.get("pool", ""), r.get("device", "")) not in v.slices:
+            elif (sd := v.slices.get((r.get("pool", ""), r.get("device", "")))) is None:
                 problems.append(f"claim {cname} of pod {p} got {where}, which no {exp.driver} ResourceSlice advertises")
+            elif untolerated := [t for t in _taints(sd)
+                                 if not _tolerates(_request_tolerations(claim or {}, str(r.get("request", ""))), t)]:
+                problems.append(f"claim {cname} of pod {p} got {where}, tainted "
+                                f"{', '.join(_taint_text(t) for t in untolerated)} without a toleration")
             else:
                 done.append(f"{p} -> {where}")
+        if pod.get("spec", {}).get("nodeName") and not v.reserved_for(cname, p):
+            problems.append(f"claim {cname} was allocated but never reserved for pod {p} (status.reservedFor "
+                            "does not name it): the kubelet refuses to prepare an unreserved claim")
     return _outcome("claims-allocated", "ResourceClaim", problems, "allocated: " + ", ".join(done))
 
 
@@ -329,7 +421,7 @@ def check_container_device(v: _View) -> CheckResult:
                 why = v.snap.log_errors.get(key) or container_state(pod, c)
                 problems.append(f"no log from {key}: {why}")
                 continue
-            out = probe.parse(text)
+            out = v.parsed_log(text)
             if not out.began:
                 tail = " | ".join(text.strip().splitlines()[-3:]) or "empty log"
                 problems.append(f"{key} printed no probe output ({container_state(pod, c)}): {tail}")
@@ -400,7 +492,7 @@ def check_distinct(v: _View) -> CheckResult:
                     holders.setdefault(key, p)
                 text = v.snap.logs.get(f"{p}/{case.containers[0]}")
                 if text is not None:
-                    for ident in _observed(probe.parse(text), v.exp.probe_expect):
+                    for ident in _observed(v.parsed_log(text), v.exp.probe_expect):
                         if ident in saw and saw[ident] != p:
                             problems.append(f"pods {saw[ident]} and {p} both saw {ident}")
                         saw.setdefault(ident, p)
@@ -476,7 +568,7 @@ def check_shared(v: _View) -> CheckResult:
     if len(allocated) != 1:
         problems.append(f"pod {p}'s shared claim holds {len(allocated)} device(s), expected 1")
     if v.exp.in_container and not problems:
-        seen = {c: _observed(probe.parse(v.snap.logs.get(f"{p}/{c}", "")), v.exp.probe_expect)
+        seen = {c: _observed(v.parsed_log(v.snap.logs.get(f"{p}/{c}", "")), v.exp.probe_expect)
                 for c in case.containers}
         if len({frozenset(s) for s in seen.values()}) != 1 or not next(iter(seen.values())):
             shown = "; ".join(f"{c}: {', '.join(sorted(s)) or 'nothing'}" for c, s in seen.items())
@@ -579,12 +671,31 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
 )
 
 
+CHECK_NAMES = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "container-device",
+               "distinct-gpus", "jobs-complete", "case-shared-claim", "case-gang", "case-mig", "dcgm-metrics")
+HOPS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "scheduler", "node placement", "kubelet/CDI", "allocation",
+        "Job", "shared claim", "gang", "MIG", "DCGM exporter")
+
+
+def _malformed(exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return "malformed object in the cluster snapshot (" + (text if len(text) <= 200 else text[:200] + "...") + ")"
+
+
 def verify(exp: Expectations, snap: Snapshot) -> list[CheckResult]:
-    view = _View(exp, snap)
+    """Every check, in hop order. An object of an unexpected shape fails the check that read it
+    (named, with what was wrong) instead of crashing the run: the report still shows every hop."""
+    try:
+        view = _View(exp, snap)
+    except Exception as exc:  # any shape error in the snapshot is a finding, not a crash
+        return [CheckResult(n, h, FAILED, _malformed(exc)) for n, h in zip(CHECK_NAMES, HOPS, strict=True)]
     results = []
-    for check in CHECKS:
+    for check, check_name, hop in zip(CHECKS, CHECK_NAMES, HOPS, strict=True):
         t0 = time.perf_counter()
-        result = check(view)
+        try:
+            result = check(view)
+        except Exception as exc:  # same: report it on this hop, run the others
+            result = CheckResult(check_name, hop, FAILED, _malformed(exc))
         result.duration_ms = round((time.perf_counter() - t0) * 1000, 3)
         results.append(result)
     return results

@@ -380,3 +380,29 @@ def kwok_world() -> World:
     w.snap.metrics = None
     w.snap.metrics_note = "no nvidia-dcgm-exporter Service found"
     return w
+
+
+def scale_world(nodes: int, gpus_per_node: int, pods: int) -> World:
+    """`nodes` p5.48xlarge-like nodes of `gpus_per_node` GPUs and one case of `pods` single-GPU pods,
+    each on its own GPU, with logs, events and DCGM metrics: the verifier benchmark's cluster
+    (scripts/bench_verifier.py; issue 14: 1,000 x 8 with 8,000 pods)."""
+    names = tuple(f"ip-10-{i // 250}-{i % 250}-{i % 7}.us-east-1.compute.internal" for i in range(nodes))
+    pools = (PoolExpectation("h100", "p5.48xlarge", nodes, gpus_per_node, "NVIDIA H100 80GB HBM3"),)
+    job_name = object_name(RELEASE, "gpus", RUN)
+    exp = replace(expectations(pools=pools), cases=(
+        CaseExpectation("gpus", job_name, pods, ("probe",), "gpu.nvidia.com", True),))
+    snap = Snapshot(device_classes=[device_class()], slices=[nvidia_slice(n, gpus_per_node) for n in names],
+                    nodes=[node(n, "p5.48xlarge") for n in names])
+    w = World(exp, snap)
+    for i in range(pods):
+        n, g = names[(i // gpus_per_node) % nodes], i % gpus_per_node
+        pod_name = f"{job_name}-{i:05d}"
+        c = claim(pod_name, n, f"gpu-{g}")
+        snap.claims.append(c)
+        snap.pods.append(pod(pod_name, "gpus", n, c["metadata"]["name"]))
+        snap.events.append(scheduled_event(pod_name, n, "kai-scheduler", i % 10))
+        snap.logs[f"{pod_name}/probe"] = nvidia_smi_log(pod_name, n, "gpus", "probe", [gpu_uuid(n, g)])
+        w.pods.append(pod_name)
+    snap.jobs.append(job("gpus", pods))
+    snap.metrics = {n: dcgm_metrics(n, [gpu_uuid(n, g) for g in range(gpus_per_node)]) for n in names}
+    return w
