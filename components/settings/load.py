@@ -30,8 +30,13 @@ class SettingsError(Exception):
     def message(self) -> str:
         n = len(self.problems)
         lines = [f"invalid settings in {self.source} ({n} problem{'s' if n != 1 else ''}):"]
-        lines += [f"  {path}: {reason}" for path, reason in self.problems]
+        lines += [f"  {_cut(path, 200)}: {_cut(reason)}" for path, reason in self.problems]
         return "\n".join(lines)
+
+
+def _cut(text: str, limit: int = 500) -> str:
+    """Bad values are echoed in reasons; a 1 MB value must not become a 1 MB message."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def _path(loc: tuple[int | str, ...]) -> str:
@@ -83,14 +88,71 @@ def settings_from_config(config: Mapping[str, Any], source: str, *, offline: boo
     return settings
 
 
+MAX_DEPTH = 64  # deeper YAML is no stack file; PyYAML's recursive composer would crash on it
+MAX_VALUES = 100_000  # values after alias expansion: an alias bomb is refused, not expanded
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses nesting past MAX_DEPTH while composing (before recursion runs out)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.line + 1  # the reader's position: where the nesting went too deep
+                raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels (line {line})")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _expanded_size(value: Any, limit: int) -> int:
+    """Values counted as a consumer that copies or serializes them would expand them (aliases
+    repeat); stops counting past `limit`, so a bomb costs at most `limit` steps."""
+    count, todo = 0, [value]
+    while todo and count <= limit:
+        v = todo.pop()
+        count += 1
+        if isinstance(v, dict):
+            todo.extend(v.keys())
+            todo.extend(v.values())
+        elif isinstance(v, list):
+            todo.extend(v)
+    return count
+
+
+def parse_stack_text(data: bytes, source: str) -> Any:
+    """Bytes of a stack file -> YAML document, or SettingsError: not UTF-8, not YAML, too deep, too big."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(source, [("file", f"not valid UTF-8 (byte {exc.start}: {data[exc.start:exc.start + 1]!r})")]
+                            ) from None
+    try:
+        doc = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: plain data only
+    except yaml.YAMLError as exc:
+        raise SettingsError(source, [("file", f"not valid YAML: {_cut(str(exc), 300)}")]) from None
+    except RecursionError:
+        raise SettingsError(source, [("file", "not valid YAML: nested too deeply to parse")]) from None
+    if _expanded_size(doc, MAX_VALUES) > MAX_VALUES:
+        raise SettingsError(source, [("file", f"expands to more than {MAX_VALUES} values (YAML aliases repeat what "
+                                              "they point to); write the values out")])
+    return doc
+
+
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi stack file. Raises SettingsError on unreadable YAML."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        data = path.read_bytes()
     except FileNotFoundError:
         raise SettingsError(str(path), [("file", "does not exist")]) from None
-    except yaml.YAMLError as exc:
-        raise SettingsError(str(path), [("file", f"not valid YAML: {exc}")]) from None
+    except OSError as exc:
+        raise SettingsError(str(path), [("file", f"cannot be read: {exc.strerror}")]) from None
+    doc = parse_stack_text(data, str(path))
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise SettingsError(str(path), [("config", "a stack file needs a `config:` mapping")])
     return dict(doc.get("config") or {})

@@ -164,16 +164,18 @@ class GpuStackSettings(_Model):
 
 
 class QueueResource(_Model):
-    quota: float = -1  # -1 = unlimited
-    limit: float = -1
-    over_quota_weight: float = 1
+    # charts/kai-queues/values.schema.json holds the same bounds; here they fail before any file is
+    # written. NaN and infinities are no numbers KAI's Queue CRD (or JSON) can carry.
+    quota: float = Field(default=-1, ge=-1, allow_inf_nan=False)  # -1 = unlimited
+    limit: float = Field(default=-1, ge=-1, allow_inf_nan=False)
+    over_quota_weight: float = Field(default=1, ge=0, allow_inf_nan=False)
 
 
 class QueueSettings(_Model):
     name: str = Field(pattern=DNS_LABEL)
     parent: str | None = None
     display_name: str | None = None
-    priority: int | None = None
+    priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)  # the Queue CRD's int32
     gpu: QueueResource = QueueResource()
     cpu: QueueResource = QueueResource()
     memory: QueueResource = QueueResource()

@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from components.settings.load import SettingsError
+from components.settings.load import SettingsError, parse_stack_text
 from components.settings.rules import REGION
 
 Overrides = dict[str, dict[str, Any]]
@@ -64,8 +62,5 @@ def load_overrides(path: Path | None) -> Overrides:
     """Overrides from `path`; {} when `path` is None or the file does not exist."""
     if path is None or not path.exists():
         return {}
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SettingsError(str(path), [("file", f"not valid YAML: {exc}")]) from None
-    return parse_overrides(doc, str(path))
+    # Not UTF-8, not YAML, too deep or an alias bomb: one clean error (components/settings/load.py).
+    return parse_overrides(parse_stack_text(path.read_bytes(), str(path)), str(path))

@@ -1,0 +1,71 @@
+"""Stack files a hostile or careless user writes (issue 14): each ends in exit 2 and one clean
+message naming the field, never a traceback, a hang or a 1 MB echo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.cli.main import main
+from components.settings.load import MAX_DEPTH, MAX_VALUES
+
+HEAD = "config:\n  ck8s-gpu:settings:\n    platform: kind\n"
+
+
+def _plan(tmp_path: Path, body: bytes, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    (tmp_path / "Pulumi.bad.yaml").write_bytes(body)
+    code = main(["plan", "--stack", "bad", "--stacks-dir", str(tmp_path), "--quiet"])
+    captured = capsys.readouterr()
+    return code, captured.err + captured.out
+
+
+@pytest.mark.parametrize(("body", "path", "fragment"), [
+    (HEAD.encode() + b"    environment: \"\xff\xfe\"\n", "file", "not valid UTF-8 (byte 66"),
+    (HEAD.encode() + b"    tags: " + b"[" * 5000 + b"]" * 5000 + b"\n", "file", f"nested deeper than {MAX_DEPTH}"),
+    (HEAD.encode() + b"    environment: " + b"x" * 1_000_000 + b"\n", "settings.environment", "should match"),
+    (HEAD.encode() + b"    queues:\n      - name: q\n        gpu: {quota: .nan}\n", "settings.queues[0].gpu.quota",
+     "finite number"),
+    (HEAD.encode() + b"    queues:\n      - name: q\n        gpu: {limit: -.inf}\n", "settings.queues[0].gpu.limit",
+     "finite number"),
+    (HEAD.encode() + b"    queues:\n      - name: q\n        gpu: {overQuotaWeight: -2}\n",
+     "settings.queues[0].gpu.overQuotaWeight", "greater than or equal to 0"),
+    (HEAD.encode() + b"    queues:\n      - name: q\n        gpu: {quota: " + b"9" * 400 + b"}\n",
+     "settings.queues[0].gpu.quota", "valid number"),
+    (HEAD.encode() + b"    queues:\n      - name: q\n        priority: 4294967296\n", "settings.queues[0].priority",
+     "less than or equal to 2147483647"),
+])
+def test_bad_bytes_and_numbers_end_in_one_clean_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        body: bytes, path: str, fragment: str) -> None:
+    code, out = _plan(tmp_path, body, capsys)
+    assert code == 2, out
+    assert f"  {path}: " in out and fragment in out, out
+    assert "Traceback" not in out and len(out) < 2_000
+
+
+def test_a_huge_bad_value_is_cut_short_in_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _plan(tmp_path, HEAD.encode() + b"    region: " + b"x" * 1_000_000 + b"\n", capsys)
+    assert code == 2 and "settings.region" in out and "more characters)" in out and len(out) < 2_000
+
+
+def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
+    """Nine levels of ten aliases: 10^9 values if anything walked it. In a subprocess with a
+    timeout, so a regression fails instead of hanging the suite."""
+    lines = [HEAD.rstrip("\n"), "    gpuStack:", "      addons:", "        kaiScheduler:", "          values:",
+             "            a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"            a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    (tmp_path / "Pulumi.bomb.yaml").write_text("\n".join(lines) + "\n")
+    run = subprocess.run([sys.executable, "-c", "import sys; from components.cli.main import main; "
+                          f"sys.exit(main(['plan', '--stack', 'bomb', '--stacks-dir', {str(tmp_path)!r}, '--quiet']))"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 2, run.stderr
+    assert f"file: expands to more than {MAX_VALUES} values" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_anchors_and_aliases_within_reason_still_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = (HEAD + "    tags: &t {team: ml}\n    gpuStack:\n      addons:\n        kaiScheduler:\n"
+            "          values: {podLabels: *t}\n").encode()
+    code, out = _plan(tmp_path, body, capsys)
+    assert code == 0, out
