@@ -16,6 +16,7 @@ from components.addons.base import Addon
 from components.addons.catalog import ADDONS, LEFT_OUT, PLATFORM_CAPABILITIES, PLATFORM_DEFAULTS, PLATFORMS
 from components.addons.crds import CRD_HANDLING
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from components.atomic import write_text_atomic
 from components.settings import parse_settings
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "addons.md"
@@ -191,7 +192,7 @@ def main(argv: list[str]) -> int:
             print(f"{DOC} is stale: run `python -m components.addons.docs`", file=sys.stderr)
             return 1
         return 0
-    DOC.write_text(text)
+    write_text_atomic(DOC, text)
     print(f"wrote {DOC}")
     return 0
 

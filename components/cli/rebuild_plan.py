@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.atomic import write_text_atomic
+
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         artifacts.write(old, args.out / args.source)
         artifacts.write(new, args.out / stamped.stack)
-        (args.out / "differences.txt").write_text("\n".join(lines) + "\n")
-        (args.out / "replacement-config.json").write_text(json.dumps(stamped.config, indent=2) + "\n")
+        write_text_atomic(args.out / "differences.txt", "\n".join(lines) + "\n")
+        write_text_atomic(args.out / "replacement-config.json", json.dumps(stamped.config, indent=2) + "\n")
         print(f"\nwrote both plans and differences.txt to {args.out}")
     return EXIT_OK

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from components.atomic import write_text_atomic
+
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 CLI_RELEASE = "smoke-cli"
 DCGM_MODES: dict[str, bool | None] = {"auto": None, "require": True, "off": False}
@@ -202,7 +204,7 @@ def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any]
     print(reports.table(outcome.report), file=out)
     if args.report is not None:
         args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(json.dumps(outcome.report, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(args.report, json.dumps(outcome.report, indent=2, sort_keys=True) + "\n")
         print(f"report: {args.report}", file=out)
     return EXIT_PASSED if outcome.passed else EXIT_FAILED
 

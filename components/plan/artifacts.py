@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from components import PROJECT_DIR
+from components.atomic import write_text_atomic
 from components.charts import CHARTS_DIR, render
 from components.cli.mockengine import MASK, Recorded
 from components.plan.portable import portable
@@ -76,8 +77,7 @@ def write(plan: Plan, out: Path) -> list[Path]:
 
     def put(rel: str, text: str) -> None:
         path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_text_atomic(path, text)
         written.append(path)
 
     put("resources.json", json.dumps(resources_document(plan), indent=2, sort_keys=True) + "\n")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from components import PROJECT_DIR
+from components.atomic import write_text_atomic
 from components.plan.timeline import Timeline, driver_mode_totals
 from components.plan.timeline_render import (
     MARK_END,
@@ -109,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write is None:
         print(new)
         return 0
-    args.write.write_text(replace_section(args.write.read_text(), new))
+    write_text_atomic(args.write, replace_section(args.write.read_text(), new))
     print(f"wrote the timeline section of {args.write}")
     return 0
 

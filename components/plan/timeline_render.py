@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from components.atomic import write_text_atomic
 from components.plan.durations import DURATIONS
 from components.plan.timeline import Step, Timeline
 
@@ -176,5 +177,5 @@ def timeline_markdown(tl: Timeline) -> str:
 def write(tl: Timeline, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "timeline.md"
-    path.write_text(timeline_markdown(tl))
+    write_text_atomic(path, timeline_markdown(tl))
     return path

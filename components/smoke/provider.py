@@ -17,6 +17,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic as dynamic
 
+from components.atomic import write_text_atomic
 from components.smoke import report as reports
 from components.smoke.run import RunSpec, run_smoke
 
@@ -47,7 +48,7 @@ def write_report(doc: dict[str, Any], directory: str | None = None) -> str:
     path = folder / f"{extra['namespace']}-{extra['runId']}.json"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     except OSError:
         return ""
     return str(path.resolve())

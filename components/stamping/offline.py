@@ -7,8 +7,8 @@ process pool, one task per child; no Pulumi CLI, no credentials, no network.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,12 @@ def _plan(job: _Job) -> tuple[bool, int, dict[str, int], str]:
     return True, len(plan.resources), dict(artifacts.resources_document(plan)["counts"]), ""
 
 
+def _ignore_sigint() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them all (a worker that took it would die
+    mid-task and leave the pool waiting for a result that never comes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def plan_regions(
     stamped: list[StampedStack],
     *,
@@ -52,8 +58,15 @@ def plan_regions(
     jobs = [_Job(s.stack, s.region, s.config, str(out) if out else None) for s in stamped]
     start = time.monotonic()
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=parallel, mp_context=context, max_tasks_per_child=1) as pool:
-        outcomes = list(pool.map(_plan, jobs))
+    pool = context.Pool(processes=parallel, initializer=_ignore_sigint, maxtasksperchild=1)
+    try:
+        outcomes = pool.map(_plan, jobs, chunksize=1)
+        pool.close()
+    except BaseException:  # Ctrl-C (or anything else): stop every worker now, then let it propagate
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
     elapsed = time.monotonic() - start
     return [
         RegionResult(

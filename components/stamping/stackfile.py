@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
+from components.atomic import write_text_atomic
 from components.stamping.derive import StampedStack, is_secret
 
 # Stack-file keys owned by Pulumi's secrets provider: kept from the existing file verbatim.
@@ -91,4 +92,4 @@ def prepare(stamped: list[StampedStack], stacks_dir: Path, overrides_source: str
 def write(files: list[StackFile]) -> None:
     for f in files:
         if f.action != "unchanged":
-            f.path.write_text(f.text)
+            write_text_atomic(f.path, f.text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path: Path, monkeypatch: py
     def interrupted(_fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(stackfile.os, "fsync", interrupted)
+    monkeypatch.setattr(os, "fsync", interrupted)  # components/atomic.py does the write
     with pytest.raises(KeyboardInterrupt):
         stackfile.write_atomic(path, "new\n")
     assert path.read_text() == "old\n"
