@@ -110,6 +110,7 @@ def test_every_rule_names_its_source_and_matches_the_sdk_input() -> None:
 
 LONG = "a" * 200
 # (token, logical, explicit, fragment of the expected problem)
+IMAGE_LINE = "ck8s-gpu-node-noble-amd64-nvidia-595-open"  # images/: every Image Builder name
 BAD = [
     ("aws:lb/loadBalancer:LoadBalancer", "x", "a" * 33, "cannot be longer than 32"),
     ("aws:lb/loadBalancer:LoadBalancer", "a" * 25, None, "cannot be longer than 32"),  # autoname max is 255
@@ -189,11 +190,11 @@ GOOD = [
     ("aws:kms/alias:Alias", "backup-key-alias", None),  # autoname adds alias/ (PA PostTransform)
     ("aws:kms/alias:Alias", "x", "alias/ck8s-prod-velero"),
     ("aws:ssm/document:Document", "x", "ck8s-prod-us-east-1-mint-worker-token"),
-    ("aws:imagebuilder/component:Component", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
-    ("aws:imagebuilder/imageRecipe:ImageRecipe", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
-    ("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
-    ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
-    ("aws:imagebuilder/imagePipeline:ImagePipeline", "x", "ck8s-gpu-node-noble-amd64-nvidia-595-open"),
+    ("aws:imagebuilder/component:Component", "x", IMAGE_LINE),
+    ("aws:imagebuilder/imageRecipe:ImageRecipe", "x", IMAGE_LINE),
+    ("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "x", IMAGE_LINE),
+    ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "x", IMAGE_LINE),
+    ("aws:imagebuilder/imagePipeline:ImagePipeline", "x", IMAGE_LINE),
 ]
 
 
