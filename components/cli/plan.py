@@ -12,7 +12,13 @@ from components.settings.load import SettingsError
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("plan", help="offline plan of a stack under the mock engine (like `cdk synth`)")
+    p = sub.add_parser(
+        "plan", help="offline plan of a stack under the mock engine (like `cdk synth`)",
+        description="Validate a stack file and run the real Pulumi program under the SDK's mock engine: no Pulumi "
+                    "CLI, no cloud, no credentials. Prints the resource tree (or counts with --quiet); --out writes "
+                    "resources.json, the rendered manifests and user-data; --diff compares with an earlier "
+                    "resources.json; --timeline prints the modeled time to the first GPU job. Exit 0: planned; "
+                    "2: bad settings (every bad field named) or a bad argument.")
     p.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
     p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
     p.add_argument("--out", type=Path, default=None, help="write resources.json, manifests, user-data here")

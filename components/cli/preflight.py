@@ -12,7 +12,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("preflight", help="check a stack's AWS region before `up` (offerings, AMI, quotas)")
+    p = sub.add_parser(
+        "preflight", help="check a stack's AWS region before `up` (offerings, AMI, quotas)",
+        description="Ask the stack's AWS region, read-only, whether `pulumi up` can succeed there: every instance "
+                    "type offered in the zones the subnets use, every pool image and Canonical's AMI resolvable, "
+                    "vCPU quotas for the pools at maxSize. Each finding says what to change or which quota "
+                    "increase to request. Exit 0: nothing blocks; 1: something blocks or could not be checked; "
+                    "2: bad settings or arguments.")
     p.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
     p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
     p.add_argument("--profile", default=None, help="AWS profile (default: the usual AWS credential chain)")

@@ -16,7 +16,12 @@ EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("rebuild-plan", help="offline plan of a DR replacement of a stack in another region")
+    p = sub.add_parser(
+        "rebuild-plan", help="offline plan of a DR replacement of a stack in another region",
+        description="Derive the replacement of a lost region's stack in another region (as `stamp --restore` "
+                    "would: same settings, this region's overrides, Velero reading the old backups), plan both "
+                    "offline and list what differs. Writes nothing unless --out is given. Exit 0: planned; 2: "
+                    "bad settings or arguments.")
     p.add_argument("--from", dest="source", required=True, help="the stack to replace (stacks/Pulumi.<stack>.yaml)")
     p.add_argument("--to", dest="region", required=True, help="the region to rebuild in")
     p.add_argument("--backup-region", default=None,

@@ -18,7 +18,13 @@ EXIT_USAGE = 2
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("stamp", help="create/update one stack per region from a template stack")
+    p = sub.add_parser(
+        "stamp", help="create/update one stack per region from a template stack",
+        description="Write stacks/Pulumi.<template>-<region>.yaml for each region from the template stack and "
+                    "the per-region overrides (docs/stamping.md), validating every region before any file is "
+                    "written, then plan them offline (--offline), preview them (--preview, the default), deploy "
+                    "them (--up) or only report stale files (--check). Files are written atomically; Ctrl-C exits "
+                    "130. Exit 0: every region succeeded; 1: some region failed; 2: bad settings or arguments.")
     p.add_argument("--template", required=True, help="template stack: stacks/Pulumi.<template>.yaml")
     p.add_argument("--regions", required=True, help="comma-separated AWS regions, e.g. us-west-2,eu-central-1")
     mode = p.add_mutually_exclusive_group()

@@ -76,3 +76,15 @@ def test_unknown_stack_exits_2_without_traceback(capsys: pytest.CaptureFixture[s
     assert main(["plan", "--stack", "does-not-exist"]) == 2
     err = capsys.readouterr().err
     assert "Pulumi.does-not-exist.yaml" in err and "does not exist" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["plan", "stamp", "preflight", "rebuild-plan", "upgrade", "smoke"])
+def test_help_says_what_each_command_does_and_its_exit_codes(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    description = text.split("\n\n")[1]  # argparse: usage, blank line, description
+    assert not description.startswith(("options:", "positional")) and len(description.split()) >= 15, text
+    if command in ("plan", "stamp", "preflight", "rebuild-plan"):
+        assert "Exit 0" in text
