@@ -17,7 +17,7 @@ from components.aws.naming import tag_problems
 from components.instance_types import gpu_facts
 from components.settings.load import SettingsError
 from components.settings.model import _Model
-from components.settings.rules import PATH_ARCH, REGION, SSM_PATH, SSM_PATH_MAX, Problem
+from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, path_key, region_problem
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"
@@ -101,8 +101,8 @@ def parameter_name_problems(name: str, arch: str) -> list[str]:
 def _rules(s: ImageSettings) -> Iterator[Problem]:
     for path, region in [(f"{ROOT}.region", s.region)] + [
             (f"{ROOT}.distributionRegions[{i}]", r) for i, r in enumerate(s.distribution_regions)]:
-        if not REGION.match(region):
-            yield path, f"'{_cut(region)}' is not an AWS region name (like eu-west-1)"
+        if why := region_problem(region):
+            yield path, why
     seen = {s.region}
     for i, region in enumerate(s.distribution_regions):
         if region in seen:
@@ -142,7 +142,7 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
 def _path(loc: tuple[int | str, ...]) -> str:
     out = ROOT
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        out += f"[{part}]" if isinstance(part, int) else path_key(part)
     return out
 
 

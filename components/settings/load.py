@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.settings.model import Settings
-from components.settings.rules import ROOT, Problem, check
+from components.settings.rules import ROOT, Problem, check, path_key
 
 PROJECT = "ck8s-gpu"
 SETTINGS_KEY = f"{PROJECT}:settings"
@@ -30,7 +30,7 @@ class SettingsError(Exception):
     def message(self) -> str:
         n = len(self.problems)
         lines = [f"invalid settings in {self.source} ({n} problem{'s' if n != 1 else ''}):"]
-        lines += [f"  {_cut(path, 200)}: {_cut(reason)}" for path, reason in self.problems]
+        lines += [f"  {_cut(_printable(path), 200)}: {_cut(_printable(reason))}" for path, reason in self.problems]
         return "\n".join(lines)
 
 
@@ -39,10 +39,17 @@ def _cut(text: str, limit: int = 500) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
+def _printable(text: str) -> str:
+    """Control characters of a key or value (a newline, \\x1e) escaped: one problem stays one line."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def _path(loc: tuple[int | str, ...]) -> str:
     out = ROOT
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        out += f"[{part}]" if isinstance(part, int) else path_key(part)
     return out
 
 

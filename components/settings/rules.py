@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Callable, Iterator
+from functools import cache
 from urllib.parse import urlsplit
 
 from components import pins
@@ -37,9 +39,41 @@ RESERVED_LABEL_PREFIX = "ck8s-gpu/"
 RESERVED_LABELS = (DRA_NODE_LABEL, SIMULATED_POOL_LABEL)
 
 
+@cache
+def known_regions() -> frozenset[str]:
+    """Every region of every partition botocore knows (its endpoints.json; pinned with boto3)."""
+    import botocore.loaders
+
+    data = botocore.loaders.create_loader().load_data("endpoints")
+    return frozenset(r for partition in data["partitions"] for r in partition["regions"])
+
+
+def region_problem(region: str) -> str | None:
+    """Why `region` cannot be a region to deploy to (None: it can)."""
+    if not REGION.match(region):
+        return f"'{_cut(region)}' is not an AWS region name (like eu-west-1)"
+    if region not in known_regions():
+        import botocore
+
+        return (f"'{region}' is no AWS region botocore {botocore.__version__} knows (a typo, or a region newer "
+                "than the pinned boto3/botocore: update the pin)")
+    return None
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_./-]+$")
+
+
+def path_key(key: object) -> str:
+    """One segment of a field path: `.name` for a plain key (camelCase settings, label keys with
+    their / and .), else `["..."]` (JSON-quoted) so a key with `:`, spaces or control characters
+    cannot make the path ambiguous or split the message."""
+    text = str(key)
+    return f".{text}" if _PLAIN_KEY.match(text) else "[" + json.dumps(text) + "]"
+
+
 def _region(s: Settings) -> Iterator[Problem]:
-    if s.region is not None and not REGION.match(s.region):
-        yield f"{ROOT}.region", f"'{s.region}' is not an AWS region name (like eu-west-1)"
+    if s.region is not None and (why := region_problem(s.region)):
+        yield f"{ROOT}.region", why
     if s.platform == "aws" and s.region is None:
         yield f"{ROOT}.region", "required when platform is aws"
 
@@ -92,7 +126,7 @@ def _pool_labels_and_taints(path: str, p: NodePoolSettings) -> Iterator[Problem]
     """Kubernetes' syntax (the API server refuses the node's own label/taint otherwise) and
     NodeRestriction (nodes label themselves with their kubelet's credentials)."""
     for key, value in p.labels.items():
-        where = f"{path}.labels.{key}"
+        where = f"{path}.labels{path_key(key)}"
         for reason in k8s_syntax.qualified_name_problems(key):
             yield where, f"label key '{_cut(key)}': {reason}"
         for reason in k8s_syntax.label_value_problems(value):
@@ -170,11 +204,29 @@ def _networks(s: Settings) -> Iterator[Problem]:
         for b in range(a + 1, len(items)):
             if items[a][1].overlaps(items[b][1]):
                 yield items[b][0], f"{items[b][1]} overlaps {items[a][0]} ({items[a][1]})"
+    vpc = nets.get(f"{ROOT}.network.vpcCidr")
+    if vpc is not None and (vpc.version != 4 or not 16 <= vpc.prefixlen <= 24):
+        # AWS VPC User Guide, "VPC CIDR blocks": IPv4 primary blocks from /16 to /28; the subnet
+        # plan (components/aws/network.py plan_subnets) cuts quarters and sixteenths: /24 at most.
+        yield (f"{ROOT}.network.vpcCidr", f"{vpc} must be an IPv4 block from /16 to /24 (AWS allows /16-/28 for "
+                                          "a VPC; the subnet plan needs at least a /24)")
+    if s.platform == "kind":
+        for key in ("podCidr", "serviceCidr"):
+            net = nets.get(f"{ROOT}.kubernetes.{key}")
+            if net is not None and net.version != 4:
+                # kind's config (components/kind/config.py) runs ipFamily ipv4: both ranges IPv4.
+                yield f"{ROOT}.kubernetes.{key}", f"{net} must be IPv4 on kind (the cluster runs ipFamily ipv4)"
+    seen: dict[str, int] = {}
     for i, cidr in enumerate(s.network.api_allow_list):
         try:
-            ipaddress.ip_network(cidr)
+            net = ipaddress.ip_network(cidr)
         except ValueError:
-            yield f"{ROOT}.network.apiAllowList[{i}]", f"'{cidr}' is not a valid CIDR"
+            yield f"{ROOT}.network.apiAllowList[{i}]", f"'{_cut(cidr)}' is not a valid CIDR"
+            continue
+        if str(net) in seen:  # one security-group rule per CIDR: a repeat is a second resource, same URN
+            yield (f"{ROOT}.network.apiAllowList[{i}]", f"{net} is already allowed by "
+                                                        f"apiAllowList[{seen[str(net)]}]")
+        seen.setdefault(str(net), i)
     ex = s.network.existing
     if ex is not None and len(ex.private_subnet_ids) < 2:
         yield (f"{ROOT}.network.existing.privateSubnetIds",
@@ -398,14 +450,14 @@ def _platform(s: Settings) -> Iterator[Problem]:
             yield f"{ROOT}.backup.region", "required: backups go to another region than the cluster's"
         elif s.backup.region == s.region:
             yield f"{ROOT}.backup.region", "must differ from settings.region (a regional disaster takes both)"
-        elif not REGION.match(s.backup.region):
-            yield f"{ROOT}.backup.region", f"'{s.backup.region}' is not an AWS region name"
+        elif why := region_problem(s.backup.region):
+            yield f"{ROOT}.backup.region", why
 
 
 def _aws_names(s: Settings) -> Iterator[Problem]:
     """pulumi-aws auto-naming and AWS's name/tag rules (components/aws/naming.py) on every name the
     program would create: the mock plan never runs the provider's Check, and `up` would fail late."""
-    if s.platform != "aws" or s.region is None or not REGION.match(s.region):
+    if s.platform != "aws" or s.region is None or region_problem(s.region):
         return  # _region reports it; names need a real region
     # Imported here: components.aws imports the settings package (cycle at import time).
     from components.aws.inventory import planned_names

@@ -47,7 +47,7 @@ def test_bad_bytes_and_numbers_end_in_one_clean_message(tmp_path: Path, capsys: 
 
 def test_a_huge_bad_value_is_cut_short_in_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _plan(tmp_path, HEAD.encode() + b"    region: " + b"x" * 1_000_000 + b"\n", capsys)
-    assert code == 2 and "settings.region" in out and "more characters)" in out and len(out) < 2_000
+    assert code == 2 and "settings.region" in out and "x..." in out and len(out) < 2_000
 
 
 def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
@@ -64,8 +64,38 @@ def test_an_alias_bomb_is_refused_without_expanding_it(tmp_path: Path) -> None:
     assert f"file: expands to more than {MAX_VALUES} values" in run.stderr and "Traceback" not in run.stderr
 
 
+def test_every_long_reason_is_cut_where_the_message_is_made() -> None:
+    from components.settings.load import SettingsError
+
+    message = SettingsError("x", [("settings.a", "y" * 10_000)]).message
+    assert "(9500 more characters)" in message and len(message) < 700
+
+
 def test_anchors_and_aliases_within_reason_still_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = (HEAD + "    tags: &t {team: ml}\n    gpuStack:\n      addons:\n        kaiScheduler:\n"
             "          values: {podLabels: *t}\n").encode()
     code, out = _plan(tmp_path, body, capsys)
     assert code == 0, out
+
+
+AWS = "config:\n  ck8s-gpu:settings:\n    platform: aws\n    region: eu-west-1\n"
+
+
+@pytest.mark.parametrize(("body", "path", "fragment"), [
+    (AWS + "    network: {vpcCidr: 'fd00::/56'}\n", "settings.network.vpcCidr", "an IPv4 block from /16 to /24"),
+    (AWS + "    network: {vpcCidr: 10.0.0.0/26}\n", "settings.network.vpcCidr", "an IPv4 block from /16 to /24"),
+    (AWS + "    network: {vpcCidr: 10.0.0.0/8}\n", "settings.network.vpcCidr", "AWS allows /16-/28"),
+    (HEAD + "    kubernetes: {podCidr: 'fd00:10::/56'}\n", "settings.kubernetes.podCidr", "must be IPv4 on kind"),
+    (AWS + "    network: {apiAllowList: [203.0.113.0/24, 198.51.100.0/24, 203.0.113.0/24]}\n",
+     "settings.network.apiAllowList[2]", "already allowed by apiAllowList[0]"),
+    (AWS.replace("eu-west-1", "eu-westeros-1"), "settings.region", "no AWS region botocore"),
+    (AWS + "    backup: {region: us-nowhere-2}\n", "settings.backup.region", "no AWS region botocore"),
+])
+def test_settings_the_plan_would_refuse_later_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 body: str, path: str, fragment: str) -> None:
+    """Each of these passed the settings and then crashed the plan (or was accepted and failed at
+    `up`): now the settings name the field."""
+    code, out = _plan(tmp_path, body.encode(), capsys)
+    assert code == 2, out
+    assert f"  {path}: " in out and fragment in out, out
+    assert "Traceback" not in out
