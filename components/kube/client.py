@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import yaml
 from kubernetes import client, config
+
+from components.kube.kubeconfig import parse_kubeconfig
 
 
 def api_client(kubeconfig: str, *, context: str | None = None) -> client.ApiClient:
     """An ApiClient for the kubeconfig text. Raises ValueError with a plain message when unusable."""
-    try:
-        doc: Any = yaml.safe_load(kubeconfig)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"kubeconfig is not valid YAML: {exc}") from None
+    doc = parse_kubeconfig(kubeconfig)
     if not isinstance(doc, dict) or not doc.get("clusters"):
         raise ValueError("kubeconfig has no clusters")
     cfg = client.Configuration()

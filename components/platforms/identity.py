@@ -12,7 +12,7 @@ import base64
 import hashlib
 from typing import Any
 
-import yaml
+from components.kube.kubeconfig import parse_kubeconfig
 
 
 def _current_cluster(doc: dict[str, Any]) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _current_cluster(doc: dict[str, Any]) -> dict[str, Any]:
 
 def cluster_identity(kubeconfig: str) -> str:
     """`ca-<sha256/16>` of the CA certificate; `server-<sha256/16>` of the URL when no CA is inline."""
-    doc = yaml.safe_load(kubeconfig)
+    doc = parse_kubeconfig(kubeconfig)  # never echoes the text: it holds credentials
     if not isinstance(doc, dict):
         raise ValueError("kubeconfig is not a mapping")
     cluster = _current_cluster(doc)
