@@ -432,6 +432,26 @@ def _smoke(s: Settings) -> Iterator[Problem]:
         yield f"{path}.gpus", "the gang case needs at least 2 pods (gpus >= 2): a gang of one proves nothing"
     if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):
         yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
+    yield from _smoke_memory(s)
+
+
+def _smoke_memory(s: Settings) -> Iterator[Problem]:
+    """minMemoryGiB becomes `device.capacity[...].memory >= <N>Gi` (charts/gpu-smoke-test): it must
+    fit the memory the driver PUBLISHES, NVML's framebuffer, which is below the size on the box (an
+    H100 80GB publishes 81559 MiB = 79.6 GiB). Else no device matches and the claims never allocate."""
+    want = s.smoke_test.min_memory_gib
+    if want is None or s.platform == "existing":  # existing: the pools are not ours to know
+        return
+    facts = [(p, f) for p in s.node_pools if (f := pool_gpus(p)) is not None]
+    if not facts or len(facts) < len(s.node_pools):
+        return  # unknown pools are reported by _pools
+    if all(f.memory_mib < want * 1024 for _p, f in facts):
+        published = ", ".join(f"{p.name} ({f.product_name}) publishes {f.memory_mib} MiB = "
+                              f"{f.memory_mib / 1024:.1f} GiB" for p, f in facts)
+        best = max(f.memory_mib for _p, f in facts) // 1024
+        yield (f"{ROOT}.smokeTest.minMemoryGiB",
+               f"{want} GiB matches no GPU: {published} (the driver publishes NVML's framebuffer, below the size on "
+               f"the box; components/instance_types.py); at most {best}")
 
 
 def _mig(s: Settings) -> Iterator[Problem]:

@@ -99,3 +99,22 @@ def test_settings_the_plan_would_refuse_later_are_refused_first(tmp_path: Path, 
     assert code == 2, out
     assert f"  {path}: " in out and fragment in out, out
     assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(("pool", "want", "ok"), [
+    ("p5.48xlarge", 80, False),   # H100 80GB publishes 79.6 GiB
+    ("p5.48xlarge", 79, True),
+    ("g6e.xlarge", 48, False),    # L40S publishes 45.0 GiB
+    ("g6.xlarge", 24, False),     # L4 publishes 22.5 GiB
+    ("g6.xlarge", 22, True),
+])
+def test_min_memory_is_held_against_what_the_driver_publishes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             pool: str, want: int, ok: bool) -> None:
+    body = (AWS + f"    nodePools: [{{name: gpu, instanceType: {pool}}}]\n"
+            f"    smokeTest: {{minMemoryGiB: {want}}}\n").encode()
+    code, out = _plan(tmp_path, body, capsys)
+    if ok:
+        assert code == 0, out
+    else:
+        assert code == 2 and "settings.smokeTest.minMemoryGiB: " in out and "matches no GPU" in out, out
+        assert "NVML's framebuffer" in out

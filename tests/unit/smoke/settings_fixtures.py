@@ -25,7 +25,7 @@ AWS_ALL_CASES: dict[str, Any] = {
                    "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                               {"key": "dedicated", "value": "training", "effect": "NoExecute"}]}],
     "smokeTest": {"gpus": 4, "sharedClaim": True, "gang": True, "mig": True,
-                  "productNamePattern": "^NVIDIA H100.*'s \\d", "minMemoryGiB": 80,
+                  "productNamePattern": "^NVIDIA H100.*'s \\d", "minMemoryGiB": 79,  # an H100 80GB publishes 79.6 GiB
                   "registry": "mirror.internal:5000/dockerhub", "timeoutSeconds": 1200, "trigger": "2026-11-30"},
 }
 

@@ -123,7 +123,7 @@ def test_selectors_become_escaped_cel() -> None:
     exprs = [s["cel"]["expression"] for s in gpu["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]]
     assert exprs == [
         "device.attributes['gpu.nvidia.com'].productName.matches('^NVIDIA H100.*\\'s \\\\d')",
-        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0",
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('79Gi')) >= 0",
     ]
     mig = next(o for o in objs if o["kind"] == "ResourceClaimTemplate" and "-mig-" in o["metadata"]["name"])
     assert mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "mig.nvidia.com"
