@@ -29,6 +29,7 @@ Scheduler = Literal["kai", "default"]
 ClusterCapability = Literal["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 class _Model(BaseModel):
@@ -210,6 +211,10 @@ class SmokeTestSettings(_Model):
     registry: str | None = Field(
         default=None, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$"
     )
+    # Secrets (kubernetes.io/dockerconfigjson) in the smoke namespace that authenticate the pull,
+    # for a mirror that needs credentials. Not created here: the namespace must hold them when the
+    # Jobs start (a secret replicator, or `kubectl create secret docker-registry` after the first up).
+    image_pull_secrets: tuple[str, ...] = Field(default=(), max_length=8)
 
 
 class ExistingNetwork(_Model):

@@ -13,7 +13,7 @@ from components import pins
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
-from components.settings.model import NodePoolSettings, QueueSettings, Settings
+from components.settings.model import DNS_SUBDOMAIN, NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
@@ -432,6 +432,11 @@ def _smoke(s: Settings) -> Iterator[Problem]:
         yield f"{path}.gpus", "the gang case needs at least 2 pods (gpus >= 2): a gang of one proves nothing"
     if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):
         yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
+    for i, secret in enumerate(t.image_pull_secrets):
+        # Secret names are DNS subdomains (k8s.io/apimachinery validation IsDNS1123Subdomain).
+        if len(secret) > 253 or not re.match(DNS_SUBDOMAIN, secret):
+            yield (f"{path}.imagePullSecrets[{i}]", f"'{_cut(secret)}' is no Secret name (lowercase alphanumerics, "
+                                                    "'-' and '.', at most 253 characters)")
     yield from _smoke_memory(s)
 
 

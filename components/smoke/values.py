@@ -65,7 +65,7 @@ def chart_values(
     return {
         "runId": run_id,
         "image": image_values(image, t.registry),
-        "imagePullSecrets": [],
+        "imagePullSecrets": [{"name": n} for n in t.image_pull_secrets],
         "resourceApi": resource_api(facts.kubernetes_minor),
         "deviceClassName": t.device_class,
         "attributeDomain": DRIVER,

@@ -118,3 +118,11 @@ def test_min_memory_is_held_against_what_the_driver_publishes(tmp_path: Path, ca
     else:
         assert code == 2 and "settings.smokeTest.minMemoryGiB: " in out and "matches no GPU" in out, out
         assert "NVML's framebuffer" in out
+
+
+def test_pull_secret_names_are_kubernetes_secret_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = (AWS + "    nodePools: [{name: gpu, instanceType: g6.xlarge}]\n"
+            "    smokeTest: {imagePullSecrets: [mirror-pull, Mirror_Pull]}\n").encode()
+    code, out = _plan(tmp_path, body, capsys)
+    assert code == 2 and "settings.smokeTest.imagePullSecrets[1]: 'Mirror_Pull' is no Secret name" in out, out
+    assert "imagePullSecrets[0]" not in out

@@ -26,7 +26,8 @@ AWS_ALL_CASES: dict[str, Any] = {
                               {"key": "dedicated", "value": "training", "effect": "NoExecute"}]}],
     "smokeTest": {"gpus": 4, "sharedClaim": True, "gang": True, "mig": True,
                   "productNamePattern": "^NVIDIA H100.*'s \\d", "minMemoryGiB": 79,  # an H100 80GB publishes 79.6 GiB
-                  "registry": "mirror.internal:5000/dockerhub", "timeoutSeconds": 1200, "trigger": "2026-11-30"},
+                  "registry": "mirror.internal:5000/dockerhub", "imagePullSecrets": ["mirror-pull"],
+                  "timeoutSeconds": 1200, "trigger": "2026-11-30"},
 }
 
 LOCAL: dict[str, Any] = {
