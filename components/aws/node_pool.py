@@ -109,6 +109,8 @@ class GpuNodePool(pulumi.ComponentResource):
                 aws.autoscaling.GroupTagArgs(key=k, value=v, propagate_at_launch=False)
                 for k, v in sorted(tags.items())
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(grants)),
+            # An autoscaler owns the desired capacity: `up` must not scale the pool back.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(grants),
+                                        ignore_changes=["desiredCapacity"] if pool.ignore_scaling_changes else None),
         )
         self.register_outputs({"group": self.group.name, "launchTemplate": self.launch_template.id})

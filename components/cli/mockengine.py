@@ -43,6 +43,7 @@ class Recorded:
     protect: bool = False
     retain_on_delete: bool = False
     timeouts: dict[str, str] = field(default_factory=dict)
+    ignore_changes: list[str] = field(default_factory=list)
     raw_inputs: dict[str, Any] = field(default_factory=dict, repr=False)  # unmasked, in-process only
 
     def to_json(self) -> dict[str, Any]:
@@ -122,6 +123,7 @@ class RecordingMonitor(pmocks.MockMonitor):
                 protect=request.protect,
                 retain_on_delete=request.retainOnDelete,
                 timeouts=timeouts,
+                ignore_changes=list(request.ignoreChanges),
                 raw_inputs=raw,
             )
         )

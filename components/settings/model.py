@@ -121,6 +121,9 @@ class NodePoolSettings(_Model):
     # image's kernel must have NVIDIA's image); docs/adr/0018 lists what the image must hold.
     # Other platforms make no nodes and ignore it.
     ami: str | None = None
+    # aws: leave the group's desired capacity to an autoscaler (Cluster Autoscaler, Karpenter-like
+    # tools, people): `up` sets it on create and never resets it (pulumi-eks' ignoreScalingChanges).
+    ignore_scaling_changes: bool = False
 
 
 class AddonSettings(_Model):
