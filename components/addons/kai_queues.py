@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.addons.base import Addon, AddonContext
-from components.addons.kai_scheduler import NAMESPACE
-from components.settings.model import QueueResource, QueueSettings
+from components.addons.kai_scheduler import FALLBACK_QUEUE, NAMESPACE
+from components.settings.model import QueueResource, QueueSettings, Settings
 
 
 def _resource(r: QueueResource) -> dict[str, float]:
@@ -45,8 +45,26 @@ def _order(queues: tuple[QueueSettings, ...]) -> list[QueueSettings]:
     return out
 
 
+def with_fallback(queues: tuple[QueueSettings, ...]) -> tuple[QueueSettings, ...]:
+    """The tree plus KAI's fallback leaf (FALLBACK_QUEUE) when the settings name none: under the
+    first top-level queue, with no quota, so unlabelled work runs on what no queue's quota holds
+    and is the first to be reclaimed. Settings that define it keep theirs (rules: it must be a leaf)."""
+    if any(q.name == FALLBACK_QUEUE for q in queues):
+        return queues
+    roots = sorted(q.name for q in queues if q.parent is None)
+    zero = QueueResource(quota=0, limit=-1, over_quota_weight=1)
+    fallback = QueueSettings(name=FALLBACK_QUEUE, parent=roots[0] if roots else None,
+                             display_name="Workloads without a queue label (KAI's fallback)",
+                             gpu=zero, cpu=zero, memory=zero)
+    return (*queues, fallback)
+
+
+def effective_queues(settings: Settings) -> tuple[QueueSettings, ...]:
+    return with_fallback(settings.queues)
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
-    return {"queues": [queue_values(q) for q in _order(ctx.settings.queues)]}
+    return {"queues": [queue_values(q) for q in _order(effective_queues(ctx.settings))]}
 
 
 ADDON = Addon(

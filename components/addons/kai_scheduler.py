@@ -14,6 +14,12 @@ from components.settings.model import Settings
 NAMESPACE = "kai-scheduler"
 SCHEDULER_NAME = "kai-scheduler"
 QUEUE_LABEL = "kai.scheduler/queue"
+# The queue KAI's podgrouper gives a workload without a queue label (KAI v0.17.0
+# pkg/podgrouper/podgrouper/plugins/constants/constants.go DefaultQueueName, used by
+# defaultgrouper/default_grouper.go CalcPodGroupQueue). Its chart would create it (values
+# defaultQueue.createDefaultQueue), but we leave the tree to kai-queues: components/addons/kai_queues.py
+# adds this leaf when settings.queues has none, so unlabelled pods are scheduled, not stuck Pending.
+FALLBACK_QUEUE = "default-queue"
 # From v0.17 the kai-config Config object can be a regular release object instead of the
 # post-install hook's out-of-release apply.
 INLINE_CONFIG_SINCE = (0, 17, 0)

@@ -402,6 +402,18 @@ def _queues(s: Settings) -> Iterator[Problem]:
                    f"{detail}, above queue '{name}' GPU quota {parent.gpu.quota:g}")
 
 
+def _fallback_queue(s: Settings) -> Iterator[Problem]:
+    """KAI gives a workload without a queue label the queue `default-queue` (components/addons/
+    kai_scheduler.py FALLBACK_QUEUE); only leaf queues schedule, so a user-defined one must be a leaf."""
+    from components.addons.kai_scheduler import FALLBACK_QUEUE
+
+    parents = {q.parent for q in s.queues if q.parent is not None}
+    for i, q in enumerate(s.queues):
+        if q.name == FALLBACK_QUEUE and q.name in parents:
+            yield (f"{ROOT}.queues[{i}].name", f"'{FALLBACK_QUEUE}' is where KAI puts workloads without a queue "
+                                               "label: it must be a leaf queue (no queue may name it as parent)")
+
+
 def leaf_queues(s: Settings) -> set[str]:
     parents = {q.parent for q in s.queues if q.parent is not None}
     return {q.name for q in s.queues if q.name not in parents}
@@ -521,7 +533,7 @@ def _longest_environment(s: Settings) -> int:
 
 RULES: tuple[Rule, ...] = (
     _region, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _driver, _addon_versions,
-    _addon_repositories, _queues, _smoke, _mig, _platform, _aws_names,
+    _addon_repositories, _queues, _fallback_queue, _smoke, _mig, _platform, _aws_names,
 )
 
 

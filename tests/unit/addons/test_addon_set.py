@@ -128,7 +128,7 @@ def test_release_inputs_are_readable_and_pinned(aws: PlanRun) -> None:
     assert dra["values"]["resourceApiVersion"] == "resource.k8s.io/v1"
     queues = res["gpu-kai-queues"].inputs
     assert queues["chart"].endswith("charts/kai-queues") and "version" not in queues
-    assert [q["name"] for q in queues["values"]["queues"]] == ["gpu-root", "default", "smoke-test"]
+    assert [q["name"] for q in queues["values"]["queues"]] == ["gpu-root", "default", "default-queue", "smoke-test"]
 
 
 def test_namespaces_carry_pod_security_labels(aws: PlanRun) -> None:

@@ -92,7 +92,8 @@ def test_queue_objects_follow_the_settings() -> None:
         {"name": "smoke-test", "parent": "org", "priority": 100, "gpu": {"quota": 1, "limit": 2}},
     ]), release="kai-queues", namespace="kai-scheduler")
     by_name = {o["metadata"]["name"]: o for o in objects}
-    assert set(by_name) == {"org", "smoke-test"}
+    assert set(by_name) == {"org", "smoke-test", "default-queue"}  # KAI's fallback leaf joins the tree
+    assert by_name["default-queue"]["spec"]["parentQueue"] == "org"
     assert by_name["smoke-test"]["spec"]["parentQueue"] == "org"
     assert by_name["smoke-test"]["spec"]["priority"] == 100
     assert by_name["smoke-test"]["spec"]["resources"]["gpu"] == {"quota": 1, "limit": 2, "overQuotaWeight": 1}

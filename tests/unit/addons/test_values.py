@@ -118,15 +118,32 @@ def test_queues_parents_first_with_all_fields() -> None:
         {"name": "smoke-test", "parent": "org", "gpu": {"quota": 0}},
     ])
     queues = final_values(kai_queues.ADDON, s)["queues"]
-    assert [q["name"] for q in queues] == ["org", "smoke-test", "team-a", "team-b"]
+    # KAI's fallback leaf (components/addons/kai_scheduler.py FALLBACK_QUEUE) joins under the root.
+    assert [q["name"] for q in queues] == ["org", "default-queue", "smoke-test", "team-a", "team-b"]
     assert queues[0] == {
         "name": "org", "displayName": "Org", "priority": 10,
         "resources": {"gpu": {"quota": 8, "limit": -1, "overQuotaWeight": 1},
                       "cpu": {"quota": -1, "limit": -1, "overQuotaWeight": 1},
                       "memory": {"quota": -1, "limit": -1, "overQuotaWeight": 1}},
     }
-    assert queues[3]["parent"] == "org"
-    assert queues[3]["resources"]["gpu"] == {"quota": 2, "limit": 4, "overQuotaWeight": 2}
+    assert queues[4]["parent"] == "org"
+    assert queues[4]["resources"]["gpu"] == {"quota": 2, "limit": 4, "overQuotaWeight": 2}
+    assert queues[1]["parent"] == "org" and queues[1]["resources"]["gpu"]["quota"] == 0
+
+
+def test_a_defined_fallback_queue_is_kept_and_must_be_a_leaf() -> None:
+    """Pods without a kai.scheduler/queue label go to `default-queue` (KAI's podgrouper): the tree
+    keeps a stack's own definition of it, and refuses one that has children."""
+    own = [{"name": "org", "gpu": {"quota": 8}}, {"name": "smoke-test", "parent": "org", "gpu": {"quota": 1}},
+           {"name": "default-queue", "parent": "org", "gpu": {"quota": 2}}]
+    queues = final_values(kai_queues.ADDON, settings(queues=own))["queues"]
+    assert [q["name"] for q in queues].count("default-queue") == 1
+    assert next(q for q in queues if q["name"] == "default-queue")["resources"]["gpu"]["quota"] == 2
+    from components.settings.load import SettingsError
+
+    with pytest.raises(SettingsError) as err:
+        settings(queues=[*own, {"name": "team", "parent": "default-queue"}])
+    assert "settings.queues[2].name" in err.value.message and "must be a leaf" in err.value.message
 
 
 @pytest.mark.parametrize("allocation", ["dra", "device-plugin"])
