@@ -13,7 +13,7 @@ from components.policies.aws_nodes import ENCRYPTED_VOLUMES, IMDSV2_REQUIRED, NO
 from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
 from components.policies.iam import NO_WILDCARD_IAM
 from components.policies.namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
-from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_SSH
+from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_INGRESS_SET, NO_WORLD_SSH
 from components.policies.secrets import NO_PLAINTEXT_SECRETS, USER_DATA_WITHOUT_SECRETS
 from components.policies.stack import PROD_PROTECTS_DR_STATE, PROD_SINGLE_CONTROL_PLANE, SMOKE_TEST_REQUIRED
 
@@ -23,6 +23,7 @@ POLICIES: tuple[Policy, ...] = (
     IMDSV2_REQUIRED,
     ENCRYPTED_VOLUMES,
     NO_WORLD_INGRESS,
+    NO_WORLD_INGRESS_SET,
     NO_WORLD_SSH,
     NO_WILDCARD_IAM,
     NO_PLAINTEXT_SECRETS,

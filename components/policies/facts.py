@@ -35,10 +35,11 @@ class StackFacts:
     backup_region: str | None
     # Chart mirrors the stack declares (gpuStack.addons.<x>.repository): allowed like the pins'.
     chart_mirrors: tuple[str, ...] = ()
+    production: bool = False  # settings.production, or the environment name (Settings.is_production)
 
     @property
     def prod(self) -> bool:
-        return self.environment == "prod"
+        return self.production
 
     @property
     def gpu_stack(self) -> bool:
@@ -61,6 +62,7 @@ class StackFacts:
             backup_region=s.backup.region if s.backup else None,
             chart_mirrors=tuple(sorted({a.repository for _, a in s.gpu_stack.addons.by_key()
                                         if a.repository is not None})),
+            production=s.is_production,
         )
 
 

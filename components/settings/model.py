@@ -265,9 +265,17 @@ class KindSettings(_Model):
     cluster_name: str = Field(default="ck8s-gpu", pattern=DNS_LABEL)
 
 
+# Environment names that mean production when `production` is not set (components/policies read
+# Settings.is_production, never the name): the spellings teams use for it.
+PRODUCTION_NAMES = ("prod", "production", "prd", "live")
+
+
 class Settings(_Model):
     platform: Platform
     environment: str = Field(default="dev", pattern=DNS_LABEL)
+    # Whether the production guardrails apply (protection, backups, 3 control planes, no spot, no
+    # world-open API). Unset: true for the environment names in PRODUCTION_NAMES. Say it explicitly.
+    production: bool | None = None
     region: str | None = None
     kubernetes: KubernetesSettings = KubernetesSettings()
     control_plane: ControlPlaneSettings = ControlPlaneSettings()
@@ -288,6 +296,10 @@ class Settings(_Model):
             smoke = self.smoke_test.model_copy(update={"enabled": self.gpu_stack.allocation == "dra"})
             object.__setattr__(self, "smoke_test", smoke)
         return self
+
+    @property
+    def is_production(self) -> bool:
+        return self.production if self.production is not None else self.environment in PRODUCTION_NAMES
 
     @property
     def cluster_name(self) -> str:

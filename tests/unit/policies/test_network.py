@@ -1,9 +1,14 @@
+import pytest
+
 from components.policies.network import (
     INGRESS_RULE,
     NO_WORLD_INGRESS,
     NO_WORLD_SSH,
     SECURITY_GROUP,
     SECURITY_GROUP_RULE,
+    Ingress,
+    is_world,
+    world_union_problems,
 )
 from tests.unit.policies.helpers import facts, violations
 
@@ -63,3 +68,60 @@ def test_ssh_from_private_ranges_or_other_ports_passes() -> None:
     assert violations(NO_WORLD_SSH, INGRESS_RULE, ingress("0.0.0.0/0", 22, "udp")) == []
     assert violations(NO_WORLD_SSH, INGRESS_RULE, {"ipProtocol": "tcp", "fromPort": 22, "toPort": 22,
                                                    "cidrIpv4": "<computed>"}) == []
+
+
+# --- meaning, not spelling (issue 14) ----------------------------------------------------------
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0", "0.0.0.0/1", "::/1", "2000::/3", "0000:0000::/0",
+                                  "0.0.0.0/0.0.0.0"])
+def test_every_spelling_of_the_whole_internet_is_world(cidr: str) -> None:
+    assert is_world(cidr), cidr
+    assert violations(NO_WORLD_INGRESS, INGRESS_RULE, ingress(cidr, 443), facts=facts())
+
+
+@pytest.mark.parametrize("cidr", ["10.0.0.0/8", "203.0.113.0/24", "100.64.0.0/10", "52.0.0.0/8", "fd00::/8",
+                                  "2001:db8::/32", "128.0.0.0/2"])
+def test_ranges_short_of_most_of_the_internet_are_not(cidr: str) -> None:
+    assert not is_world(cidr), cidr
+
+
+def _rules(*cidrs: str, port: int = 6443) -> list[tuple[str, Ingress]]:
+    return [(f"api-{i}", Ingress("rule", "tcp", port, port, c)) for i, c in enumerate(cidrs)]
+
+
+PUBLIC_8S = [f"{i}.0.0.0/8" for i in range(1, 224) if i not in (10, 100, 127, 169, 172, 192, 198, 203)]
+
+
+@pytest.mark.parametrize("cidrs", [
+    ("0.0.0.0/1", "128.0.0.0/1"),
+    ("::/1", "8000::/1"),
+    tuple(PUBLIC_8S),
+    ("0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2"),
+])
+def test_narrow_rules_that_together_open_the_internet_violate(cidrs: tuple[str, ...]) -> None:
+    found = world_union_problems(_rules(*cidrs), facts(environment="prod",
+                                                       network={"apiAllowList": list(cidrs)}))
+    assert found and "of the public address space through" in found[0]
+    # Outside production, an API allow-list that declares exactly those ranges is accepted, as a
+    # declared 0.0.0.0/0 is; other ports never are.
+    dev = facts(network={"apiAllowList": list(cidrs)})
+    assert world_union_problems(_rules(*cidrs), dev) == []
+    assert world_union_problems(_rules(*cidrs, port=10250), dev)
+
+
+def test_a_few_offices_together_are_fine() -> None:
+    assert world_union_problems(_rules("203.0.113.0/24", "198.51.100.0/24", "52.94.0.0/16"), facts()) == []
+
+
+def test_an_all_ports_rule_counts_toward_every_port() -> None:
+    rules = [("a", Ingress("rule", "-1", 0, 0, "0.0.0.0/1")), ("b", Ingress("rule", "tcp", 22, 22, "128.0.0.0/1"))]
+    assert any("tcp/22" in p for p in world_union_problems(rules, facts()))
+
+
+@pytest.mark.parametrize(("settings", "prod"), [
+    ({"environment": "prod"}, True), ({"environment": "production"}, True), ({"environment": "prd"}, True),
+    ({"environment": "live"}, True), ({"environment": "eu-main", "production": True}, True),
+    ({"environment": "prod", "production": False}, False), ({"environment": "staging"}, False),
+])
+def test_production_is_a_setting_the_policies_read(settings: dict[str, object], prod: bool) -> None:
+    assert facts(**settings).prod is prod
