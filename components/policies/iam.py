@@ -9,6 +9,7 @@ AWS-managed admin policies arrive through `*PolicyAttachment.policyArn` and `Rol
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -30,8 +31,18 @@ ATTACHMENT_TYPES = {
     "aws:iam/policyAttachment:PolicyAttachment",
 }
 ROLE = "aws:iam/role:Role"
-# AWS-managed policies that are `*` on `*` in all but name.
-ADMIN_POLICIES = ("/AdministratorAccess", "/PowerUserAccess", "/IAMFullAccess")
+# AWS-managed policies that are `*` on `*` in all but name (any partition: the ARN's tail decides).
+ADMIN_POLICIES = ("/AdministratorAccess", "/AdministratorAccess-Amplify", "/AdministratorAccess-AWSElasticBeanstalk",
+                  "/PowerUserAccess", "/IAMFullAccess")
+# Judged by what a pattern MATCHES, as IAM does (case-insensitive `*` and `?`; IAM User Guide, "IAM
+# JSON policy elements: Action" and "Resource"): an action no policy names on purpose, and an ARN of
+# a service that does not exist yet. A pattern that matches them matches everything.
+ANY_ACTION = "zzznewservice:ZzzNewAction"
+ANY_ARN = "arn:aws:zzznewservice:zz-new-1:123456789012:thing/zzz"
+# Actions that let a principal grant itself anything else (IAM privilege escalation): allowed on
+# every resource they are as good as `*`.
+ESCALATION = ("iam:AttachRolePolicy", "iam:AttachUserPolicy", "iam:PutRolePolicy", "iam:PutUserPolicy",
+              "iam:CreatePolicyVersion", "iam:UpdateAssumeRolePolicy", "iam:CreateAccessKey", "iam:PassRole")
 
 
 def documents(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -47,8 +58,22 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if is_seq(value) else [value]
 
 
+def matches(pattern: str, value: str) -> bool:
+    """IAM wildcard matching: `*` any run, `?` one character, case-insensitive, everything else literal."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, flags=re.IGNORECASE | re.DOTALL) is not None
+
+
 def _wild_action(action: Any) -> bool:
-    return action in ("*", "*:*")
+    return isinstance(action, str) and matches(action, ANY_ACTION)
+
+
+def _escalating(actions: list[Any]) -> list[str]:
+    return [e for e in ESCALATION if any(isinstance(a, str) and matches(a, e) for a in actions)]
+
+
+def _wild_resource(resource: Any) -> bool:
+    return isinstance(resource, str) and (resource == "*" or matches(resource, ANY_ARN))
 
 
 def statement_problem(statement: Mapping[str, Any]) -> str | None:
@@ -56,14 +81,18 @@ def statement_problem(statement: Mapping[str, Any]) -> str | None:
     unbounded: they grant everything except a list, including whatever AWS adds later."""
     if statement.get("Effect") != "Allow":
         return None
-    if any(_wild_action(a) for a in _as_list(statement.get("Action"))):
-        actions = "Action '*'"
+    listed = _as_list(statement.get("Action"))
+    if wild := [a for a in listed if _wild_action(a)]:
+        actions = f"Action '{wild[0]}'" + ("" if wild[0] == "*" else " (every action)")
     elif "NotAction" in statement:
         actions = "NotAction (every action but a list)"
+    elif escalating := _escalating(listed):
+        actions = f"{', '.join(escalating)} (lets it grant itself anything)"
     else:
         return None
-    if "*" in _as_list(statement.get("Resource")):
-        return f"allows {actions} on Resource '*'"
+    if wild_resource := [r for r in _as_list(statement.get("Resource")) if _wild_resource(r)]:
+        shown = wild_resource[0]
+        return f"allows {actions} on Resource '{shown}'" + ("" if shown == "*" else " (every resource)")
     if "NotResource" in statement:
         return f"allows {actions} on NotResource (every resource but a list)"
     return None
@@ -89,8 +118,33 @@ def document_problems(where: str, document: Any) -> list[str]:
     return problems
 
 
+def trust_problems(document: Any) -> list[str]:
+    """A role anyone in any account may assume: Allow, a `*` principal, no Condition."""
+    if document is None or is_unknown(document):
+        return []
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except json.JSONDecodeError:
+            return ["assumeRolePolicy is not valid JSON; it cannot be reviewed"]
+    problems = []
+    for i, st in enumerate(_as_list(document.get("Statement")) if isinstance(document, Mapping) else []):
+        if not isinstance(st, Mapping) or st.get("Effect") != "Allow" or st.get("Condition"):
+            continue
+        principal = st.get("Principal")
+        values = [principal] if isinstance(principal, str) else [
+            v for vs in (principal or {}).values() for v in _as_list(vs)] if isinstance(principal, Mapping) else []
+        # IAM allows no partial wildcard in a principal ("*" alone): IAM User Guide, "Principal".
+        if "*" in values:
+            problems.append(f"assumeRolePolicy Statement[{i}] lets any principal of any account assume the role "
+                            "(Principal '*' without a Condition)")
+    return problems
+
+
 def wildcard_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
     problems = [p for where, doc in documents(resource_type, props) for p in document_problems(where, doc)]
+    if resource_type == ROLE:
+        problems += trust_problems(props.get("assumeRolePolicy"))
     arns = [props.get("policyArn")] if resource_type in ATTACHMENT_TYPES else []
     if resource_type == ROLE:
         arns += items(props, "managedPolicyArns")

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from components.policies.iam import NO_WILDCARD_IAM
 from tests.unit.policies.helpers import violations
 
@@ -64,3 +66,51 @@ def test_bucket_policies_are_documents_too() -> None:
     assert violations(NO_WILDCARD_IAM, "aws:s3/bucketPolicy:BucketPolicy", {"policy": tls_only}) == []
     public = doc({"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*"})
     assert violations(NO_WILDCARD_IAM, "aws:s3/bucketPolicy:BucketPolicy", {"policy": public})
+
+
+# --- meaning, not spelling (issue 14) ----------------------------------------------------------
+
+@pytest.mark.parametrize("action", ["*", "*:*", "**", "?*", "*:?*", "*:*Action*", "*Z*"])
+def test_every_spelling_of_every_action_on_every_resource_violates(action: str) -> None:
+    for resource in ("*", "arn:*", "arn:aws:*", "arn:*:*:*:*:*", "arn:aws:*:*:*:*"):
+        found = violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+            {"Effect": "Allow", "Action": [action], "Resource": resource})})
+        assert found, (action, resource)
+
+
+@pytest.mark.parametrize("action", ["iam:*", "IAM:Put*", "iam:Attach*Policy", "iam:CreatePolicyVersion",
+                                    "iam:PassRole", "iam:?ut*"])
+def test_privilege_escalation_on_every_resource_violates(action: str) -> None:
+    found = violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Effect": "Allow", "Action": action, "Resource": "*"})})
+    assert found and "grant itself anything" in found[0]
+    scoped = doc({"Effect": "Allow", "Action": action, "Resource": "arn:aws:iam::123456789012:role/ci-*"})
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": scoped}) == []
+
+
+@pytest.mark.parametrize("resource", ["arn:aws:s3:::*", "arn:aws:ec2:*:*:instance/*"])
+def test_a_service_wide_resource_is_not_every_resource(resource: str) -> None:
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": resource})}) == []
+
+
+@pytest.mark.parametrize("arn", ["arn:aws:iam::aws:policy/AdministratorAccess",
+                                 "arn:aws-us-gov:iam::aws:policy/AdministratorAccess",
+                                 "arn:aws:iam::aws:policy/AdministratorAccess-Amplify",
+                                 "arn:aws:iam::aws:policy/PowerUserAccess", "arn:aws:iam::aws:policy/IAMFullAccess"])
+def test_managed_policies_that_grant_the_same_violate(arn: str) -> None:
+    assert violations(NO_WILDCARD_IAM, "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+                      {"policyArn": arn, "role": "r"})
+
+
+@pytest.mark.parametrize(("principal", "condition", "bad"), [
+    ("*", None, True), ({"AWS": "*"}, None, True), ({"AWS": ["arn:aws:iam::123456789012:root", "*"]}, None, True),
+    ({"AWS": "*"}, {"StringEquals": {"aws:PrincipalOrgID": "o-abc"}}, False),
+    ({"Service": "ec2.amazonaws.com"}, None, False),
+])
+def test_a_role_anyone_may_assume_violates(principal: object, condition: object, bad: bool) -> None:
+    statement: dict[str, object] = {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": principal}
+    if condition:
+        statement["Condition"] = condition
+    found = violations(NO_WILDCARD_IAM, "aws:iam/role:Role", {"assumeRolePolicy": doc(statement)})
+    assert bool(found) is bad, found
