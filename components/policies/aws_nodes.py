@@ -42,10 +42,24 @@ def imdsv2_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
     if tokens != "required":
         # Without session tokens any SSRF in a pod can read the node role's credentials.
         return [f"metadataOptions.httpTokens is {tokens!r}; set it to 'required' (IMDSv2 only)"]
+    hops = get(props, "metadataOptions.httpPutResponseHopLimit")
+    if not is_unknown(hops) and hops != 1:
+        # A token response that survives 2 hops reaches containers behind the node's bridge: every
+        # pod could read the node role's credentials (EC2 User Guide, "Configure the instance
+        # metadata options": hop limit 1 keeps the token on the host). Unset leaves it to the AMI.
+        return [f"metadataOptions.httpPutResponseHopLimit is {hops!r}; set it to 1 so pods cannot fetch the "
+                "node role's credentials"]
     return []
 
 
+# Root device names of the images nodes boot: Canonical's Ubuntu (/dev/sda1) and Amazon Linux /
+# most others (/dev/xvda). A mapping for another device leaves the root volume to the AMI.
+ROOT_DEVICES = ("/dev/sda1", "/dev/xvda")
+
+
 def _encrypted(value: Any) -> bool | None:
+    """True, False, or None when the plan cannot know (unknown). Absent is False: every volume
+    says `encrypted` explicitly (the account's default encryption is a setting someone can turn off)."""
     if is_unknown(value):
         return None
     return truthy_flag(value) is True
@@ -64,11 +78,13 @@ def volume_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
             if _encrypted(get(dev, "encrypted")) is False:
                 problems.append(f"ebsBlockDevices[{i}].encrypted is not true")
     elif resource_type == LAUNCH_TEMPLATE:
-        mappings = [m for m in items(props, "blockDeviceMappings") if get(m, "ebs") is not None]
-        if not mappings:
-            problems.append("no blockDeviceMappings with ebs: the root volume comes from the AMI snapshot, "
-                            "unencrypted; map the root device with ebs.encrypted: 'true'")
-        for i, mapping in enumerate(items(props, "blockDeviceMappings")):
+        mappings = items(props, "blockDeviceMappings")
+        roots = [m for m in mappings if get(m, "deviceName") in ROOT_DEVICES and get(m, "ebs") is not None]
+        if not roots:
+            problems.append(f"no blockDeviceMappings entry with ebs for the root device ({' or '.join(ROOT_DEVICES)}): "
+                            "the root volume comes from the AMI snapshot, unencrypted; map it with ebs.encrypted: "
+                            "'true'")
+        for i, mapping in enumerate(mappings):
             ebs = get(mapping, "ebs")
             if isinstance(ebs, Mapping) and _encrypted(ebs.get("encrypted")) is False:
                 problems.append(f"blockDeviceMappings[{i}] ({get(mapping, 'deviceName')}).ebs.encrypted is not 'true'")

@@ -103,12 +103,44 @@ def validate_pod_security(args: StackValidationArgs, report_violation: ReportVio
 
 # --- smoke-test isolation ----------------------------------------------------------------------
 
-def is_default_deny(obj: Mapping[str, Any]) -> bool:
-    """A NetworkPolicy selecting every pod of its namespace for both ingress and egress."""
+def _selects_all(obj: Mapping[str, Any]) -> bool:
     selector = get(obj, "spec.podSelector")
-    selects_all = selector is None or (isinstance(selector, Mapping) and not any(selector.values()))
+    return selector is None or (isinstance(selector, Mapping) and not any(selector.values()))
+
+
+def is_default_deny(obj: Mapping[str, Any]) -> bool:
+    """A NetworkPolicy selecting every pod of its namespace for both ingress and egress AND allowing
+    nothing: rules are allow-lists (networking.k8s.io/v1 NetworkPolicySpec), so `ingress: [{}]` with
+    the same selector and types is allow-all, not deny-all."""
     types = set(items(obj, "spec.policyTypes"))
-    return selects_all and {"Ingress", "Egress"} <= types
+    return (_selects_all(obj) and {"Ingress", "Egress"} <= types
+            and not items(obj, "spec.ingress") and not items(obj, "spec.egress"))
+
+
+def _peer_is_anyone(peer: Any) -> bool:
+    """A peer that matches everything: `namespaceSelector: {}` alone (every pod of every namespace)
+    or an ipBlock of the whole internet (components/policies/network.py is_world)."""
+    from components.policies.network import is_world
+
+    if not isinstance(peer, Mapping):
+        return False
+    ns, pods, block = peer.get("namespaceSelector"), peer.get("podSelector"), peer.get("ipBlock")
+    if isinstance(block, Mapping):
+        return isinstance(block.get("cidr"), str) and is_world(block["cidr"]) and not block.get("except")
+    return isinstance(ns, Mapping) and not any(ns.values()) and not (isinstance(pods, Mapping) and any(pods.values()))
+
+
+def opens_up(obj: Mapping[str, Any]) -> str | None:
+    """Why this NetworkPolicy lets traffic into or out of the namespace from anywhere (None: it does
+    not). Policies are additive: one such rule undoes a default-deny beside it."""
+    for direction, peers_key in (("ingress", "from"), ("egress", "to")):
+        for i, rule in enumerate(items(obj, f"spec.{direction}")):
+            peers = items(rule, peers_key) if isinstance(rule, Mapping) else []
+            if not peers:
+                return f"spec.{direction}[{i}] has no `{peers_key}`: every source is allowed"
+            if any(_peer_is_anyone(p) for p in peers):
+                return f"spec.{direction}[{i}] allows every namespace or the whole internet"
+    return None
 
 
 def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
@@ -135,15 +167,21 @@ def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
 def smoke_isolation_problem(resources: Iterable[tuple[str, Mapping[str, Any]]], namespace: str) -> str | None:
     """None when `namespace` has a default-deny NetworkPolicy, as a resource or inside a release
     of a local chart into that namespace. Input: (type, props)."""
+    policies: list[Mapping[str, Any]] = []
     for rtype, props in resources:
-        if rtype == NETWORK_POLICY and get(props, "metadata.namespace") == namespace and is_default_deny(props):
-            return None
+        if rtype == NETWORK_POLICY and get(props, "metadata.namespace") == namespace:
+            policies.append(props)
         if rtype in HELM_TYPES and props.get("namespace") == namespace:
-            for obj in _rendered_objects(props):
-                if obj.get("kind") == "NetworkPolicy" and is_default_deny(obj):
-                    return None
-    return (f"no default-deny NetworkPolicy (podSelector {{}}, policyTypes Ingress+Egress) in the smoke-test "
-            f"namespace {namespace}: its pods hold GPUs and need no network")
+            policies += [obj for obj in _rendered_objects(props) if obj.get("kind") == "NetworkPolicy"]
+    for obj in policies:
+        if (why := opens_up(obj)) is not None:
+            name = get(obj, "metadata.name")
+            return (f"NetworkPolicy {name} opens the smoke-test namespace {namespace}: {why} (policies add up: "
+                    "it undoes the default-deny)")
+    if any(is_default_deny(obj) for obj in policies):
+        return None
+    return (f"no default-deny NetworkPolicy (podSelector {{}}, policyTypes Ingress+Egress, no rules) in the "
+            f"smoke-test namespace {namespace}: its pods hold GPUs and need no network")
 
 
 def validate_smoke_isolation(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -1,5 +1,7 @@
 import base64
 
+import pytest
+
 from components.policies.aws_nodes import (
     ENCRYPTED_VOLUMES,
     IMDSV2_REQUIRED,
@@ -25,7 +27,8 @@ def launch_template(**over: object) -> dict[str, object]:
 
 def test_imdsv2_required_passes_and_violates() -> None:
     assert violations(IMDSV2_REQUIRED, LAUNCH_TEMPLATE, launch_template()) == []
-    assert violations(IMDSV2_REQUIRED, INSTANCE, {"metadataOptions": {"httpTokens": "required"}}) == []
+    hardened = {"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1}}
+    assert violations(IMDSV2_REQUIRED, INSTANCE, hardened) == []
     bad = violations(IMDSV2_REQUIRED, LAUNCH_TEMPLATE, launch_template(metadataOptions={"httpTokens": "optional"}))
     assert len(bad) == 1 and "'optional'" in bad[0]
     # Absent metadata options mean AWS's default, which allows IMDSv1.
@@ -81,3 +84,28 @@ def test_spot_declared_in_settings_is_reported_without_resources() -> None:
         ("node pool gpu has capacityType spot: spot GPUs are reclaimed with two minutes' notice, "
          "mid-training or mid-inference", None)
     ]
+
+
+@pytest.mark.parametrize("mappings", [
+    [{"deviceName": "/dev/sdb", "ebs": {"encrypted": "true", "volumeSize": 500}}],  # data volume only
+    [{"deviceName": "/dev/sda1", "noDevice": ""}, {"deviceName": "/dev/sdf", "ebs": {"encrypted": "true"}}],
+    [{"deviceName": "/dev/sda1", "ebs": {"volumeSize": 200}}],  # root mapped, encryption left to the account
+])
+def test_only_an_encrypted_root_mapping_covers_the_root_volume(mappings: list[dict[str, object]]) -> None:
+    """Any mapping used to satisfy the rule (issue 14); the root device itself must be mapped and
+    encrypted, or the root volume is the AMI's snapshot as it is."""
+    assert violations(ENCRYPTED_VOLUMES, LAUNCH_TEMPLATE, launch_template(blockDeviceMappings=mappings))
+
+
+def test_an_amazon_linux_root_device_counts_too() -> None:
+    root = {"deviceName": "/dev/xvda", "ebs": {"encrypted": "true"}}
+    assert violations(ENCRYPTED_VOLUMES, LAUNCH_TEMPLATE, launch_template(blockDeviceMappings=[root])) == []
+
+
+@pytest.mark.parametrize(("hops", "ok"), [(1, True), (2, False), (64, False), (None, False)])
+def test_the_metadata_hop_limit_keeps_tokens_on_the_host(hops: object, ok: bool) -> None:
+    options: dict[str, object] = {"httpTokens": "required"}
+    if hops is not None:
+        options["httpPutResponseHopLimit"] = hops
+    found = violations(IMDSV2_REQUIRED, LAUNCH_TEMPLATE, launch_template(metadataOptions=options))
+    assert (found == []) is ok, found

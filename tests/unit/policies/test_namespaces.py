@@ -86,6 +86,35 @@ def test_partial_or_misplaced_policies_violate(policy: dict[str, Any]) -> None:
     assert len(found) == 1 and "gpu-smoke-test" in found[0][0]
 
 
+ALLOW_ALL_SPELLINGS = [
+    {"ingress": [{}], "egress": [{}]},  # the deny-all shape with empty rules: allow-all
+    {"ingress": [{"from": [{"namespaceSelector": {}}]}]},
+    {"egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]},
+    {"egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/1"}}, {"ipBlock": {"cidr": "128.0.0.0/1"}}]}]},
+]
+
+
+@pytest.mark.parametrize("rules", ALLOW_ALL_SPELLINGS)
+def test_a_policy_that_allows_everything_is_no_default_deny(rules: dict[str, Any]) -> None:
+    """Rules are allow-lists and policies add up: an allow-all beside (or instead of) the deny-all
+    opens the namespace, however it is spelled (issue 14)."""
+    allow = {"metadata": {"name": "allow", "namespace": "gpu-smoke-test"},
+             "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], **rules}}
+    alone = stack_violations(SMOKE_TEST_ISOLATED, [res(NETWORK_POLICY, allow)], facts())
+    beside = stack_violations(SMOKE_TEST_ISOLATED, [res(NETWORK_POLICY, DENY_ALL), res(NETWORK_POLICY, allow)],
+                              facts())
+    for found in (alone, beside):
+        assert len(found) == 1 and "gpu-smoke-test" in found[0][0], found
+
+
+def test_a_narrow_allow_rule_beside_the_deny_all_is_fine() -> None:
+    dns = {"metadata": {"name": "dns", "namespace": "gpu-smoke-test"},
+           "spec": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": [
+               {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}]}]}}
+    assert stack_violations(SMOKE_TEST_ISOLATED, [res(NETWORK_POLICY, DENY_ALL), res(NETWORK_POLICY, dns)],
+                            facts()) == []
+
+
 def test_a_local_chart_release_may_carry_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     rendered: list[tuple[str, str]] = []
 

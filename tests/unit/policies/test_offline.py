@@ -24,7 +24,8 @@ def program() -> None:
     aws.ec2.LaunchTemplate(
         "nodes",
         user_data=base64.b64encode(f"#cloud-config\nwrite_files:\n- content: |\n    {KEY}".encode()).decode(),
-        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(http_tokens="required"),
+        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            http_tokens="required", http_put_response_hop_limit=1),
         block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
             device_name="/dev/sda1", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(encrypted="true"))],
     )

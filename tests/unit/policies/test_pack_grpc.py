@@ -76,7 +76,7 @@ def test_lists_arrive_as_proxies_and_are_still_read(analyzer: analyzer_pb2_grpc.
     sg = {"ingress": [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["10.0.0.0/8", "0.0.0.0/0"]}]}
     failed = {d.policyName for d in analyze(analyzer, "aws:ec2/securityGroup:SecurityGroup", sg).diagnostics}
     assert {"no-world-ingress", "no-world-ssh"} <= failed
-    lt = {"metadataOptions": {"httpTokens": "required"},
+    lt = {"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1},
           "blockDeviceMappings": [{"deviceName": "/dev/sda1", "ebs": {"encrypted": "false"}}]}
     failed = {d.policyName for d in analyze(analyzer, "aws:ec2/launchTemplate:LaunchTemplate", lt).diagnostics}
     assert failed == {"encrypted-volumes"}
