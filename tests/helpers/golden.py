@@ -15,6 +15,8 @@ GOLDEN_ROOT = Path(__file__).resolve().parent.parent / "golden"
 def assert_golden(path: Path, text: str) -> None:
     path = path if path.is_absolute() else GOLDEN_ROOT / path
     if os.environ.get("UPDATE_GOLDEN") == "1":
+        if os.environ.get("CI") == "true":  # CI compares; a regenerated golden would pass anything
+            raise AssertionError("UPDATE_GOLDEN=1 is refused with CI=true: regenerate golden files locally")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         return

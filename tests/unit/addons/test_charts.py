@@ -7,6 +7,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
+# helm-python-sdk is a pinned dependency (pyproject.toml): its absence is a broken install, never a skip.
+import helm_python
 import kubernetes_validate
 import pytest
 import yaml
@@ -17,8 +19,6 @@ from components.charts import chart_dir, render
 from tests.helpers.golden import assert_golden
 from tests.helpers.k8s_schema import VERSIONS, schema_errors
 from tests.unit.addons.helpers import settings
-
-helm_python = pytest.importorskip("helm_python", reason="helm-python-sdk (the real Helm library) is not installed")
 
 # Custom resources with no upstream schema; every other kind must validate strictly.
 CRD_KINDS = {("scheduling.run.ai/v2", "Queue"), ("monitoring.coreos.com/v1", "PrometheusRule"),
