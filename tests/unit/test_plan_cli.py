@@ -53,7 +53,7 @@ def test_diff_reports_exactly_the_changes_between_two_variants(
         "~ ck8s-gpu:index:SmokeTest$pulumi-python:dynamic/ck8s-gpu:SmokeRun::smoke-test-run",
     ]
     assert "    inputs.values.queues[1].resources.gpu.quota: 2 -> 3" in report
-    assert "    inputs.values.queues[2].resources.gpu.quota: 2 -> 1" in report
+    assert "    inputs.values.queues[3].resources.gpu.quota: 2 -> 1" in report  # [2] is KAI's fallback default-queue
     assert "    inputs.values.gpus: 2 -> 1" in report
     assert report[-1] == "0 to add, 3 to change, 0 to remove"
 
