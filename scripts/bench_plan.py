@@ -63,7 +63,7 @@ def _measure(stack: str, mode: str) -> dict[str, Any]:
     """Runs in a fresh process: plan (real program) or floor (bare SDK, same type counts)."""
     import pulumi
 
-    from components.cli.mockengine import run_program
+    from components.plan.mockengine import run_program
     from components.plan.run import PROJECT_DIR, offline_config
     from components.settings.load import settings_from_config
 

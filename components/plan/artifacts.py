@@ -14,7 +14,7 @@ import yaml
 from components import PROJECT_DIR
 from components.atomic import write_text_atomic
 from components.charts import CHARTS_DIR, render
-from components.cli.mockengine import MASK, Recorded
+from components.plan.mockengine import MASK, Recorded
 from components.plan.portable import portable
 from components.plan.run import Plan
 from components.plan.tree import counts

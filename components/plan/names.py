@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from components.aws.naming import NAME_RULES, name_problems, tag_problems
-from components.cli.mockengine import Recorded
+from components.plan.mockengine import Recorded
 
 Problem = tuple[str, str]
 AWS_PROVIDER = "pulumi:providers:aws"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from components import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
-from components.cli.mockengine import PlanRun, Recorded, run_program
+from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.plan.names import recorded_problems
 from components.settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file, settings_from_config
 from components.settings.model import Settings

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from components.cli.mockengine import Recorded
 from components.plan.artifacts import RELEASE, local_chart, user_data
 from components.plan.durations import DURATIONS, Duration
+from components.plan.mockengine import Recorded
 from components.plan.run import Plan
 
 SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"

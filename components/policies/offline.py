@@ -31,7 +31,7 @@ from components.policies.facts import StackFacts
 from components.policies.secrets import STACK
 
 if TYPE_CHECKING:
-    from components.cli.mockengine import Recorded
+    from components.plan.mockengine import Recorded
     from components.plan.run import Plan
 
 MASK = "[secret]"  # the mock engine's mask for secret values (components/cli/mockengine.py)

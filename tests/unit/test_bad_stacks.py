@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from components.cli.main import main
-from components.cli.mockengine import RecordingMonitor, run_program
+from components.plan.mockengine import RecordingMonitor, run_program
 from components.plan.run import PROJECT_DIR
 from components.settings.load import read_stack_file
 

@@ -9,8 +9,8 @@ import traceback
 import pytest
 
 from components import PROJECT_DIR
-from components.cli.mockengine import run_program
 from components.kube.client import api_client
+from components.plan.mockengine import run_program
 from components.platforms.identity import cluster_identity
 from components.settings.load import read_stack_file
 

@@ -6,7 +6,7 @@ import json
 
 import pulumi
 
-from components.cli.mockengine import MASK, run_program
+from components.plan.mockengine import MASK, run_program
 
 
 class Box(pulumi.ComponentResource):
@@ -72,3 +72,23 @@ def test_additional_secret_outputs_come_back_secret() -> None:
     seen = {"copy": "copy" in user.secret_paths, "other": "other" in user.secret_paths}
     assert seen == {"copy": True, "other": False}
     assert user.inputs["copy"] == MASK
+
+
+def test_the_old_import_path_still_works() -> None:
+    """components/cli/mockengine.py is a shim: scripts and notebooks that import it keep working."""
+    from components.cli import mockengine as old
+    from components.plan import mockengine as new
+
+    assert old.run_program is new.run_program and old.RecordingMonitor is new.RecordingMonitor
+
+
+def test_the_plan_does_not_import_the_cli() -> None:
+    """Layering (issue 15): cli calls plan, never the other way round."""
+    import ast
+
+    from components import PROJECT_DIR
+
+    for f in sorted((PROJECT_DIR / "components" / "plan").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("components.cli"), f"{f.name} imports {node.module}"

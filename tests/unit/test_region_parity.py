@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from components.cli.mockengine import run_program
 from components.dr.backup_target import BackupTarget
 from components.plan.artifacts import resources_document
 from components.plan.diff import diff_resources, format_diff
+from components.plan.mockengine import run_program
 from components.plan.run import PROJECT_DIR, offline_config, plan_config, stack_file
 from components.settings.load import SETTINGS_KEY, read_stack_file, settings_from_config
 from components.settings.model import Settings

@@ -9,8 +9,8 @@ import pulumi_kubernetes as k8s
 
 from components.addons.base import Addon, AddonContext
 from components.addons.graph import install_graph
-from components.cli.mockengine import PlanRun, Recorded
 from components.cluster import ClusterFacts, cluster_facts
+from components.plan.mockengine import PlanRun, Recorded
 from components.settings import Settings, parse_settings
 
 TRACKS = ("1.32-classic", "1.33-classic", "1.34-classic", "1.35-classic", "1.36-classic")

@@ -8,7 +8,7 @@ import pulumi
 import pytest
 
 from components.addons.addon_set import AddonSet
-from components.cli.mockengine import MASK, PlanRun, run_program
+from components.plan.mockengine import MASK, PlanRun, run_program
 from components.settings import Settings
 from tests.unit.addons.helpers import StandInCluster, ancestors, by_name, settings
 

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from components.addons.addon_set import AddonSet
-from components.cli.mockengine import run_program
 from components.plan import artifacts
+from components.plan.mockengine import run_program
 from components.plan.run import Plan, offline_config, stack_file
 from components.settings.load import KUBECONFIG_KEY, read_stack_file, settings_from_config
 

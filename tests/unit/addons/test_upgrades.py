@@ -14,7 +14,7 @@ from components.addons.catalog import ADDONS, BY_NAME
 from components.addons.crds import BY_CHART, CRD_HANDLING
 from components.addons.graph import AddonGraphError, install_graph
 from components.charts import chart_version
-from components.cli.mockengine import PlanRun, run_program
+from components.plan.mockengine import PlanRun, run_program
 from components.policies.facts import StackFacts
 from components.policies.helm import HELM_RELEASE_PINNED, RELEASE
 from components.policies.offline import resource_args

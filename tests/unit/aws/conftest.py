@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.cli.mockengine import PlanRun, Recorded, run_program
 from components.plan.artifacts import user_data
+from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.settings.load import parse_settings, read_stack_file
 from components.settings.model import Settings
 

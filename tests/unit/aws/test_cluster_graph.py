@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.cli.mockengine import MASK, PlanRun, Recorded
+from components.plan.mockengine import MASK, PlanRun, Recorded
 from components.settings.load import SettingsError
 from tests.unit.addons.helpers import ancestors
 from tests.unit.aws.conftest import AWS_STACKS, of_type, run_cluster, settings_for, user_data_by_name
@@ -389,7 +389,7 @@ def test_kubeconfig_export_is_masked() -> None:
     import pulumi
 
     from components.aws import AwsCluster
-    from components.cli.mockengine import run_program
+    from components.plan.mockengine import run_program
 
     settings = settings_for("aws-dev")
 

@@ -12,8 +12,8 @@ import pytest
 
 from components.aws.inventory import api_lb_name, mint_document_name, planned_names
 from components.aws.naming import NAME_RULES, name_problems, physical_name, tag_problems
-from components.cli.mockengine import PlanRun, Recorded, RecordingMonitor
 from components.plan import run as plan_run
+from components.plan.mockengine import PlanRun, Recorded, RecordingMonitor
 from components.plan.names import has_name_input, recorded_problems
 from components.settings.load import SETTINGS_KEY, SettingsError, parse_settings, read_stack_file
 from components.settings.model import Settings

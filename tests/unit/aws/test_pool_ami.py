@@ -8,7 +8,7 @@ from typing import Any
 import pulumi.runtime.mocks as pmocks
 
 from components.aws.ami import ssm_parameter
-from components.cli.mockengine import PlanMocks, PlanRun, Recorded
+from components.plan.mockengine import PlanMocks, PlanRun, Recorded
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.cli.mockengine import PlanRun
+from components.plan.mockengine import PlanRun
 from tests.helpers.golden import GOLDEN_ROOT, assert_golden
 from tests.unit.aws.conftest import AWS_STACKS, settings_for, user_data_by_name
 

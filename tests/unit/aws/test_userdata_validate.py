@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.aws import userdata as ud
-from components.cli.mockengine import PlanRun
+from components.plan.mockengine import PlanRun
 from tests.unit.aws.conftest import AWS_STACKS, run_cluster, settings_for, user_data_by_name
 from tests.unit.aws.tools import cloud_init_schema, shellcheck
 

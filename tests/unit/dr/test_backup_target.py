@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.cli.mockengine import MASK, Recorded, run_program
 from components.dr.backup_target import BackupTarget, backup_target_needed
+from components.plan.mockengine import MASK, Recorded, run_program
 from components.settings.model import Settings
 
 

@@ -8,8 +8,8 @@ import copy
 from functools import cache
 from pathlib import Path
 
-from components.cli.mockengine import MASK, Recorded
 from components.plan import artifacts
+from components.plan.mockengine import MASK, Recorded
 from components.plan.run import Plan, plan_config, plan_stack, stack_file
 from components.settings.load import SETTINGS_KEY, read_stack_file
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from components import PROJECT_DIR, pins
-from components.cli.mockengine import PlanRun, Recorded, RecordingMonitor, run_program
 from components.images.document import document_problems
 from components.images.settings import image_settings_from_config
+from components.plan.mockengine import PlanRun, Recorded, RecordingMonitor, run_program
 from components.plan.names import recorded_problems
 from components.settings.load import load_stack
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from components.cli.mockengine import Recorded
 from components.plan.durations import DURATIONS, Duration, table_problems
+from components.plan.mockengine import Recorded
 from components.plan.timeline import DRIVER_MODES, step_key
 
 # Rows that rest (partly) on an estimate. Adding one is a decision: find a source first.

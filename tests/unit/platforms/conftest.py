@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.cli import mockengine
+from components.plan import mockengine
 
 KIND_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nkind-mock-ca\n-----END CERTIFICATE-----\n").decode()
 KIND_KUBECONFIG = f"""apiVersion: v1

@@ -13,7 +13,7 @@ import pulumi
 import pytest
 
 from components import k8s_ready as r
-from components.cli.mockengine import run_program
+from components.plan.mockengine import run_program
 from tests.unit.platforms.fake_api import TOKEN, FakeApi, node, node_list
 
 REPO = Path(__file__).resolve().parents[3]

@@ -10,8 +10,8 @@ import pytest
 
 from components import k8s_ready
 from components import k8s_wait as w
-from components.cli.mockengine import run_program
 from components.k8s_ready import HttpResult
+from components.plan.mockengine import run_program
 from tests.unit.platforms.fake_api import FakeApi
 
 POLICY = w.Target("nvidia.com/v1", "ClusterPolicy", "cluster-policy", None, "{.status.state}", "ready")

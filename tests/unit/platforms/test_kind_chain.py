@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.cli.mockengine import Recorded
+from components.plan.mockengine import Recorded
 from components.plan.run import Plan, plan_stack
 from tests.unit.platforms.conftest import patch_kind_stdout
 

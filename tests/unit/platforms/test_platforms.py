@@ -13,9 +13,9 @@ import pulumi
 import pytest
 import yaml
 
-from components.cli.mockengine import Recorded, run_program
 from components.kind import commands
 from components.kind.config import render_kind_config
+from components.plan.mockengine import Recorded, run_program
 from components.platforms import make_cluster
 from components.platforms.identity import cluster_identity
 from components.settings import parse_settings

@@ -8,7 +8,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 
-from components.cli.mockengine import run_program
+from components.plan.mockengine import run_program
 from components.policies.offline import evaluate, from_records
 from tests.unit.policies.helpers import facts
 

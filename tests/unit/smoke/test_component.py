@@ -11,8 +11,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.cli.mockengine import PlanRun, Recorded, run_program
 from components.cluster import ClusterFacts, cluster_facts
+from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.settings.model import Settings
 from components.smoke import provider as prov
 from components.smoke.component import TYPE, SmokeTest, chart_path
