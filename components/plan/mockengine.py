@@ -205,6 +205,11 @@ def run_program(
     # A fresh root stack per run, so exports of an earlier run in this process never leak in.
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    # A run that failed leaves its RPCs and pending outputs (tasks of its own, now closed, loop) in
+    # the SDK's global settings; the next run's wait_for_rpcs would await them for ever. Clear them
+    # as the SDK's own `pulumi.runtime.test` decorator does (pulumi/runtime/mocks.py).
+    pulumi_settings.SETTINGS.rpc_manager.clear()
+    pulumi_settings.SETTINGS.outputs.clear()
     wire = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     pulumi.runtime.set_all_config(wire, secret_keys or [])
     root = pulumi.runtime.get_root_resource()

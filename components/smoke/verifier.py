@@ -91,8 +91,8 @@ class _View:
             self.events.setdefault((str(about.get("kind", "")), str(about.get("name", ""))), []).append(e)
         for found in self.events.values():
             found.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+        self._parsed: dict[str, probe.ProbeOutput] = {}  # log text -> parsed once (parsed_log)
         # Claim versions that held an allocation, per claim (history, then the recorded last one).
-        self._parsed: dict[str, probe.ProbeOutput] = {}
         self.versions: dict[str, list[Obj]] = {}
         for entry in snap.claim_history:
             obj = entry.get("object") or {}
