@@ -98,17 +98,22 @@ def statement_problem(statement: Mapping[str, Any]) -> str | None:
     return None
 
 
-def document_problems(where: str, document: Any) -> list[str]:
+def _parsed(where: str, document: Any) -> tuple[Mapping[str, Any] | None, list[str]]:
+    """A policy document as a mapping (None: unknown, absent or not a mapping), or why it is unreadable."""
     if document is None or is_unknown(document):
-        return []
+        return None, []
     if isinstance(document, str):
         try:
             document = json.loads(document)
         except json.JSONDecodeError:
-            return [f"{where} is not valid JSON; it cannot be reviewed"]
-    if not isinstance(document, Mapping):
-        return []
-    problems = []
+            return None, [f"{where} is not valid JSON; it cannot be reviewed"]
+    return (document if isinstance(document, Mapping) else None), []
+
+
+def document_problems(where: str, raw: Any) -> list[str]:
+    document, problems = _parsed(where, raw)
+    if document is None:
+        return problems
     for i, statement in enumerate(_as_list(document.get("Statement"))):
         if isinstance(statement, Mapping):
             problem = statement_problem(statement)
@@ -118,17 +123,10 @@ def document_problems(where: str, document: Any) -> list[str]:
     return problems
 
 
-def trust_problems(document: Any) -> list[str]:
+def trust_problems(raw: Any) -> list[str]:
     """A role anyone in any account may assume: Allow, a `*` principal, no Condition."""
-    if document is None or is_unknown(document):
-        return []
-    if isinstance(document, str):
-        try:
-            document = json.loads(document)
-        except json.JSONDecodeError:
-            return ["assumeRolePolicy is not valid JSON; it cannot be reviewed"]
-    problems = []
-    for i, st in enumerate(_as_list(document.get("Statement")) if isinstance(document, Mapping) else []):
+    document, problems = _parsed("assumeRolePolicy", raw)
+    for i, st in enumerate(_as_list(document.get("Statement")) if document is not None else []):
         if not isinstance(st, Mapping) or st.get("Effect") != "Allow" or st.get("Condition"):
             continue
         principal = st.get("Principal")

@@ -10,9 +10,10 @@ import pulumi
 import pytest
 
 from components.cli.main import main
-from components.plan.mockengine import RecordingMonitor, run_program
+from components.plan.mockengine import run_program
 from components.plan.run import PROJECT_DIR
 from components.settings.load import read_stack_file
+from tests.helpers.registrations import resources_only, watch_registrations
 
 BAD = Path(__file__).resolve().parent.parent / "data" / "bad_stacks"
 FILES = sorted(BAD.glob("Pulumi.*.yaml"))
@@ -60,14 +61,7 @@ def test_plan_notes_deploy_time_problems(path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize("path", FILES, ids=stack_name)
 def test_program_registers_nothing_on_bad_settings(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    recorded: list[object] = []
-    original = RecordingMonitor.RegisterResource
-
-    def spy(self: RecordingMonitor, request: object) -> object:
-        recorded.append(request)
-        return original(self, request)
-
-    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+    recorded = watch_registrations(monkeypatch)
     with pytest.raises(pulumi.RunError) as err:
         run_program(
             lambda: runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__"),
@@ -75,4 +69,4 @@ def test_program_registers_nothing_on_bad_settings(path: Path, monkeypatch: pyte
             stack=stack_name(path),
         )
     assert expected_paths(path)[0] in str(err.value)
-    assert [r for r in recorded if getattr(r, "type", "") != "pulumi:pulumi:Stack"] == []
+    assert resources_only(recorded) == []

@@ -13,9 +13,10 @@ import yaml
 from components import PROJECT_DIR, pins
 from components.images.document import document_problems
 from components.images.settings import image_settings_from_config
-from components.plan.mockengine import PlanRun, Recorded, RecordingMonitor, run_program
+from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.plan.names import recorded_problems
 from components.settings.load import load_stack
+from tests.helpers.registrations import resources_only, watch_registrations
 
 PROGRAM = PROJECT_DIR / "images" / "__main__.py"
 STACKS = sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml"))
@@ -88,19 +89,12 @@ def test_manual_rebuild_has_no_schedule_and_no_first_build_when_asked() -> None:
 
 
 def test_bad_settings_register_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    recorded: list[object] = []
-    original = RecordingMonitor.RegisterResource
-
-    def spy(self: RecordingMonitor, request: object) -> object:
-        recorded.append(request)
-        return original(self, request)
-
-    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+    recorded = watch_registrations(monkeypatch)
     with pytest.raises(pulumi.RunError) as err:
         _run({"ck8s-gpu-images:image": {"region": "eu-west-1", "driverBranch": "470", "subnetId": "subnet-x"}})
     message = str(err.value)
     assert "image.driverBranch" in message and "image.subnetId" in message and "Traceback" not in message
-    assert [r for r in recorded if getattr(r, "type", "") != "pulumi:pulumi:Stack"] == []
+    assert resources_only(recorded) == []
 
 
 def test_aws_dev_pools_boot_the_image_the_committed_image_stack_publishes() -> None:
