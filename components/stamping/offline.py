@@ -9,6 +9,8 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,15 +60,21 @@ def plan_regions(
     jobs = [_Job(s.stack, s.region, s.config, str(out) if out else None) for s in stamped]
     start = time.monotonic()
     context = multiprocessing.get_context("spawn")
-    pool = context.Pool(processes=parallel, initializer=_ignore_sigint, maxtasksperchild=1)
+    # ProcessPoolExecutor, not multiprocessing.Pool: a worker that dies (OOM, a crash) fails the
+    # batch with BrokenProcessPool instead of leaving map() waiting for ever.
+    pool = ProcessPoolExecutor(max_workers=parallel, mp_context=context, max_tasks_per_child=1,
+                               initializer=_ignore_sigint)
     try:
-        outcomes = pool.map(_plan, jobs, chunksize=1)
-        pool.close()
+        outcomes = list(pool.map(_plan, jobs))
+    except BrokenProcessPool as exc:  # a worker was killed: every region of the batch is reported failed
+        why = f"a planning worker died ({exc}); out of memory? re-run with --parallel 1"
+        outcomes = [(False, 0, {}, why) for _ in jobs]
     except BaseException:  # Ctrl-C (or anything else): stop every worker now, then let it propagate
-        pool.terminate()
+        for worker in multiprocessing.active_children():
+            worker.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
-    finally:
-        pool.join()
+    pool.shutdown()
     elapsed = time.monotonic() - start
     return [
         RegionResult(

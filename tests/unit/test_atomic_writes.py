@@ -91,3 +91,28 @@ def test_ctrl_c_during_stamp_offline_exits_130_and_stops_every_worker(tmp_path: 
     assert _group(proc.pid) == []  # no worker of the group is left
     for f in tmp_path.glob("Pulumi.aws-prod-*.yaml"):  # any stack file written is whole
         assert isinstance(yaml.safe_load(f.read_text()), dict)
+
+
+def test_a_killed_planning_worker_fails_the_batch_instead_of_hanging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """multiprocessing.Pool waits for ever when a worker dies mid-task; ProcessPoolExecutor raises
+    BrokenProcessPool, which stamp reports as a failed batch (components/stamping/offline.py)."""
+    from concurrent.futures.process import BrokenProcessPool
+    from typing import Any
+
+    from components.stamping import offline
+
+    class DyingPool:
+        def __init__(self, *_a: Any, **_k: Any) -> None:
+            pass
+
+        def map(self, *_a: Any) -> Any:
+            raise BrokenProcessPool("A process in the process pool was terminated abruptly")
+
+        def shutdown(self, *_a: Any, **_k: Any) -> None:
+            pass
+
+    monkeypatch.setattr(offline, "ProcessPoolExecutor", DyingPool)
+    stamped = [type("S", (), {"stack": f"t-{r}", "region": r, "config": {}})() for r in ("us-east-2", "us-west-1")]
+    results = offline.plan_regions(stamped, parallel=2, file_actions={})  # type: ignore[arg-type]
+    assert [r.ok for r in results] == [False, False]
+    assert all("planning worker died" in r.error and "--parallel 1" in r.error for r in results)
