@@ -128,13 +128,7 @@ def is_world(cidr: str) -> bool:
 
 
 def _declared(cidr: str, facts: StackFacts) -> bool:
-    def net(c: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
-        try:
-            return ipaddress.ip_network(c, strict=False)
-        except ValueError:
-            return None
-
-    return net(cidr) is not None and net(cidr) in {net(c) for c in facts.api_allow_list}
+    return _net(cidr) is not None and _net(cidr) in {_net(c) for c in facts.api_allow_list}
 
 
 def world_ingress_problems(resource_type: str, props: Mapping[str, Any], facts: StackFacts | None) -> list[str]:

@@ -68,6 +68,13 @@ def qualified_name_problems(value: str) -> list[str]:
                                   "start and end with an alphanumeric character")
 
 
+def dns_subdomain_problems(value: str) -> list[str]:
+    """Why `value` is not a DNS-1123 subdomain (validation.go IsDNS1123Subdomain): Secret names, ..."""
+    return _format_problems(value, DNS1123_SUBDOMAIN_MAX, _DNS1123_SUBDOMAIN, "",
+                            "must consist of lowercase alphanumeric characters, '-' or '.', and must start and end "
+                            "with an alphanumeric character")
+
+
 def label_value_problems(value: str) -> list[str]:
     return _format_problems(value, LABEL_VALUE_MAX, _LABEL_VALUE, "",
                             "a label value must be empty or consist of alphanumeric characters, '-', '_' or '.', "

@@ -29,7 +29,6 @@ Scheduler = Literal["kai", "default"]
 ClusterCapability = Literal["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 class _Model(BaseModel):

@@ -13,7 +13,7 @@ from components import pins
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
-from components.settings.model import DNS_SUBDOMAIN, NodePoolSettings, QueueSettings, Settings
+from components.settings.model import NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
@@ -407,9 +407,9 @@ def _fallback_queue(s: Settings) -> Iterator[Problem]:
     kai_scheduler.py FALLBACK_QUEUE); only leaf queues schedule, so a user-defined one must be a leaf."""
     from components.addons.kai_scheduler import FALLBACK_QUEUE
 
-    parents = {q.parent for q in s.queues if q.parent is not None}
+    leaves = leaf_queues(s)
     for i, q in enumerate(s.queues):
-        if q.name == FALLBACK_QUEUE and q.name in parents:
+        if q.name == FALLBACK_QUEUE and q.name not in leaves:
             yield (f"{ROOT}.queues[{i}].name", f"'{FALLBACK_QUEUE}' is where KAI puts workloads without a queue "
                                                "label: it must be a leaf queue (no queue may name it as parent)")
 
@@ -446,9 +446,8 @@ def _smoke(s: Settings) -> Iterator[Problem]:
         yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
     for i, secret in enumerate(t.image_pull_secrets):
         # Secret names are DNS subdomains (k8s.io/apimachinery validation IsDNS1123Subdomain).
-        if len(secret) > 253 or not re.match(DNS_SUBDOMAIN, secret):
-            yield (f"{path}.imagePullSecrets[{i}]", f"'{_cut(secret)}' is no Secret name (lowercase alphanumerics, "
-                                                    "'-' and '.', at most 253 characters)")
+        for reason in k8s_syntax.dns_subdomain_problems(secret):
+            yield f"{path}.imagePullSecrets[{i}]", f"'{_cut(secret)}' is no Secret name: {reason}"
     yield from _smoke_memory(s)
 
 
