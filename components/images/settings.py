@@ -15,9 +15,9 @@ from pydantic import Field, ValidationError
 from components import pins
 from components.aws.naming import tag_problems
 from components.instance_types import gpu_facts
-from components.settings.load import SettingsError
+from components.settings.load import SettingsError, field_path, pydantic_reason
 from components.settings.model import _Model
-from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, path_key, region_problem
+from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, region_problem
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"
@@ -76,21 +76,17 @@ def default_parameter_name(arch: str, branch: str, modules: str) -> str:
     return f"{PARAMETER_PREFIX}gpu-node/ubuntu-24.04/{arch}/nvidia-{branch}-server-{modules}"
 
 
-def _cut(value: str, limit: int = 80) -> str:
-    return value if len(value) <= limit else value[:limit] + "..."
-
-
 def parameter_name_problems(name: str, arch: str) -> list[str]:
     """AWS SSM PutParameter / Image Builder SsmParameterConfiguration rules for the published name."""
     out: list[str] = []
     if not SSM_PATH.match(name) or len(name) > SSM_PATH_MAX:
-        out.append(f"'{_cut(name)}' is not an SSM parameter path (/a/b/c: a-zA-Z0-9_.- between slashes, "
+        out.append(f"'{cut(name)}' is not an SSM parameter path (/a/b/c: a-zA-Z0-9_.- between slashes, "
                    f"at most 15 levels, {SSM_PATH_MAX} characters)")
         return out
     first = name.split("/")[1].lower()
     if first.startswith(("aws", "ssm")):
         # AWS SSM PutParameter Name: "can't be prefixed with aws or ssm (case-insensitive)".
-        out.append(f"'{_cut(name)}': parameter names cannot begin with 'aws' or 'ssm' (any case)")
+        out.append(f"'{cut(name)}': parameter names cannot begin with 'aws' or 'ssm' (any case)")
     named = {PATH_ARCH[level] for level in name.split("/") if level in PATH_ARCH}
     if named and arch not in named:
         out.append(f"the path names {'/'.join(sorted(named))} but the image is {arch}: pools check that word "
@@ -109,11 +105,11 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
             yield f"{ROOT}.distributionRegions[{i}]", f"'{region}' is listed twice (region counts too)"
         seen.add(region)
     if not re.fullmatch(r"\d{3}", s.driver_branch) or int(s.driver_branch) < MIN_DRIVER_BRANCH:
-        yield (f"{ROOT}.driverBranch", f"'{_cut(s.driver_branch)}' is not a driver branch of {MIN_DRIVER_BRANCH} or "
+        yield (f"{ROOT}.driverBranch", f"'{cut(s.driver_branch)}' is not a driver branch of {MIN_DRIVER_BRANCH} or "
                "newer (three digits, like 595; DRA needs 580+, docs/adr/0007)")
     facts = gpu_facts(s.build_instance_type)
     if facts is None:
-        yield (f"{ROOT}.buildInstanceType", f"'{_cut(s.build_instance_type)}' is not a GPU instance type of "
+        yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance_type)}' is not a GPU instance type of "
                "components/instance_types.py: the image's test phase runs nvidia-smi on it")
     else:
         from components.aws.ami import arch_for_instance_type  # components.aws imports settings (cycle)
@@ -131,19 +127,12 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
                "subnetId and securityGroupIds go together (Image Builder needs both to place the build "
                "instance; neither uses the region's default VPC)")
     if s.subnet_id is not None and not SUBNET_ID.match(s.subnet_id):
-        yield f"{ROOT}.subnetId", f"'{_cut(s.subnet_id)}' is not a subnet id (subnet- and 8 or 17 hex characters)"
+        yield f"{ROOT}.subnetId", f"'{cut(s.subnet_id)}' is not a subnet id (subnet- and 8 or 17 hex characters)"
     for i, sg in enumerate(s.security_group_ids):
         if not SG_ID.match(sg):
-            yield f"{ROOT}.securityGroupIds[{i}]", f"'{_cut(sg)}' is not a security group id"
+            yield f"{ROOT}.securityGroupIds[{i}]", f"'{cut(sg)}' is not a security group id"
     for reason in tag_problems(s.tags):
         yield f"{ROOT}.tags", reason
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    out = ROOT
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else path_key(part)
-    return out
 
 
 def parse_image_settings(raw: Any, source: str) -> ImageSettings:
@@ -152,10 +141,8 @@ def parse_image_settings(raw: Any, source: str) -> ImageSettings:
     try:
         settings = ImageSettings.model_validate(raw)
     except ValidationError as exc:
-        raise SettingsError(source, [
-            (_path(e["loc"]), "unknown setting (check the spelling; settings are camelCase)"
-             if e["type"] == "extra_forbidden" else "required" if e["type"] == "missing" else str(e["msg"]))
-            for e in exc.errors()]) from None
+        raise SettingsError(source, [(field_path(e["loc"], ROOT), pydantic_reason(e)) for e in exc.errors()]
+                            ) from None
     problems = list(_rules(settings))
     if problems:
         raise SettingsError(source, problems)
@@ -175,20 +162,12 @@ def image_settings_from_config(config: Mapping[str, Any], source: str) -> ImageS
 
 def load_image_settings() -> ImageSettings:
     """From the running program's config; a clean RunError (message only) before any resource."""
-    import contextlib
-    import json
-
     import pulumi
-    from pulumi.runtime.config import CONFIG, get_config_env
 
-    config: dict[str, Any] = {}
-    for key, value in {**get_config_env(), **CONFIG.get()}.items():
-        if key.startswith(f"{PROJECT}:"):
-            if isinstance(value, str):
-                with contextlib.suppress(json.JSONDecodeError):  # validation reports "must be a mapping"
-                    value = json.loads(value)
-            config[key] = value
+    from components.settings.from_pulumi import project_config
+
     try:
-        return image_settings_from_config(config, f"stack {pulumi.get_stack()}")
+        return image_settings_from_config(project_config(PROJECT, frozenset({IMAGE_KEY})),
+                                          f"stack {pulumi.get_stack()}")
     except SettingsError as exc:
         raise pulumi.RunError(exc.message) from None

@@ -13,17 +13,23 @@ from components.settings.load import PROJECT, SETTINGS_KEY, SettingsError, setti
 from components.settings.model import Settings
 
 
-def _config() -> dict[str, Any]:
+def project_config(project: str, structured: frozenset[str]) -> dict[str, Any]:
+    """The running program's config keys of `project`; the `structured` ones JSON-decoded (the engine
+    hands structured values over as JSON text). Undecodable text stays text: validation says so."""
     raw = {**get_config_env(), **CONFIG.get()}
     out: dict[str, Any] = {}
     for key, value in raw.items():
-        if not key.startswith(f"{PROJECT}:"):
+        if not key.startswith(f"{project}:"):
             continue
-        if key == SETTINGS_KEY and isinstance(value, str):
+        if key in structured and isinstance(value, str):
             with contextlib.suppress(json.JSONDecodeError):  # validation reports "must be a mapping"
                 value = json.loads(value)
         out[key] = value
     return out
+
+
+def _config() -> dict[str, Any]:
+    return project_config(PROJECT, frozenset({SETTINGS_KEY}))
 
 
 def load_settings() -> Settings:

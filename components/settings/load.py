@@ -46,14 +46,15 @@ def _printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
-def _path(loc: tuple[int | str, ...]) -> str:
-    out = ROOT
+def field_path(loc: tuple[int | str, ...], root: str = ROOT) -> str:
+    """A pydantic error location as the user writes it: settings.nodePools[0].labels["a b"]."""
+    out = root
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else path_key(part)
     return out
 
 
-def _reason(err: Mapping[str, Any]) -> str:
+def pydantic_reason(err: Mapping[str, Any]) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         return "unknown setting (check the spelling; settings are camelCase)"
@@ -70,7 +71,7 @@ def parse_settings(raw: Any, source: str = "stack config") -> Settings:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
         # Structural problems first: cross-field rules need a well-typed model to run on.
-        raise SettingsError(source, [(_path(e["loc"]), _reason(e)) for e in exc.errors()]) from None
+        raise SettingsError(source, [(field_path(e["loc"]), pydantic_reason(e)) for e in exc.errors()]) from None
     problems = check(settings)
     if problems:
         raise SettingsError(source, problems)

@@ -51,7 +51,7 @@ def known_regions() -> frozenset[str]:
 def region_problem(region: str) -> str | None:
     """Why `region` cannot be a region to deploy to (None: it can)."""
     if not REGION.match(region):
-        return f"'{_cut(region)}' is not an AWS region name (like eu-west-1)"
+        return f"'{cut(region)}' is not an AWS region name (like eu-west-1)"
     if region not in known_regions():
         import botocore
 
@@ -128,9 +128,9 @@ def _pool_labels_and_taints(path: str, p: NodePoolSettings) -> Iterator[Problem]
     for key, value in p.labels.items():
         where = f"{path}.labels{path_key(key)}"
         for reason in k8s_syntax.qualified_name_problems(key):
-            yield where, f"label key '{_cut(key)}': {reason}"
+            yield where, f"label key '{cut(key)}': {reason}"
         for reason in k8s_syntax.label_value_problems(value):
-            yield where, f"label value '{_cut(value)}': {reason}"
+            yield where, f"label value '{cut(value)}': {reason}"
         if not k8s_syntax.kubelet_may_set(key):
             yield (where, "nodes label themselves and NodeRestriction forbids a kubelet kubernetes.io/k8s.io "
                           "labels except node.kubernetes.io/, kubelet.kubernetes.io/ and the well-known ones")
@@ -140,9 +140,9 @@ def _pool_labels_and_taints(path: str, p: NodePoolSettings) -> Iterator[Problem]
     for j, taint in enumerate(p.taints):
         where = f"{path}.taints[{j}]"
         for reason in k8s_syntax.qualified_name_problems(taint.key):
-            yield f"{where}.key", f"taint key '{_cut(taint.key)}': {reason}"
+            yield f"{where}.key", f"taint key '{cut(taint.key)}': {reason}"
         for reason in k8s_syntax.label_value_problems(taint.value):
-            yield f"{where}.value", f"taint value '{_cut(taint.value)}': {reason}"
+            yield f"{where}.value", f"taint value '{cut(taint.value)}': {reason}"
         if (taint.key, taint.effect) in seen:
             # validateNodeTaints: "taints must be unique by key and effect pair"
             yield where, f"duplicate taint {taint.key}:{taint.effect} (taints must be unique by key and effect)"
@@ -153,9 +153,9 @@ def ami_problems(ami: str, instance_type: str) -> list[str]:
     """Why `ami` cannot be a pool's image (`nodePools[].ami`); [] when it can."""
     if ami.startswith("ami-"):
         return [] if AMI_ID.match(ami) else [
-            f"'{_cut(ami)}' is not an AMI id (ami- and 8 or 17 lowercase hex characters)"]
+            f"'{cut(ami)}' is not an AMI id (ami- and 8 or 17 lowercase hex characters)"]
     if not SSM_PATH.match(ami) or len(ami) > SSM_PATH_MAX:
-        return [f"'{_cut(ami)}' is neither an AMI id (ami-...) nor an SSM parameter path (/a/b/c: a-zA-Z0-9_.- "
+        return [f"'{cut(ami)}' is neither an AMI id (ami-...) nor an SSM parameter path (/a/b/c: a-zA-Z0-9_.- "
                 f"between slashes, at most 15 levels)"]
     # Imported here: components.aws imports the settings package (cycle at import time).
     from components.aws.ami import arch_for_instance_type
@@ -170,7 +170,8 @@ def ami_problems(ami: str, instance_type: str) -> list[str]:
     return []
 
 
-def _cut(value: str, limit: int = 80) -> str:
+def cut(value: str, limit: int = 80) -> str:
+    """A bad value echoed in a reason, cut short."""
     return value if len(value) <= limit else value[:limit] + "..."
 
 
@@ -221,7 +222,7 @@ def _networks(s: Settings) -> Iterator[Problem]:
         try:
             net = ipaddress.ip_network(cidr)
         except ValueError:
-            yield f"{ROOT}.network.apiAllowList[{i}]", f"'{_cut(cidr)}' is not a valid CIDR"
+            yield f"{ROOT}.network.apiAllowList[{i}]", f"'{cut(cidr)}' is not a valid CIDR"
             continue
         if str(net) in seen:  # one security-group rule per CIDR: a repeat is a second resource, same URN
             yield (f"{ROOT}.network.apiAllowList[{i}]", f"{net} is already allowed by "
@@ -294,7 +295,7 @@ def _precompiled(values: dict[str, object], base: str) -> Iterator[Problem]:
         if not DRIVER_BRANCH.match(str(version)):
             # The image is <repository>/<image>:<version>-<kernel>-<os tag> (controllers/object_controls.go
             # resolveDriverTag): a full version or a digest names no image.
-            yield (f"{base}.version", f"'{_cut(str(version))}' is not a driver branch (like "
+            yield (f"{base}.version", f"'{cut(str(version))}' is not a driver branch (like "
                                       f"{pins.GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH}): with precompiled drivers "
                                       "the version is the branch, the node's kernel completes the image tag")
         elif nested(values, "driver.repository") is None:
@@ -341,18 +342,18 @@ def repository_problems(url: str) -> list[str]:
         parts = urlsplit(url)
         _ = parts.port  # raises on a port that is not a number
     except ValueError as exc:
-        return [f"'{_cut(url)}' is not a URL ({exc})"]
+        return [f"'{cut(url)}' is not a URL ({exc})"]
     problems = []
     if parts.scheme not in MIRROR_SCHEMES:
-        problems.append(f"'{_cut(url)}' must start with https://, http:// or oci:// (a Helm repository "
+        problems.append(f"'{cut(url)}' must start with https://, http:// or oci:// (a Helm repository "
                         "or an OCI registry path)")
     if not parts.hostname:
-        problems.append(f"'{_cut(url)}' names no host")
+        problems.append(f"'{cut(url)}' names no host")
     if parts.username is not None or parts.password is not None:
         problems.append("credentials in the URL would be stored in clear in the Pulumi state: "
                         "configure registry/repository credentials on the deploying machine instead")
     if parts.query or parts.fragment:
-        problems.append(f"'{_cut(url)}' has a query or fragment: give the repository's base URL")
+        problems.append(f"'{cut(url)}' has a query or fragment: give the repository's base URL")
     return problems
 
 
@@ -447,7 +448,7 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     for i, secret in enumerate(t.image_pull_secrets):
         # Secret names are DNS subdomains (k8s.io/apimachinery validation IsDNS1123Subdomain).
         for reason in k8s_syntax.dns_subdomain_problems(secret):
-            yield f"{path}.imagePullSecrets[{i}]", f"'{_cut(secret)}' is no Secret name: {reason}"
+            yield f"{path}.imagePullSecrets[{i}]", f"'{cut(secret)}' is no Secret name: {reason}"
     yield from _smoke_memory(s)
 
 
@@ -510,7 +511,7 @@ def _aws_names(s: Settings) -> Iterator[Problem]:
     if environment_too_long:
         fits = _longest_environment(s)
         yield (f"{ROOT}.environment",
-               f"'{_cut(s.environment)}' is {len(s.environment)} characters; at most {fits} fit every AWS name "
+               f"'{cut(s.environment)}' is {len(s.environment)} characters; at most {fits} fit every AWS name "
                f"in {s.region} (names derive from ck8s-<environment>-<region>)")
     # The largest merged tag sets: nodes' (stack tags + cluster, ownership, Name, role[, pool]).
     sets = [node_tags(s, "control-plane", f"{s.cluster_name}-cp-0")]
