@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys
@@ -38,6 +37,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from docsection import write_marked_section  # noqa: E402  (scripts/docsection.py)
 
 from components.instance_types import gpu_facts  # noqa: E402
 from components.plan import measured  # noqa: E402
@@ -402,16 +403,6 @@ def timeline_lines(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: section, text)
-    else:
-        text = text.rstrip("\n") + "\n\n## Real engine (local stack)\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=100)
@@ -427,7 +418,7 @@ def main() -> int:
     section = markdown(result, warm)
     print(section)
     if args.write:
-        write_section(args.write, section)
+        write_marked_section(args.write, START, END, section, "Real engine (local stack)")
     return 0
 
 

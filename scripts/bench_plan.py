@@ -28,6 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from docsection import write_marked_section  # noqa: E402  (scripts/docsection.py)
+
 REGIONS = [
     "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "ca-west-1", "sa-east-1", "eu-west-1",
     "eu-west-2", "eu-west-3", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2",
@@ -177,14 +179,7 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        current = args.write.read_text() if args.write.exists() else "# Benchmarks\n"
-        start, end = "<!-- bench_plan:start", "<!-- bench_plan:end -->"
-        if start in current:
-            head, rest = current.split(start, 1)
-            current = head + text + rest.split(end, 1)[1]
-        else:
-            current = current.rstrip() + "\n\n## Offline plan\n\n" + text + "\n"
-        args.write.write_text(current)
+        write_marked_section(args.write, "<!-- bench_plan:start", "<!-- bench_plan:end -->", text, "Offline plan")
     return 0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import sys
 import time
 import tracemalloc
@@ -19,6 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from docsection import write_marked_section  # noqa: E402  (scripts/docsection.py)
 
 START, END = "<!-- bench_verifier:start", "<!-- bench_verifier:end -->"
 TARGET_SECONDS = 2.0  # issue 14
@@ -73,16 +74,6 @@ def section(repeat: int) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, text_section: str) -> None:
-    text = path.read_text()
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: text_section, text)
-    else:
-        text = text.rstrip("\n") + "\n\n## Smoke verifier\n\n" + text_section + "\n"
-    path.write_text(text)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
@@ -91,7 +82,7 @@ def main() -> int:
     out = section(args.repeat)
     print(out)
     if args.write:
-        write_section(args.write, out)
+        write_marked_section(args.write, START, END, out, "Smoke verifier")
     return 0
 
 
