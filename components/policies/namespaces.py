@@ -16,6 +16,7 @@ from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs
 
 from components.policies.facts import facts_of
 from components.policies.helm import HELM_TYPES, chart_ref
+from components.policies.network import is_world
 from components.policies.props import get, helm_truthy, is_unknown, items, plain
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -120,8 +121,6 @@ def is_default_deny(obj: Mapping[str, Any]) -> bool:
 def _peer_is_anyone(peer: Any) -> bool:
     """A peer that matches everything: `namespaceSelector: {}` alone (every pod of every namespace)
     or an ipBlock of the whole internet (components/policies/network.py is_world)."""
-    from components.policies.network import is_world
-
     if not isinstance(peer, Mapping):
         return False
     ns, pods, block = peer.get("namespaceSelector"), peer.get("podSelector"), peer.get("ipBlock")

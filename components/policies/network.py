@@ -176,14 +176,15 @@ def world_union_problems(rules: Sequence[tuple[str, Ingress]], facts: StackFacts
         protocol, low, high = key
         here = [(name, r) for name, r in rules if r.all_ports or (r.protocol == protocol and r.from_port <= low
                                                                   and high <= r.to_port)]
-        if len(here) < 2 or public_share(r.cidr for _, r in here) < WORLD_SHARE:
+        share = public_share(r.cidr for _, r in here)
+        if len(here) < 2 or share < WORLD_SHARE:
             continue  # one rule alone is judged by no-world-ingress
         api_only = protocol in _TCP and low == high == API_PORT
         if api_only and facts is not None and not facts.prod and all(_declared(r.cidr, facts) for _, r in here):
             continue
         port = "all ports" if protocol in _ALL_PROTOCOLS else f"{protocol}/{low}" + (f"-{high}" if high != low else "")
         sources = ", ".join(sorted({f"{r.cidr} ({name})" for name, r in here}))
-        problems.append(f"{port} is open to {public_share(r.cidr for _, r in here):.0%} of the public address "
+        problems.append(f"{port} is open to {share:.0%} of the public address "
                         f"space through {len(here)} rules together: {sources}")
     return problems
 

@@ -20,9 +20,9 @@ _DRIVER = re.compile(r"""^device\.driver\s*==\s*(['"])(?P<v>[^'"]*)\1$|^(['"])(?
 _TYPE = re.compile(r"""^device\.attributes\[(['"])(?P<d>[^'"]+)\1\]\.type\s*==\s*(['"])(?P<t>[^'"]*)\3$""")
 
 
-def _top_level(expr: str, op: str) -> list[str]:
-    """Split `expr` on `op` outside parentheses, brackets and string literals."""
-    parts, depth, quote, start, i = [], 0, "", 0, 0
+def _outside_strings(expr: str) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth) of every character outside string literals."""
+    depth, quote, i = 0, "", 0
     while i < len(expr):
         ch = expr[i]
         if quote:
@@ -32,15 +32,22 @@ def _top_level(expr: str, op: str) -> list[str]:
                 quote = ""
         elif ch in "'\"":
             quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and expr.startswith(op, i):
+        else:
+            if ch in ")]}":
+                depth -= 1
+            yield i, ch, depth
+            if ch in "([{":
+                depth += 1
+        i += 1
+
+
+def _top_level(expr: str, op: str) -> list[str]:
+    """Split `expr` on `op` outside parentheses, brackets and string literals."""
+    parts, start = [], 0
+    for i, _ch, depth in _outside_strings(expr):
+        if depth == 0 and i >= start and expr.startswith(op, i):
             parts.append(expr[start:i])
             start = i + len(op)
-            i += len(op) - 1
-        i += 1
     parts.append(expr[start:])
     return [p.strip() for p in parts]
 
@@ -54,18 +61,12 @@ def _unwrap(expr: str) -> str:
 
 
 def _balanced(expr: str) -> bool:
-    depth, quote = 0, ""
-    for ch in expr:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
+    """No bracket of `expr` closes one it did not open, and every one it opens is closed."""
+    depth = 0
+    for _i, ch, _depth in _outside_strings(expr):
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth < 0:
+            return False
     return depth == 0
 
 
