@@ -264,8 +264,8 @@ class KindSettings(_Model):
     cluster_name: str = Field(default="ck8s-gpu", pattern=DNS_LABEL)
 
 
-# Environment names that mean production when `production` is not set (components/policies read
-# Settings.is_production, never the name): the spellings teams use for it.
+# Words of an environment name that read as production: such a stack must say `production`
+# explicitly (components/settings/rules.py), because the policies read the setting, never the name.
 PRODUCTION_NAMES = ("prod", "production", "prd", "live")
 
 
@@ -273,7 +273,7 @@ class Settings(_Model):
     platform: Platform
     environment: str = Field(default="dev", pattern=DNS_LABEL)
     # Whether the production guardrails apply (protection, backups, 3 control planes, no spot, no
-    # world-open API). Unset: true for the environment names in PRODUCTION_NAMES. Say it explicitly.
+    # world-open API). Unset means false, and is refused for an environment named like production.
     production: bool | None = None
     region: str | None = None
     kubernetes: KubernetesSettings = KubernetesSettings()
@@ -298,7 +298,7 @@ class Settings(_Model):
 
     @property
     def is_production(self) -> bool:
-        return self.production if self.production is not None else self.environment in PRODUCTION_NAMES
+        return self.production is True
 
     @property
     def cluster_name(self) -> str:

@@ -13,7 +13,7 @@ from components import pins
 from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
-from components.settings.model import NodePoolSettings, QueueSettings, Settings
+from components.settings.model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
@@ -76,6 +76,16 @@ def _region(s: Settings) -> Iterator[Problem]:
         yield f"{ROOT}.region", why
     if s.platform == "aws" and s.region is None:
         yield f"{ROOT}.region", "required when platform is aws"
+
+
+def _production(s: Settings) -> Iterator[Problem]:
+    # The policies judge `production`, never the name; a name that reads as production but leaves
+    # the setting out would quietly get none of the production guardrails.
+    words = set(s.environment.split("-"))
+    if s.production is None and words & set(PRODUCTION_NAMES):
+        yield (f"{ROOT}.production",
+               f"environment '{s.environment}' reads as production: say production: true (the production "
+               "guardrails apply: protection, off-region backups, 3 control planes, no spot) or production: false")
 
 
 def _control_plane(s: Settings) -> Iterator[Problem]:
@@ -532,8 +542,8 @@ def _longest_environment(s: Settings) -> int:
 
 
 RULES: tuple[Rule, ...] = (
-    _region, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _driver, _addon_versions,
-    _addon_repositories, _queues, _fallback_queue, _smoke, _mig, _platform, _aws_names,
+    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _driver,
+    _addon_versions, _addon_repositories, _queues, _fallback_queue, _smoke, _mig, _platform, _aws_names,
 )
 
 

@@ -28,8 +28,8 @@ def test_defaults_are_valid_on_every_platform() -> None:
 
 
 def test_cluster_name_derives_from_environment_and_region() -> None:
-    a = parse_settings({**AWS, "environment": "prod"})
-    b = parse_settings({**AWS, "environment": "prod", "region": "us-east-1"})
+    a = parse_settings({**AWS, "environment": "prod", "production": True})
+    b = parse_settings({**AWS, "environment": "prod", "production": True, "region": "us-east-1"})
     assert a.cluster_name == "ck8s-prod-eu-west-1"
     assert a.cluster_name != b.cluster_name
 
@@ -116,3 +116,12 @@ def test_a_device_plugin_switched_on_in_any_spelling_is_refused_under_dra(value:
 def test_a_device_plugin_switched_off_in_any_spelling_is_accepted(value: object) -> None:
     raw = {**AWS, "gpuStack": {"addons": {"gpuOperator": {"values": {"devicePlugin": {"enabled": value}}}}}}
     assert parse_settings(raw).gpu_stack.allocation == "dra"
+
+
+@pytest.mark.parametrize("environment", ["prod", "production", "prd", "live", "eu-prod", "prod-eu-1"])
+def test_an_environment_named_like_production_must_say_production(environment: str) -> None:
+    found = problems({**AWS, "environment": environment})
+    assert list(found) == ["settings.production"]
+    assert "production: true" in found["settings.production"]
+    for explicit in (True, False):
+        assert parse_settings({**AWS, "environment": environment, "production": explicit}).is_production is explicit

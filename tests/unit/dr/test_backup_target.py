@@ -16,7 +16,7 @@ from components.settings.model import Settings
 
 def _settings(protect: bool = True, **backup: Any) -> Settings:
     return Settings.model_validate({
-        "platform": "aws", "environment": "prod", "region": "us-east-1", "tags": {"team": "ml"},
+        "platform": "aws", "environment": "prod", "production": True, "region": "us-east-1", "tags": {"team": "ml"},
         "protection": {"protect": protect, "retainOnDelete": protect},
         "backup": {"region": "us-west-2", "ttlHours": 240, **backup},
     })

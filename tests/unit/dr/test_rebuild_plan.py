@@ -74,7 +74,7 @@ def test_without_a_usable_backup_region_nothing_is_planned(stacks: Path, capsys:
 
 def _restoring() -> Settings:
     return Settings.model_validate({
-        "platform": "aws", "environment": "prod", "region": "us-west-2",
+        "platform": "aws", "environment": "prod", "production": True, "region": "us-west-2",
         "backup": {"region": "us-east-2", "restoreFrom": {"clusterName": "ck8s-prod-us-east-1", "region": "us-west-2"}},
         "gpuStack": {"addons": {"velero": {"enabled": True}}},
     })

@@ -20,7 +20,7 @@ from components.settings.model import Settings
 
 def _settings(**backup: Any) -> Settings:
     return Settings.model_validate({
-        "platform": "aws", "environment": "prod", "region": "us-west-2",
+        "platform": "aws", "environment": "prod", "production": True, "region": "us-west-2",
         "nodePools": [
             {"name": "l40s", "instanceType": "g6e.12xlarge"},
             {"name": "h100", "instanceType": "p5.48xlarge",

@@ -13,7 +13,7 @@ from components.settings.load import parse_settings
 
 
 def facts(**settings: Any) -> StackFacts:
-    """Facts from real settings (defaults from the model), e.g. facts(environment="prod")."""
+    """Facts from real settings (defaults from the model), e.g. facts(environment="prod", production=True)."""
     return StackFacts.from_settings(parse_settings({"platform": "aws", "region": "eu-west-1", **settings}))
 
 

@@ -67,7 +67,7 @@ def test_instance_and_volume_encryption() -> None:
 def test_spot_is_advisory_and_only_in_prod() -> None:
     spot_lt = res(LAUNCH_TEMPLATE, launch_template(instanceMarketOptions={"marketType": "spot"}))
     on_demand = res(LAUNCH_TEMPLATE, launch_template())
-    prod = facts(environment="prod")
+    prod = facts(environment="prod", production=True)
     assert stack_violations(NO_SPOT_IN_PROD, [on_demand], prod) == []
     found = stack_violations(NO_SPOT_IN_PROD, [spot_lt], prod)
     assert len(found) == 1 and found[0][1] == spot_lt.urn
@@ -79,7 +79,7 @@ def test_spot_is_advisory_and_only_in_prod() -> None:
 
 
 def test_spot_declared_in_settings_is_reported_without_resources() -> None:
-    prod_spot = facts(environment="prod", nodePools=[{"name": "gpu", "capacityType": "spot"}])
+    prod_spot = facts(environment="prod", production=True, nodePools=[{"name": "gpu", "capacityType": "spot"}])
     assert stack_violations(NO_SPOT_IN_PROD, [], prod_spot) == [
         ("node pool gpu has capacityType spot: spot GPUs are reclaimed with two minutes' notice, "
          "mid-training or mid-inference", None)

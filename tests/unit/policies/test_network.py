@@ -50,7 +50,7 @@ def test_declared_world_api_is_accepted_outside_prod_only() -> None:
         network={"apiAllowList": ["203.0.113.0/24"]}))
     # Without settings (a foreign stack) nothing is declared.
     assert violations(NO_WORLD_INGRESS, INGRESS_RULE, ingress("0.0.0.0/0"))
-    open_prod = facts(environment="prod", network={"apiAllowList": ["0.0.0.0/0"]})
+    open_prod = facts(environment="prod", production=True, network={"apiAllowList": ["0.0.0.0/0"]})
     assert "in prod" in violations(NO_WORLD_INGRESS, INGRESS_RULE, ingress("0.0.0.0/0"), facts=open_prod)[0]
 
 
@@ -99,7 +99,7 @@ PUBLIC_8S = [f"{i}.0.0.0/8" for i in range(1, 224) if i not in (10, 100, 127, 16
     ("0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2"),
 ])
 def test_narrow_rules_that_together_open_the_internet_violate(cidrs: tuple[str, ...]) -> None:
-    found = world_union_problems(_rules(*cidrs), facts(environment="prod",
+    found = world_union_problems(_rules(*cidrs), facts(environment="prod", production=True,
                                                        network={"apiAllowList": list(cidrs)}))
     assert found and "of the public address space through" in found[0]
     # Outside production, an API allow-list that declares exactly those ranges is accepted, as a
@@ -119,9 +119,11 @@ def test_an_all_ports_rule_counts_toward_every_port() -> None:
 
 
 @pytest.mark.parametrize(("settings", "prod"), [
-    ({"environment": "prod"}, True), ({"environment": "production"}, True), ({"environment": "prd"}, True),
-    ({"environment": "live"}, True), ({"environment": "eu-main", "production": True}, True),
-    ({"environment": "prod", "production": False}, False), ({"environment": "staging"}, False),
+    ({"environment": "eu-main", "production": True}, True), ({"environment": "staging", "production": True}, True),
+    ({"environment": "prod", "production": True}, True),
+    ({"environment": "prod", "production": False}, False),
+    ({"environment": "live", "production": False}, False), ({"environment": "staging"}, False),
+    ({"environment": "product"}, False), ({"environment": "prodigy"}, False),
 ])
 def test_production_is_a_setting_the_policies_read(settings: dict[str, object], prod: bool) -> None:
     assert facts(**settings).prod is prod

@@ -72,7 +72,7 @@ def test_real_pack_reads_settings_from_the_engines_config(monkeypatch: pytest.Mo
     NO_WORLD_INGRESS.validate(_real_pack_args(world_api), lambda m, _u=None: found.append(m))
     assert found == []  # declared outside prod: accepted
 
-    prod = {**settings, "environment": "prod"}
+    prod = {**settings, "environment": "prod", "production": True}
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"ck8s-gpu:settings": json.dumps(prod)}))
     NO_WORLD_INGRESS.validate(_real_pack_args(world_api), lambda m, _u=None: found.append(m))
     assert len(found) == 1 and "in prod" in found[0]

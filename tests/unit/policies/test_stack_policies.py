@@ -16,7 +16,7 @@ from components.policies.stack import (
 from tests.unit.policies.helpers import facts, res, stack_violations
 
 SMOKE = res(SMOKE_TEST_TYPE, {}, name="smoke")
-PROD = {"environment": "prod", "controlPlane": {"count": 3}, "network": {"azCount": 3},
+PROD = {"environment": "prod", "production": True, "controlPlane": {"count": 3}, "network": {"azCount": 3},
         "protection": {"protect": True, "retainOnDelete": True},
         "backup": {"region": "us-west-2"}}
 
@@ -79,7 +79,7 @@ def test_prod_unprotected_state_violates_per_resource() -> None:
 
 
 def test_prod_settings_must_protect_retain_and_back_up() -> None:
-    bare = facts(environment="prod", controlPlane={"count": 3}, network={"azCount": 3})
+    bare = facts(environment="prod", production=True, controlPlane={"count": 3}, network={"azCount": 3})
     messages = [m for m, _ in stack_violations(PROD_PROTECTS_DR_STATE, [], bare)]
     assert len(messages) == 3
     assert messages[0].startswith("protection.protect is false in prod")
