@@ -317,6 +317,17 @@ class LocalCluster:
         self.start_seconds = time.monotonic() - t0
         return self
 
+    def stop(self) -> None:
+        """Stop every component, keeping the cluster's state: the API no longer answers (an outage)."""
+        self._kwokctl("stop", "cluster", timeout=120)
+
+    def start(self) -> None:
+        """Start a stopped cluster again and wait until its API and nodes are back."""
+        self._kwokctl("start", "cluster", timeout=self.timeout)
+        self.wait_for("the API server", lambda: self.kubectl(
+            "get", "--raw", "/readyz", check=False).strip() == "ok", timeout=self.timeout)
+        self.wait_for(f"{self.nodes} Ready nodes", self._nodes_ready, timeout=self.timeout)
+
     def _nodes_ready(self) -> bool:
         items = self.get_json("nodes")["items"]
         ready = {

@@ -15,6 +15,7 @@ SUBCOMMANDS = (
     "components.cli.preflight",
     "components.cli.rebuild_plan",
     "components.cli.upgrade",
+    "components.cli.forget_cluster",
 )
 
 

@@ -15,3 +15,26 @@ def api_client(kubeconfig: str, *, context: str | None = None) -> client.ApiClie
     cfg = client.Configuration()
     config.load_kube_config_from_dict(doc, context=context, client_configuration=cfg, persist_config=False)
     return client.ApiClient(cfg)
+
+
+def unreachable_reason(kubeconfig: str, *, timeout_seconds: float = 5.0) -> str | None:
+    """Why the cluster's API cannot be reached (None: it answers). Any HTTP answer counts as an
+    answer, a 401 too: the server is there, so its state must not be forgotten."""
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        api = api_client(kubeconfig)
+    except (ValueError, KeyError, TypeError) as exc:  # the provider cannot use it either
+        return f"the kubeconfig is unusable: {exc}"
+    api.configuration.retries = 0
+    server = api.configuration.host
+    try:
+        client.VersionApi(api).get_code(_request_timeout=timeout_seconds)
+    except ApiException:
+        return None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        return f"{server} does not answer ({type(exc).__name__})"
+    finally:
+        api.close()
+    return None

@@ -22,7 +22,6 @@ def ready_and_provider(
     min_ready_nodes: int,
     timeout_seconds: int,
     depends_on: list[pulumi.Resource] | None = None,
-    delete_unreachable: bool = False,
 ) -> tuple[ApiReady, k8s.Provider]:
     """ApiReady on `kubeconfig`, and a provider that depends on it.
 
@@ -42,7 +41,11 @@ def ready_and_provider(
         f"{name}-k8s",
         kubeconfig=kubeconfig,
         cluster_identifier=identifier,
-        delete_unreachable=delete_unreachable,
+        # Never drop state because the API did not answer (docs/adr/0021): a `pulumi refresh`
+        # during an outage would forget every release and the next `up` would collide with them.
+        # Set explicitly: the provider flag overrides PULUMI_K8S_DELETE_UNREACHABLE in the caller's
+        # environment (pulumi-kubernetes provider/v4 pkg/provider/provider.go, `deleteUnreachable`).
+        delete_unreachable=False,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[ready]),
     )
     return ready, provider

@@ -61,8 +61,6 @@ class KindCluster(ClusterHandleBase):
             min_ready_nodes=1 + mirrored_pool(settings).desired_size,
             timeout_seconds=API_READY_TIMEOUT_SECONDS,
             depends_on=[self.command],
-            # A kind cluster deleted behind Pulumi's back must not block `pulumi destroy`.
-            delete_unreachable=True,
         )
         self.register_outputs({
             "clusterName": cluster_name,

@@ -86,7 +86,9 @@ def test_kind_graph_command_then_api_gate_then_provider() -> None:
     # The gate waits for the control plane and every simulated GPU worker.
     assert ready.inputs["minReadyNodes"] == 3
     assert "kubeconfig" in ready.secret_paths and "kubeconfig" in provider.secret_paths
-    assert provider.inputs["deleteUnreachable"] in (True, "true")
+    # An unreachable cluster never drops state (ADR 0021): said explicitly, so that an ambient
+    # PULUMI_K8S_DELETE_UNREACHABLE cannot turn it on.
+    assert provider.inputs["deleteUnreachable"] in (False, "false")
     # The cluster is identified by the CA in kind's kubeconfig (a rebuilt cluster has a new one).
     assert provider.inputs["clusterIdentifier"] == cluster_identity(KIND_KUBECONFIG)
     assert "client-key-data" not in str([r.inputs for r in run.resources])
@@ -128,7 +130,7 @@ def test_kubeconfig_platforms(stack: str, typ: str, simulated: bool) -> None:
     assert "kubeconfig" in ready.secret_paths and "kubeconfig" in provider.secret_paths
     assert "t0ken" not in str([r.inputs for r in run.resources])
     assert provider.inputs["clusterIdentifier"] == cluster_identity(kc)
-    assert provider.inputs.get("deleteUnreachable") in (None, False, "false")
+    assert provider.inputs["deleteUnreachable"] in (False, "false")
     assert not by_type(run, "command:local:Command")
     facts = handle["h"].facts
     assert facts.simulated_gpus is simulated and facts.has_kubelet is (stack != "local")

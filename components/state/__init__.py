@@ -1,0 +1,1 @@
+"""Pulumi state surgery the CLI offers, as pure functions over an exported deployment."""
