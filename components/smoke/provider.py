@@ -18,8 +18,10 @@ import pulumi
 import pulumi.dynamic as dynamic
 
 from components.atomic import write_text_atomic
+from components.plain_errors import PlainError, install_in_provider_host
 from components.smoke import report as reports
-from components.smoke.run import RunSpec, run_smoke
+from components.smoke.gateway import KubeError, KubeUnreachable
+from components.smoke.run import RunSpec, SmokeTimeout, run_smoke
 
 # Inputs that never cause a re-run: credentials, and what the provider itself fills in.
 NOT_A_CHANGE = frozenset({"kubeconfig", "report", "__provider"})
@@ -27,8 +29,11 @@ REPORT_DIR_ENV = "CK8S_GPU_SMOKE_REPORT_DIR"
 DEFAULT_REPORT_DIR = "out/smoke"
 
 
-class SmokeTestFailed(Exception):
-    """Raised from create(): Pulumi fails the update with this message."""
+install_in_provider_host()  # this module is what Pulumi's provider host loads to run a SmokeRun
+
+
+class SmokeTestFailed(PlainError):
+    """Raised from create(): Pulumi fails the update with this message (and no Python stack)."""
 
 
 def changed_keys(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
@@ -61,11 +66,24 @@ def connect(kubeconfig: str) -> Any:
     return KubeGateway(api_client(kubeconfig))
 
 
+def _could_not_run(namespace: str, exc: Exception) -> str:
+    # No check table exists: say what stopped the run and what to do.
+    return (f"GPU smoke test could not run (namespace {namespace}): {type(exc).__name__}: {exc}\n"
+            "Next: check that the cluster answers (kubectl get --raw /readyz) and that the namespace is not stuck "
+            "terminating, then `pulumi up` again: a failed run is not recorded, so it runs again.")
+
+
 def execute(props: dict[str, Any], *, gateway: Any = None, **run_kw: Any) -> dict[str, Any]:
     """Run the smoke test for the resource's inputs; the report, or SmokeTestFailed."""
     spec = RunSpec.from_dict(props["spec"])
-    gw = gateway if gateway is not None else connect(props["kubeconfig"])
-    outcome = run_smoke(gw, spec, **run_kw)
+    try:
+        gw = gateway if gateway is not None else connect(props["kubeconfig"])
+    except ValueError as exc:  # components.kube.client: an unusable kubeconfig, never quoted
+        raise SmokeTestFailed(_could_not_run(spec.namespace, exc)) from None
+    try:
+        outcome = run_smoke(gw, spec, **run_kw)
+    except (KubeError, KubeUnreachable, SmokeTimeout) as exc:
+        raise SmokeTestFailed(_could_not_run(spec.namespace, exc)) from None
     if not outcome.passed:
         where = write_report(outcome.report)
         tail = f"\nFull report with diagnostics: {where}" if where else ""

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from components.smoke.expectations import Expectations
+from components.smoke.next_steps import next_steps
 from components.smoke.snapshot import (
     Obj,
     allocation_results,
@@ -106,8 +107,8 @@ def failure_message(report: dict[str, Any], *, limit: int = 12) -> str:
         lines += [f"    - {p}" for p in problems[:limit]]
         if len(problems) > limit:
             lines.append(f"    - ... {len(problems) - limit} more")
-    lines += ["", table(report)]
-    return "\n".join(lines)
+    lines += ["", table(report), "", *next_steps([t["name"] for t in failed], extra["namespace"])]
+    return "\n".join(lines).rstrip()
 
 
 # --- diagnostics ------------------------------------------------------------------------------

@@ -99,7 +99,16 @@ def chart_mirror(folder: Path) -> Path:
 def create_crds(cluster: Any, crds: list[dict[str, Any]]) -> None:
     cluster.apply(crds)
     names = [f"crd/{c['metadata']['name']}" for c in crds]
-    cluster.kubectl("wait", "--for=condition=Established", *names, "--timeout=60s")
+
+    # Not `kubectl wait --for=condition=Established`: right after the create the CRD has no
+    # status.conditions yet and kubectl fails on that ("accessor error: <nil>") instead of waiting.
+    def established() -> bool:
+        got = cluster.get_json(*names)
+        items = got.get("items", [got])
+        return all(any(c.get("type") == "Established" and c.get("status") == "True"
+                       for c in (i.get("status") or {}).get("conditions") or []) for i in items)
+
+    cluster.wait_for(f"{names} to be Established", established, timeout=60)
 
 
 def pool_nodes(settings: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
@@ -391,6 +400,10 @@ def test_a_node_with_fewer_gpus_fails_the_update_naming_it(deployed: Deployed) -
         assert "resource-slices [ResourceSlice]" in text, text[-4000:]
         assert f"node {node} advertises {gpus - 2} GPU(s), expected {gpus} (pool {pool}, {itype})" in text, \
             text[-4000:]
+        # The table, the failed hop and the next step; no Python stack, no engine-shutdown noise.
+        assert "Next:" in text and "resource-slices: kubectl get resourceslices" in text, text[-4000:]
+        for noise in ("Traceback", "Task was destroyed", "Resource monitor has terminated"):
+            assert noise not in text, f"{noise!r} in the failure output:\n{text[-4000:]}"
     finally:
         publish(deployed.cluster, {node: gpus}, itype, generation=3)
 

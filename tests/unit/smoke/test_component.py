@@ -198,3 +198,22 @@ def test_provider_pickles_by_reference_and_loads_in_a_fresh_process() -> None:
     done = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, text=True, cwd=root,
                           env={"PATH": "/usr/bin:/bin"}, timeout=60)
     assert done.stdout.split() == ["components.smoke.provider", "SmokeRunProvider"], done.stderr
+
+
+def test_a_run_that_cannot_reach_the_cluster_fails_plainly_with_the_next_step() -> None:
+    from components.smoke.gateway import KubeUnreachable
+
+    class Gone:
+        def __getattr__(self, _name: str) -> Any:
+            def call(*_a: Any, **_k: Any) -> Any:
+                raise KubeUnreachable("MaxRetryError: connection refused")
+            return call
+
+    plan = sf.plan(sf.AWS)
+    with pytest.raises(prov.SmokeTestFailed) as err:
+        prov.execute(_props(plan), gateway=Gone(), clock=FakeClock(), poll_seconds=1.0)
+    text = str(err.value)
+    assert text.startswith("GPU smoke test could not run (namespace gpu-smoke-test): KubeUnreachable: MaxRetryError")
+    assert "Next: check that the cluster answers" in text
+    with pytest.raises(prov.SmokeTestFailed, match="could not run.*kubeconfig is not valid YAML"):
+        prov.execute({**_props(plan), "kubeconfig": "{not: [yaml"})

@@ -5,6 +5,7 @@ Invoked as `python -u -c <this file's text> [flags] PROGRAM [ARGS...]` by main.g
 
 import argparse
 import asyncio
+import logging
 import os
 import runpy
 import sys
@@ -50,10 +51,14 @@ def main() -> int:
 
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    # As Pulumi's own host does (sdk/python/cmd/pulumi-language-python-exec): after a failed
+    # resource, part of the program's graph never resolves, and asyncio would log every pending
+    # RPC task it collects at exit ("Task was destroyed but it is pending!").
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     try:
         loop.run_until_complete(run_in_stack(lambda: runpy.run_path(program, run_name="__main__")))
     except pulumi.RunError as e:
-        print(f"error: {e}", file=sys.stderr)
+        pulumi.log.error(str(e))  # as upstream: through the engine, so the program can shape it
         return BAIL
     except Exception:
         traceback.print_exc()

@@ -1,0 +1,45 @@
+"""What to look at next when a smoke check fails: one line per check, printed under the failure.
+
+`{ns}` is the smoke namespace. The commands read the objects the check judged; docs/architecture.md
+walks the same hops in order.
+"""
+
+from __future__ import annotations
+
+NEXT_STEP: dict[str, str] = {
+    "device-class": "kubectl get deviceclass -o yaml: the DRA driver's release creates gpu.nvidia.com; "
+                    "is dra-driver-nvidia-gpu deployed and its resourceApiVersion the cluster's?",
+    "resource-slices": "kubectl get resourceslices -o wide: the DRA kubelet plugin on each GPU node publishes "
+                       "them; read its logs, and nvidia-smi on a node that advertises too few GPUs",
+    "claims-allocated": "kubectl -n {ns} describe resourceclaims: unallocated claims name the reason; "
+                        "smokeTest.productNamePattern/minMemoryGiB must match what the driver publishes",
+    "scheduler": "kubectl -n {ns} describe pods: the scheduler's events; under KAI the queue must be a leaf "
+                 "with GPU quota (kubectl get queues)",
+    "claim-node": "kubectl -n {ns} get resourceclaims,pods -o wide: a pod ran on another node than its "
+                  "allocated device: a scheduler or DRA driver bug worth a report",
+    "container-device": "kubectl -n {ns} describe pods and the kubelet log: NodePrepareResources writes the "
+                        "CDI spec (/var/run/cdi) that containerd injects into the container",
+    "distinct-gpus": "two pods hold one GPU: a device plugin and the DRA driver both advertise the node's GPUs "
+                     "(one advertiser per node), or a claim was shared by mistake",
+    "jobs-complete": "kubectl -n {ns} logs -l ck8s-gpu.io/smoke-run --all-containers: the probe says what it saw",
+    "case-shared-claim": "kubectl -n {ns} logs the shared pod's two containers: both must list the same GPU",
+    "case-named-claim": "kubectl -n {ns} get resourceclaim -o yaml: the named claim must be allocated once "
+                               "and reserved for both pods",
+    "case-gang": "kubectl -n {ns} get podgroups -o yaml: KAI starts all members together or none",
+    "case-mig": "kubectl get resourceslices -o yaml | grep profile: MIG devices must be published for the "
+                "profile asked (smokeTest.migProfile)",
+    "gpu-sharing": "the DRA driver needs its TimeSlicingSettings/MPSSupport feature gate for shared-claim "
+                   "GpuConfig; read the kubelet plugin's log",
+    "dcgm-metrics": "kubectl -n gpu-operator get pods,svc -l app=nvidia-dcgm-exporter; its /metrics on port 9400",
+}
+RERUN = ("Then `pulumi up` again: a failed run is not recorded, so it runs again "
+         "(smokeTest.trigger forces a run when nothing else changed).")
+
+
+def next_steps(failed_checks: list[str], namespace: str) -> list[str]:
+    """The 'Next:' lines for the failed checks, in their order (a generic one for an unknown check)."""
+    lines = []
+    for check in failed_checks:
+        hint = NEXT_STEP.get(check, "the check's problems above name the objects to read")
+        lines.append(f"  {check}: {hint.format(ns=namespace)}")
+    return ["Next:", *lines, RERUN] if lines else []
