@@ -13,7 +13,15 @@ import yaml
 
 from components import PROJECT_DIR
 
-CHARTS_DIR = PROJECT_DIR / "charts"
+
+def _charts_dir() -> Path:
+    # An installed wheel carries charts/ as components/_charts (setup.py); a checkout (and an
+    # editable install) has it at the top, beside components/.
+    packaged = Path(__file__).resolve().parent / "_charts"
+    return packaged if packaged.is_dir() else PROJECT_DIR / "charts"
+
+
+CHARTS_DIR = _charts_dir()
 
 
 def chart_dir(name: str) -> Path:
@@ -21,6 +29,33 @@ def chart_dir(name: str) -> Path:
     if not (path / "Chart.yaml").is_file():
         raise FileNotFoundError(f"no chart {name} under {CHARTS_DIR}")
     return path
+
+
+def project_root() -> Path:
+    """The Pulumi project's folder (where Pulumi.yaml is): the engine's root directory when a
+    program runs, else the working directory."""
+    import pulumi.runtime
+
+    root = pulumi.runtime.get_root_directory()
+    return Path(root).resolve() if root else Path.cwd().resolve()
+
+
+def release_chart_path(name: str) -> str:
+    """Chart `name` as a Helm release's `chart` input: relative to the Pulumi project when it lies
+    below it (state and plans then do not change with where the project or its virtualenv is
+    checked out), absolute otherwise. pulumi-kubernetes reads a relative path from the project's
+    folder: the engine starts providers there."""
+    path = chart_dir(name)
+    try:
+        return str(path.relative_to(project_root()))
+    except ValueError:
+        return str(path)
+
+
+def local_chart_dir(chart: str, root: Path | None = None) -> Path:
+    """Where a release's local `chart` input points (the inverse of release_chart_path)."""
+    path = Path(chart)
+    return path if path.is_absolute() else (root or project_root()) / path
 
 
 def chart_version(name: str) -> str:

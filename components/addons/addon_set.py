@@ -26,7 +26,7 @@ from components.addons.crds import BY_CHART
 from components.addons.crds_first import CrdsFirst
 from components.addons.gpu_operator import CLUSTER_POLICY
 from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
-from components.charts import chart_dir
+from components.charts import release_chart_path
 from components.cluster import ClusterHandle
 from components.k8s_wait import WaitFor
 from components.settings.model import Settings
@@ -92,7 +92,7 @@ def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
     repo = addon.repository(ctx.settings)
     if repo is None:  # this repository's chart, from charts/
         assert addon.local_chart is not None
-        args["chart"] = str(chart_dir(addon.local_chart))
+        args["chart"] = release_chart_path(addon.local_chart)
         return args
     args["version"] = ctx.version
     if repo.startswith("oci://"):

@@ -13,7 +13,7 @@ import yaml
 
 from components import PROJECT_DIR
 from components.atomic import write_text_atomic
-from components.charts import CHARTS_DIR, render
+from components.charts import CHARTS_DIR, local_chart_dir, render
 from components.plan.mockengine import MASK, Recorded
 from components.plan.portable import portable
 from components.plan.run import Plan
@@ -55,7 +55,7 @@ def local_chart(r: Recorded) -> str | None:
     chart = r.inputs.get("chart")
     if not isinstance(chart, str):
         return None
-    path = Path(chart) if Path(chart).is_absolute() else PROJECT_DIR / chart
+    path = local_chart_dir(chart, PROJECT_DIR)
     try:
         path.resolve().relative_to(CHARTS_DIR)
     except ValueError:

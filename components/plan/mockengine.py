@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -197,8 +198,12 @@ def run_program(
     region: str = "",
     secret_keys: list[str] | None = None,
     preview: bool = False,
+    root_directory: Path | None = None,
 ) -> PlanRun:
-    """Run `program` (the real __main__ or a test program) under mocks; return what it registered."""
+    """Run `program` (the real __main__ or a test program) under mocks; return what it registered.
+
+    `root_directory` is the program's Pulumi project folder, as the engine would report it
+    (pulumi.runtime.get_root_directory): paths relative to it are what a real run records."""
     monitor = RecordingMonitor(PlanMocks(region))
     # Each run gets a fresh event loop: the SDK keeps per-loop state between runs otherwise.
     asyncio.set_event_loop(asyncio.new_event_loop())
@@ -210,6 +215,7 @@ def run_program(
     # as the SDK's own `pulumi.runtime.test` decorator does (pulumi/runtime/mocks.py).
     pulumi_settings.SETTINGS.rpc_manager.clear()
     pulumi_settings.SETTINGS.outputs.clear()
+    pulumi_settings.SETTINGS.root_directory = str(root_directory) if root_directory else None
     wire = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
     pulumi.runtime.set_all_config(wire, secret_keys or [])
     root = pulumi.runtime.get_root_resource()

@@ -63,6 +63,7 @@ def plan_config(config: dict[str, Any], stack: str, source: str) -> Plan:
         stack=stack,
         region=settings.region or "",
         secret_keys=secret_keys,
+        root_directory=PROJECT_DIR,
     )
     # The mock engine never runs pulumi-aws's Check: apply its naming and AWS's rules to what was registered.
     problems = recorded_problems(run.resources)

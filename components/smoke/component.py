@@ -4,14 +4,13 @@ the smoke run (see docs/adr for why a dynamic resource and not a Helm test hook)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import pins
-from components.charts import chart_dir
+from components.charts import release_chart_path
 from components.cluster import ClusterHandle
 from components.settings.model import Settings
 from components.smoke.plan import smoke_plan
@@ -22,15 +21,6 @@ from components.smoke.values import CHART
 TYPE = "ck8s-gpu:index:SmokeTest"
 # Installing is quick (a ConfigMap, claim templates, suspended Jobs); the run has its own budget.
 HELM_TIMEOUT_SECONDS = 300
-
-
-def chart_path(cwd: Path | None = None) -> str:
-    """Relative to the Pulumi project when possible: state must not change with the checkout path."""
-    path = chart_dir(CHART)
-    try:
-        return str(path.relative_to(cwd or Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 class SmokeTest(pulumi.ComponentResource):
@@ -67,7 +57,7 @@ class SmokeTest(pulumi.ComponentResource):
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(
                 name=plan.release,
-                chart=chart_path(),
+                chart=release_chart_path(CHART),
                 namespace=plan.namespace,
                 values=plan.values,
                 timeout=HELM_TIMEOUT_SECONDS,

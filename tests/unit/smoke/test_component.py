@@ -15,7 +15,7 @@ from components.cluster import ClusterFacts, cluster_facts
 from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.settings.model import Settings
 from components.smoke import provider as prov
-from components.smoke.component import TYPE, SmokeTest, chart_path
+from components.smoke.component import TYPE, SmokeTest
 from tests.unit.smoke import settings_fixtures as sf
 from tests.unit.smoke.fake_cluster import FakeClock, FakeCluster
 from tests.unit.smoke.test_run import deploy
@@ -112,12 +112,6 @@ def test_disabled_smoke_test_creates_nothing() -> None:
     comp = one(run, TYPE)
     assert [r for r in run.resources if r.parent == comp.urn] == []
     assert run.outputs["smokeTest"]["status"] == "disabled"
-
-
-def test_chart_path_is_relative_to_the_project_and_absolute_elsewhere(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[3]
-    assert chart_path(root) == "charts/gpu-smoke-test"
-    assert chart_path(tmp_path) == str(root / "charts" / "gpu-smoke-test")
 
 
 # --- the dynamic provider, without Pulumi -----------------------------------------------------
