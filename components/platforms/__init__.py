@@ -13,7 +13,12 @@ from components.cluster import ClusterHandle
 from components.settings.model import Settings
 
 
-def make_cluster(name: str, settings: Settings, kubeconfig: pulumi.Input[str] | None = None) -> ClusterHandle:
+def make_cluster(
+    name: str,
+    settings: Settings,
+    kubeconfig: pulumi.Input[str] | None = None,
+    opts: pulumi.ResourceOptions | None = None,
+) -> ClusterHandle:
     """The cluster for `settings.platform`. `kubeconfig` (secret config `ck8s-gpu:kubeconfig`) is
     required for `existing` and `local` and refused elsewhere (it would be silently ignored)."""
     platform = settings.platform
@@ -24,15 +29,15 @@ def make_cluster(name: str, settings: Settings, kubeconfig: pulumi.Input[str] | 
         from components.platforms.existing import ExistingCluster, LocalCluster
 
         cls = ExistingCluster if platform == "existing" else LocalCluster
-        return cls(name, settings, kubeconfig)
+        return cls(name, settings, kubeconfig, opts)
     if kubeconfig is not None:
         raise ValueError(f"platform {platform} makes its own cluster: ck8s-gpu:kubeconfig must not be set")
     if platform == "kind":
         from components.platforms.kind import KindCluster
 
-        return KindCluster(name, settings)
+        return KindCluster(name, settings, opts)
     if platform == "aws":
         from components.aws.cluster import AwsCluster
 
-        return AwsCluster(name, settings)  # type: ignore[no-any-return]
+        return AwsCluster(name, settings, opts)  # type: ignore[no-any-return]
     raise ValueError(f"unknown platform {platform!r}")

@@ -1,0 +1,182 @@
+"""Typed entry points for Pulumi programs other than this repository's (docs/components.md).
+
+A consumer states what it has and wants in small frozen args classes; each component turns its
+args into the same validated Settings this repository's program uses (every rule runs, before
+anything is registered: a bad argument ends the program with one message naming every bad field),
+then wires the platform cluster, the add-ons and the smoke test as children of itself.
+
+- `GpuAddons`: the GPU add-ons and the DRA smoke test on a cluster you already have (its kubeconfig).
+- `GpuCluster`: Canonical Kubernetes control planes and GPU node pools on AWS, in a VPC of yours
+  or a new one, with the add-ons and the smoke test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pulumi
+
+from components import pins
+from components.settings.load import SettingsError, parse_settings
+from components.settings.model import Settings
+
+Driver = Literal["operator", "precompiled", "host"]
+Scheduler = Literal["kai", "default"]
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """GPU nodes of one instance type. On an existing cluster `nodes` is how many already joined;
+    on AWS it is the group's desired size, between `min_nodes` and `max_nodes` (default: `nodes`)."""
+
+    name: str
+    instance_type: str
+    nodes: int = 1
+    min_nodes: int | None = None
+    max_nodes: int | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    ami: str | None = None  # AWS: an AMI id or ssm: parameter of a GPU node image (images/)
+
+    def raw(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "instanceType": self.instance_type,
+                               "minSize": self.nodes if self.min_nodes is None else self.min_nodes,
+                               "desiredSize": self.nodes,
+                               "maxSize": self.nodes if self.max_nodes is None else self.max_nodes}
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        if self.ami is not None:
+            out["ami"] = self.ami
+        return out
+
+
+@dataclass(frozen=True)
+class SmokeTestArgs:
+    """The DRA smoke test `pulumi up` waits for: `gpus` single-GPU pods on distinct GPUs."""
+
+    gpus: int = 1
+    scheduler: Scheduler = "kai"
+    timeout_seconds: int = 900
+
+    def raw(self) -> dict[str, Any]:
+        return {"enabled": True, "gpus": self.gpus, "scheduler": self.scheduler,
+                "timeoutSeconds": self.timeout_seconds}
+
+
+def _smoke(args: SmokeTestArgs | None) -> dict[str, Any]:
+    return args.raw() if args is not None else {"enabled": False}
+
+
+def _settings(kind: str, name: str, raw: dict[str, Any], overrides: Mapping[str, Any]) -> Settings:
+    from components.addons.base import deep_merge
+
+    try:
+        return parse_settings(deep_merge(raw, dict(overrides)), f"{kind} {name}")
+    except SettingsError as exc:
+        raise pulumi.RunError(exc.message) from None  # one message, no traceback, nothing registered
+
+
+@dataclass(frozen=True)
+class GpuAddonsArgs:
+    """`settings` takes any further camelCase stack setting (docs/addons.md), merged over the args."""
+
+    kubeconfig: pulumi.Input[str]
+    pools: Sequence[GpuPool]
+    kubernetes_track: str = pins.DEFAULT_TRACK
+    driver: Driver = "operator"
+    smoke_test: SmokeTestArgs | None = SmokeTestArgs()
+    # True for a cluster whose GPU nodes are simulated (no kubelet, published ResourceSlices: CI's
+    # `local` control plane); the add-ons that need real GPUs are then left out.
+    simulated_gpus: bool = False
+    environment: str = "gpu"
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_settings(self, name: str) -> Settings:
+        raw = {"platform": "local" if self.simulated_gpus else "existing", "environment": self.environment,
+               "kubernetes": {"track": self.kubernetes_track}, "nodePools": [p.raw() for p in self.pools],
+               "gpuStack": {"driver": self.driver}, "smokeTest": _smoke(self.smoke_test)}
+        return _settings("GpuAddonsArgs", name, raw, self.settings)
+
+
+@dataclass(frozen=True)
+class GpuClusterArgs:
+    """A cluster on AWS. `vpc_id` + `private_subnet_ids` (+ `public_subnet_ids` for an
+    internet-facing API) place it in your VPC; without them it gets its own."""
+
+    region: str
+    pools: Sequence[GpuPool]
+    control_planes: Literal[1, 3] = 1
+    vpc_id: str | None = None
+    private_subnet_ids: Sequence[str] = ()
+    public_subnet_ids: Sequence[str] = ()
+    api_allow_list: Sequence[str] = ()
+    kubernetes_track: str = pins.DEFAULT_TRACK
+    driver: Driver = "operator"
+    smoke_test: SmokeTestArgs | None = SmokeTestArgs()
+    environment: str = "gpu"
+    production: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_settings(self, name: str) -> Settings:
+        network: dict[str, Any] = {"apiAllowList": list(self.api_allow_list)}
+        if self.vpc_id is not None:
+            network["existing"] = {"vpcId": self.vpc_id, "privateSubnetIds": list(self.private_subnet_ids),
+                                   "publicSubnetIds": list(self.public_subnet_ids)}
+        if self.control_planes == 3 and self.vpc_id is None:
+            network["azCount"] = 3
+        raw = {"platform": "aws", "region": self.region, "environment": self.environment,
+               "production": self.production, "kubernetes": {"track": self.kubernetes_track},
+               "controlPlane": {"count": self.control_planes}, "nodePools": [p.raw() for p in self.pools],
+               "network": network, "tags": dict(self.tags), "gpuStack": {"driver": self.driver},
+               "smokeTest": _smoke(self.smoke_test)}
+        return _settings("GpuClusterArgs", name, raw, self.settings)
+
+
+class _GpuStack(pulumi.ComponentResource):
+    """Cluster handle + add-ons + smoke test, children of one component (what __main__.py wires)."""
+
+    kubeconfig: pulumi.Output[str]
+    addons: pulumi.Output[list[str]]
+    smoke_report: pulumi.Output[Any]
+
+    def _wire(self, name: str, settings: Settings, kubeconfig: pulumi.Input[str] | None) -> None:
+        from components.addons.addon_set import AddonSet
+        from components.platforms import make_cluster
+        from components.smoke.component import SmokeTest
+
+        child = pulumi.ResourceOptions(parent=self)
+        cluster = make_cluster(f"{name}-cluster", settings, kubeconfig, opts=child)
+        addons = AddonSet(f"{name}-addons", settings, cluster, opts=child)
+        smoke = SmokeTest(f"{name}-smoke-test", settings, cluster, depends_on=addons.smoke_dependencies,
+                          opts=child, addons_digest=addons.fingerprint)
+        self.settings = settings
+        self.cluster = cluster
+        self.kubeconfig = cluster.kubeconfig
+        self.addons = pulumi.Output.from_input([a.name for a in addons.graph.order])
+        self.smoke_report = smoke.report
+        self.register_outputs({"kubeconfig": self.kubeconfig, "addons": self.addons,
+                               "smokeReport": self.smoke_report})
+
+
+class GpuAddons(_GpuStack):
+    """GPU add-ons and the DRA smoke test on a cluster you already have."""
+
+    TYPE = "ck8s-gpu:index:GpuAddons"
+
+    def __init__(self, name: str, args: GpuAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        settings = args.to_settings(name)  # before anything is registered
+        super().__init__(self.TYPE, name, None, opts)
+        self._wire(name, settings, args.kubeconfig)
+
+
+class GpuCluster(_GpuStack):
+    """Canonical Kubernetes with GPU node pools on AWS, with the add-ons and the smoke test."""
+
+    TYPE = "ck8s-gpu:index:GpuCluster"
+
+    def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        settings = args.to_settings(name)
+        super().__init__(self.TYPE, name, None, opts)
+        self._wire(name, settings, None)

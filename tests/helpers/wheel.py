@@ -1,0 +1,65 @@
+"""The ck8s-gpu wheel, built from this checkout and installed into a fresh virtualenv outside it.
+
+The build runs on a copy of the sources (no build/ or egg-info left in the checkout) without build
+isolation, with the pinned setuptools of the test extras: no network. The fresh virtualenv gets
+the wheel by a real `pip install` and reaches the third-party dependencies through a path entry
+to this virtualenv's site-packages; that entry is a plain path, so the editable install's finder
+there is never activated: `components` can only come from the wheel.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from components import PROJECT_DIR
+
+SOURCES = ("pyproject.toml", "setup.py", "components", "charts", "ck8s_gpu")
+
+
+@dataclass(frozen=True)
+class Installed:
+    wheel: Path
+    venv: Path
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def site_packages(self) -> Path:
+        out = subprocess.run([str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True)
+        return Path(out.stdout.strip())
+
+
+def build_wheel(work: Path) -> Path:
+    src = work / "src"
+    src.mkdir(parents=True)
+    for part in SOURCES:
+        origin = PROJECT_DIR / part
+        if origin.is_dir():
+            shutil.copytree(origin, src / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(origin, src / part)
+    dist = work / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                    "--disable-pip-version-check", "-q", "-w", str(dist), str(src)], check=True, timeout=600)
+    [wheel] = dist.glob("ck8s_gpu-*.whl")
+    return wheel
+
+
+def install(work: Path) -> Installed:
+    wheel = build_wheel(work)
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    installed = Installed(wheel, venv)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(installed.python), "install", "--no-deps",
+                    "--no-index", "--disable-pip-version-check", "-q", str(wheel)], check=True, timeout=300)
+    # After the install: pip must not see (nor try to replace) this checkout's editable install.
+    (installed.site_packages / "ck8s_gpu_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return installed
