@@ -21,6 +21,14 @@ from components.settings.model import Settings
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
 NAMESPACE = "nvidia-dra-driver-gpu"
 
+# The driver refuses a GpuConfig sharing strategy whose feature gate is off ("... is selected as the
+# GPU sharing strategy, but the ... feature gate is not enabled"): both gates are alpha and off by
+# default (v0.4.1 pkg/featuregates/featuregates.go, api/nvidia.com/resource/v1beta1/validate.go).
+# The chart hands `featureGates` (name: bool) to every component as FEATURE_GATES, and MPSSupport
+# also grants the kubelet plugin the Deployments it runs MPS control daemons as
+# (templates/kubeletplugin.yaml, rbac-kubeletplugin.yaml).
+SHARING_FEATURE_GATES: dict[str, str] = {"timeSlicing": "TimeSlicingSettings", "mps": "MPSSupport"}
+
 
 def resource_api_version(kubernetes_minor: int) -> str:
     """The FULL group/version: the chart puts it verbatim into DeviceClass.apiVersion.
@@ -36,6 +44,14 @@ def allocates_gpus(settings: Settings) -> bool:
     return settings.gpu_stack.allocation == "dra"
 
 
+def feature_gates(settings: Settings) -> dict[str, bool]:
+    """The gates the smoke test's GPU sharing needs (smokeTest.sharing); {} leaves the chart's defaults."""
+    t = settings.smoke_test
+    if not t.enabled or t.sharing == "none":
+        return {}
+    return {SHARING_FEATURE_GATES[t.sharing]: True}
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     gpus = allocates_gpus(s)
@@ -44,6 +60,9 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # The label the operator's driver manager toggles to evict this plugin before a driver
         # reload (gpu_operator.values sets NODE_LABEL_FOR_GPU_POD_EVICTION to the same key).
         plugin["nodeSelector"] = {DRA_NODE_LABEL: "true"}
+    extra: dict[str, Any] = {}
+    if gates := feature_gates(s):
+        extra["featureGates"] = gates
     return {
         # /run/nvidia/driver with the operator's driver container (compiled or precompiled), / with
         # the host's driver (values.yaml nvidiaDriverRoot).
@@ -57,6 +76,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
             "computeDomains": {"enabled": s.gpu_stack.compute_domains},
         },
         "kubeletPlugin": plugin,
+        **extra,
     }
 
 

@@ -203,9 +203,28 @@ class SmokeTestSettings(_Model):
     min_memory_gib: int | None = Field(default=None, ge=1, alias="minMemoryGiB")
     scheduler: Scheduler = "kai"
     queue: str = "smoke-test"
-    shared_claim: bool = False
+    # The cases (docs/smoke-test.md says what each proves). `wholeGpu`: the `gpus` single-GPU pods;
+    # false on clusters whose GPUs are all MIG-partitioned, where no whole GPU can be allocated
+    # (then the MIG case is the one that proves the path, and no other case may ask for whole GPUs).
+    whole_gpu: bool = True
+    shared_claim: bool = False  # one pod, two containers, one claim from a template
+    # Two pods of one Job naming one ResourceClaim object (NVIDIA's demo gpu-test3).
+    shared_named_claim: bool = False
     gang: bool = False
-    mig: bool = False
+    # null: on exactly when migProfile names a profile.
+    mig: bool | None = None
+    # The MIG profile the MIG case asks for, as the DRA driver publishes it (`1g.10gb`, `1c.2g.20gb`,
+    # `1g.10gb+me`); null: any MIG device. Syntax checked by settings.rules.
+    mig_profile: str | None = Field(default=None, min_length=1, max_length=64)
+    # GPU sharing on the shared cases' claims: NVIDIA's opaque GpuConfig (demo gpu-test5). The DRA
+    # driver add-on then turns on the feature gate the strategy needs (components/addons/dra_driver.py).
+    sharing: Literal["none", "timeSlicing", "mps"] = "none"
+    # GpuConfig sharing.timeSlicingConfig.interval (sharing timeSlicing); null: the driver's Default.
+    time_slicing_interval: Literal["Default", "Short", "Medium", "Long"] | None = None
+    # GpuConfig sharing.mpsConfig (sharing mps): the MPS daemon's default active thread percentage
+    # and pinned device memory limit (MiB); null: MPS' own defaults.
+    mps_active_thread_percentage: int | None = Field(default=None, ge=0, le=100)
+    mps_pinned_memory_limit_mib: int | None = Field(default=None, ge=1, alias="mpsPinnedMemoryLimitMiB")
     timeout_seconds: int = Field(default=900, ge=60, le=7200)
     # Change this value to re-run the smoke test without touching anything else.
     trigger: str = ""
@@ -217,6 +236,13 @@ class SmokeTestSettings(_Model):
     # for a mirror that needs credentials. Not created here: the namespace must hold them when the
     # Jobs start (a secret replicator, or `kubectl create secret docker-registry` after the first up).
     image_pull_secrets: tuple[str, ...] = Field(default=(), max_length=8)
+
+    @model_validator(mode="after")
+    def _mig_from_profile(self) -> SmokeTestSettings:
+        if self.mig is None:
+            # Frozen model; this runs once, inside validation (as Settings._derived_defaults does).
+            object.__setattr__(self, "mig", self.mig_profile is not None)
+        return self
 
 
 class ExistingNetwork(_Model):

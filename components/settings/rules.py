@@ -438,7 +438,7 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     available = gpus_provided(s)
     needed = t.gpus
     known = all(pool_gpus(p) is not None for p in s.node_pools)  # unknown pools are reported already
-    if known and needed > available:
+    if t.whole_gpu and known and needed > available:
         yield (f"{path}.gpus",
                f"needs {needed} GPUs but the node pools provide {available} at their desired size")
     if t.scheduler == "kai":
@@ -455,11 +455,127 @@ def _smoke(s: Settings) -> Iterator[Problem]:
         yield f"{path}.gpus", "the gang case needs at least 2 pods (gpus >= 2): a gang of one proves nothing"
     if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):
         yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
+    if t.mig and s.platform in SIMULATED_GPUS:
+        yield (f"{path}.mig", f"{SIMULATED_GPUS[s.platform]} publishes whole GPUs only (type gpu): no MIG device "
+                              "exists, so the MIG case could never be allocated")
     for i, secret in enumerate(t.image_pull_secrets):
         # Secret names are DNS subdomains (k8s.io/apimachinery validation IsDNS1123Subdomain).
         for reason in k8s_syntax.dns_subdomain_problems(secret):
             yield f"{path}.imagePullSecrets[{i}]", f"'{cut(secret)}' is no Secret name: {reason}"
+    yield from _smoke_cases(s)
+    yield from _smoke_sharing(s)
     yield from _smoke_memory(s)
+
+
+# Who publishes the GPUs where no NVIDIA driver runs (components/cluster.py simulated_gpus).
+SIMULATED_GPUS = {
+    # run-ai/fake-gpu-operator v0.2.0 (3a3f644) internal/dra-plugin-gpu/discovery.go: type gpu only.
+    "kind": "kind's fake-gpu-operator (its DRA plugin)",
+    # tools/dra_publisher.py: devices gpu-<n> of type gpu, DeviceClass gpu.nvidia.com only.
+    "local": "local's test publisher (tools/dra_publisher.py)",
+}
+# Why GPU sharing cannot be shown there: the opaque GpuConfig would be refused or read by nobody.
+SHARING_UNSUPPORTED = {
+    # internal/dra-plugin-gpu/state.go decodes every opaque config for driver gpu.nvidia.com with
+    # sigs.k8s.io/dra-example-driver v0.2.0's strict decoder, which knows only
+    # gpu.resource.example.com/v1alpha1 (api/example.com/resource/gpu/v1alpha1/api.go).
+    "kind": "kind's fake-gpu-operator (v0.2.0) decodes opaque configs as gpu.resource.example.com/v1alpha1 only: "
+            "it fails to prepare a claim carrying NVIDIA's resource.nvidia.com/v1beta1 GpuConfig, so the pods "
+            "never start",
+    "local": "local's KWOK nodes run no kubelet plugin: nothing reads the GpuConfig, so the case would pass "
+             "without sharing anything",
+}
+# A MIG profile as the NVIDIA DRA driver publishes it (attribute `profile`): go-nvlib's
+# MigProfileInfo.String(), vendored by kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (764900e,
+# vendor/github.com/NVIDIA/go-nvlib/pkg/nvlib/device/mig_profile.go; cmd/gpu-kubelet-plugin/
+# nvlib.go sets Profile from it): `[<C>c.]<G>g.<GB>gb`, then `+<attr>[,<attr>]` (me, me.all, gfx)
+# or `-<attr>` (what the profile lacks: -me). Attributes as parseMigProfileAttributes allows them.
+_MIG_ATTRIBUTE = r"[a-z][a-z0-9]*(\.[a-z0-9]+)*"
+MIG_PROFILE = re.compile(rf"(?:([0-9]+)c\.)?([0-9]+)g\.([0-9]+)gb(?:[+-]({_MIG_ATTRIBUTE}(?:,{_MIG_ATTRIBUTE})*))?")
+
+
+def mig_profile_problems(profile: str) -> list[str]:
+    """Why `profile` can never equal a MIG device's published `profile` attribute; [] when it can."""
+    m = MIG_PROFILE.fullmatch(profile)  # fullmatch: `$` would let a trailing newline through
+    if m is None:
+        return [f"'{cut(profile)}' is not a MIG profile as the DRA driver publishes it: [<C>c.]<G>g.<GB>gb with "
+                "optional +attributes or -attributes, like 1g.10gb, 1c.2g.20gb, 1g.10gb+me, 1g.12gb-me"]
+    c, g, gb, attrs = m.group(1), int(m.group(2)), int(m.group(3)), m.group(4)
+    problems = []
+    if g == 0 or gb == 0 or (c is not None and int(c) == 0):
+        problems.append(f"'{profile}': slice and memory counts start at 1")
+    elif c is not None and int(c) == g:
+        # String() leaves out the compute part when it equals the GPU instance's.
+        problems.append(f"'{profile}' is published as '{profile.split('.', 1)[1]}' (the driver writes the c. part "
+                        "only when the compute instance is smaller than its GPU instance)")
+    elif c is not None and int(c) > g:
+        # go-nvlib VisitMigProfiles skips such profiles (`if pi.C > pi.G`, pkg/nvlib/device/device.go).
+        problems.append(f"'{profile}': a compute instance is part of its GPU instance, so c cannot exceed g")
+    if attrs and len(set(attrs.split(","))) != len(attrs.split(",")):
+        problems.append(f"'{profile}' repeats an attribute")
+    return problems
+
+
+def _smoke_cases(s: Settings) -> Iterator[Problem]:
+    """The cases against each other: at least one runs, none contradicts `wholeGpu`, a MIG profile
+    is one the driver can publish (docs/smoke-test.md)."""
+    t = s.smoke_test
+    path = f"{ROOT}.smokeTest"
+    if not any((t.whole_gpu, t.shared_claim, t.shared_named_claim, t.gang, t.mig)):
+        yield (f"{path}.wholeGpu", "is false and no other case is on: the smoke test would prove nothing (on a "
+                                   "cluster whose GPUs are all MIG-partitioned, turn on the MIG case: mig or "
+                                   "migProfile; or set smokeTest.enabled false)")
+    if not t.whole_gpu:
+        why = ("allocates whole GPUs, and wholeGpu false says the cluster hands out none (all GPUs "
+               "MIG-partitioned): turn it off or set wholeGpu true")
+        for key, on in (("sharedClaim", t.shared_claim), ("sharedNamedClaim", t.shared_named_claim),
+                        ("gang", t.gang)):
+            if on:
+                yield f"{path}.{key}", why
+        if t.gpus != 1:
+            yield f"{path}.gpus", f"is {t.gpus}, but with wholeGpu false no case runs whole-GPU pods to count"
+        for key, value in (("productNamePattern", t.product_name_pattern), ("minMemoryGiB", t.min_memory_gib)):
+            if value is not None:
+                yield f"{path}.{key}", "selects whole GPUs, and with wholeGpu false no case asks for one"
+    if t.mig_profile is not None:
+        for reason in mig_profile_problems(t.mig_profile):
+            yield f"{path}.migProfile", reason
+        if not t.mig:
+            yield (f"{path}.migProfile", "names the MIG case's profile, but smokeTest.mig is false: remove mig: "
+                                         "false (a profile turns the MIG case on) or the profile")
+
+
+def _smoke_sharing(s: Settings) -> Iterator[Problem]:
+    """smokeTest.sharing puts NVIDIA's GpuConfig (resource.nvidia.com/v1beta1) on the shared cases'
+    claims; the DRA driver must read it and have the strategy's feature gate on."""
+    from components.addons.dra_driver import SHARING_FEATURE_GATES
+
+    t = s.smoke_test
+    path = f"{ROOT}.smokeTest"
+    if t.time_slicing_interval is not None and t.sharing != "timeSlicing":
+        yield f"{path}.timeSlicingInterval", f"applies to sharing timeSlicing only (sharing is {t.sharing})"
+    for key, value in (("mpsActiveThreadPercentage", t.mps_active_thread_percentage),
+                       ("mpsPinnedMemoryLimitMiB", t.mps_pinned_memory_limit_mib)):
+        if value is not None and t.sharing != "mps":
+            yield f"{path}.{key}", f"applies to sharing mps only (sharing is {t.sharing})"
+    if t.sharing == "none":
+        return
+    if not (t.shared_claim or t.shared_named_claim):
+        yield (f"{path}.sharing", "configures the claims of the shared cases, and neither sharedClaim nor "
+                                  "sharedNamedClaim is on: no case would share a GPU")
+    if s.platform in SHARING_UNSUPPORTED:
+        yield f"{path}.sharing", SHARING_UNSUPPORTED[s.platform]
+    values = s.gpu_stack.addons.dra_driver.values
+    gate = SHARING_FEATURE_GATES[t.sharing]
+    set_to = nested(values, f"featureGates.{gate}")
+    if set_to is not None and not _truthy(set_to):
+        yield (f"{ROOT}.gpuStack.addons.draDriver.values.featureGates.{gate}",
+               f"is off, and smokeTest.sharing {t.sharing} needs it: the DRA driver refuses the GpuConfig "
+               "without it")
+    if t.sharing == "mps" and _truthy(nested(values, "featureGates.DynamicMIG")):
+        # dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/featuregates.go ValidateFeatureGates.
+        yield (f"{ROOT}.gpuStack.addons.draDriver.values.featureGates.DynamicMIG",
+               "cannot be on with MPSSupport (smokeTest.sharing mps): the DRA driver refuses to start with both")
 
 
 def _smoke_memory(s: Settings) -> Iterator[Problem]:
@@ -467,7 +583,8 @@ def _smoke_memory(s: Settings) -> Iterator[Problem]:
     fit the memory the driver PUBLISHES, NVML's framebuffer, which is below the size on the box (an
     H100 80GB publishes 81559 MiB = 79.6 GiB). Else no device matches and the claims never allocate."""
     want = s.smoke_test.min_memory_gib
-    if want is None or s.platform == "existing":  # existing: the pools are not ours to know
+    if want is None or s.platform == "existing" or not s.smoke_test.whole_gpu:
+        # existing: the pools are not ours to know; without whole-GPU cases _smoke_cases reports it.
         return
     facts = [(p, f) for p in s.node_pools if (f := pool_gpus(p)) is not None]
     if not facts or len(facts) < len(s.node_pools):

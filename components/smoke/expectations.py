@@ -17,6 +17,10 @@ from components.settings.model import Settings
 DRIVER = "gpu.nvidia.com"
 MIG_DEVICE_CLASS = "mig.nvidia.com"
 SCHEDULER_NAMES: dict[str, str] = {"kai": "kai-scheduler", "default": "default-scheduler"}
+# smokeTest.sharing -> NVIDIA GpuConfig `sharing.strategy` (dra-driver-nvidia-gpu v0.4.1
+# api/nvidia.com/resource/v1beta1/sharing.go TimeSlicingStrategy, MpsStrategy).
+SHARING_STRATEGIES: dict[str, str] = {"timeSlicing": "TimeSlicing", "mps": "MPS"}
+GPU_CONFIG_API = "resource.nvidia.com/v1beta1"
 NO_KUBELET = "no kubelet on simulated nodes"
 
 # Labels and annotations shared by the chart, the runner and the verifier.
@@ -52,13 +56,16 @@ class PoolExpectation:
 
 @dataclass(frozen=True)
 class CaseExpectation:
-    case: str  # gpus | shared | gang | mig
+    case: str  # gpus | shared | shared-named | gang | mig
     job: str
     pods: int
     containers: tuple[str, ...]
     device_class: str
     distinct: bool  # the case's pods must hold different devices at the same time
     pod_group: str = ""
+    claim: str = ""  # the ResourceClaim object every pod names (shared-named); "" = one claim per pod
+    profile: str = ""  # the MIG profile asked for (mig); "" = any
+    sharing: str = ""  # GpuConfig sharing strategy on the case's claims (TimeSlicing | MPS); "" = none
 
 
 @dataclass(frozen=True)
@@ -122,15 +129,23 @@ def case_expectations(settings: Settings, *, release: str, run_id: str) -> tuple
     def name(part: str) -> str:
         return object_name(release, part, run_id)
 
-    cases = [CaseExpectation("gpus", name("gpus"), t.gpus, ("probe",), t.device_class, distinct=True)]
+    sharing = SHARING_STRATEGIES.get(t.sharing, "")
+    cases = []
+    if t.whole_gpu:
+        cases.append(CaseExpectation("gpus", name("gpus"), t.gpus, ("probe",), t.device_class, distinct=True))
     if t.shared_claim:
         cases.append(CaseExpectation("shared", name("shared"), 1, ("probe-a", "probe-b"), t.device_class,
-                                     distinct=False))
+                                     distinct=False, sharing=sharing))
+    if t.shared_named_claim:
+        # The chart names the claim like the case's Job (templates/resourceclaim-shared-named.yaml).
+        cases.append(CaseExpectation("shared-named", name("shared-named"), 2, ("probe",), t.device_class,
+                                     distinct=False, claim=name("shared-named"), sharing=sharing))
     if t.gang:
         cases.append(CaseExpectation("gang", name("gang"), t.gpus, ("probe",), t.device_class, distinct=True,
                                      pod_group=name("gang")))
     if t.mig:
-        cases.append(CaseExpectation("mig", name("mig"), 1, ("probe",), MIG_DEVICE_CLASS, distinct=False))
+        cases.append(CaseExpectation("mig", name("mig"), 1, ("probe",), MIG_DEVICE_CLASS, distinct=False,
+                                     profile=t.mig_profile or ""))
     return tuple(cases)
 
 

@@ -5,6 +5,7 @@ The probe script (charts/gpu-smoke-test/templates/configmap-probe.yaml) prints:
   CK8S-SMOKE nvidia-smi rc=<n> | CK8S-SMOKE nvidia-smi missing
   CK8S-SMOKE uuid <GPU-...|MIG-...>          one per `nvidia-smi -L` device line
   CK8S-SMOKE env GPU_DEVICE_<id>=<device>    variables a simulated driver injects
+  CK8S-SMOKE mps pipe=<dir> mounted=<yes|no>  MPS sharing: the pipe directory the driver injected
   CK8S-SMOKE barrier wait | barrier timeout
   CK8S-SMOKE end rc=<0|1>
 """
@@ -28,6 +29,8 @@ class ProbeOutput:
     nvidia_smi_rc: int | None = None  # None: not run (missing)
     uuids: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    mps_pipe: str | None = None  # CUDA_MPS_PIPE_DIRECTORY; None: not set (no MPS sharing)
+    mps_mounted: bool = False  # the directory exists in the container
     barrier_timeout: bool = False
     end_rc: int | None = None
     other_lines: list[str] = field(default_factory=list)  # non-probe output, e.g. nvidia-smi errors
@@ -71,6 +74,10 @@ def parse(text: str) -> ProbeOutput:
             m = _ENV.match(rest)
             if m:
                 out.env[m.group(1)] = m.group(2)
+        elif key == "mps":
+            fields = dict(part.partition("=")[::2] for part in rest.split())
+            out.mps_pipe = fields.get("pipe") or None
+            out.mps_mounted = fields.get("mounted") == "yes"
         elif key == "barrier" and rest.strip() == "timeout":
             out.barrier_timeout = True
         elif key == "end" and rest.startswith("rc="):

@@ -11,7 +11,7 @@ from components import pins
 from components.charts import chart_dir
 from components.cluster import ClusterFacts
 from components.settings.model import Settings, SmokeTestSettings
-from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES
+from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES, SHARING_STRATEGIES
 
 CHART = "gpu-smoke-test"
 RUN_ID_LENGTH = 8
@@ -57,6 +57,24 @@ def tolerations(settings: Settings) -> list[dict[str, str]]:
     return [seen[k] for k in sorted(seen)]
 
 
+def gpu_sharing(t: SmokeTestSettings) -> dict[str, Any]:
+    """GpuConfig `sharing` for the shared cases' claims ({}: none), shaped like NVIDIA's GpuSharing
+    (dra-driver-nvidia-gpu v0.4.1 api/nvidia.com/resource/v1beta1/sharing.go; demo gpu-test5)."""
+    if t.sharing == "timeSlicing":
+        # Always explicit: the driver's TimeSlicingConfig.Validate reads the interval through a pointer
+        # that only its own default (no timeSlicingConfig at all) fills in (validate.go, gpuconfig.go).
+        return {"strategy": SHARING_STRATEGIES[t.sharing],
+                "timeSlicingConfig": {"interval": t.time_slicing_interval or "Default"}}
+    if t.sharing == "mps":
+        mps: dict[str, Any] = {}
+        if t.mps_active_thread_percentage is not None:
+            mps["defaultActiveThreadPercentage"] = t.mps_active_thread_percentage
+        if t.mps_pinned_memory_limit_mib is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = f"{t.mps_pinned_memory_limit_mib}Mi"
+        return {"strategy": SHARING_STRATEGIES[t.sharing], "mpsConfig": mps}
+    return {}
+
+
 def chart_values(
     settings: Settings, facts: ClusterFacts, image: pins.ImagePin, *, run_id: str
 ) -> dict[str, Any]:
@@ -89,10 +107,13 @@ def chart_values(
         "nodeSelector": {},
         "networkPolicy": {"enabled": True},
         "cases": {
+            "wholeGpu": t.whole_gpu,
             "sharedClaim": t.shared_claim,
+            "sharedNamedClaim": t.shared_named_claim,
             "gang": t.gang,
-            "mig": {"enabled": t.mig, "deviceClassName": MIG_DEVICE_CLASS, "profile": ""},
+            "mig": {"enabled": bool(t.mig), "deviceClassName": MIG_DEVICE_CLASS, "profile": t.mig_profile or ""},
         },
+        "sharing": {"driver": DRIVER, "gpuSharing": gpu_sharing(t)},
     }
 
 

@@ -18,6 +18,7 @@ from components.smoke import probe
 from components.smoke.expectations import (
     CASE_LABEL,
     GFD_COUNT_LABEL,
+    GPU_CONFIG_API,
     INSTANCE_TYPE_LABEL,
     NO_KUBELET,
     POD_GROUP_ANNOTATION,
@@ -153,11 +154,14 @@ class _View:
 
 
 def check_device_class(v: _View) -> CheckResult:
-    """Exists, and selects our driver's devices of the case's type: by its CEL selectors, not its name."""
+    """Exists, and selects our driver's devices of the case's type: by its CEL selectors, not its name.
+    Only the classes the cases ask for: a MIG-only run (wholeGpu off) needs no whole-GPU class."""
     present = {name(dc): dc for dc in v.snap.device_classes}
-    wanted: dict[str, str] = {v.exp.device_class: "gpu"}
+    wanted: dict[str, str] = {}
     for c in v.exp.cases:
         wanted[c.device_class] = "mig" if c.case == "mig" else wanted.get(c.device_class, "gpu")
+    if not wanted:
+        return CheckResult("device-class", "DeviceClass", FAILED, "no case to run: no DeviceClass to look up")
     problems = []
     for w, want_type in wanted.items():
         if w not in present:
@@ -477,6 +481,8 @@ def check_distinct(v: _View) -> CheckResult:
     check, hop = "distinct-gpus", "allocation"
     problems, compared = [], 0
     cases = [c for c in v.exp.cases if c.distinct]
+    if not cases:
+        return CheckResult(check, hop, SKIPPED, "no case holds several GPUs at once (wholeGpu and gang are off)")
     for case in cases:
         holders: dict[tuple[str, str, str], str] = {}
         saw: dict[str, str] = {}
@@ -578,6 +584,90 @@ def check_shared(v: _View) -> CheckResult:
     return _outcome("case-shared-claim", "shared claim", problems, f"one claim on {where}; {inside}")
 
 
+def _reserved_sets(v: _View, claim_name: str) -> list[set[str]]:
+    """The pods each allocated version of a claim was reserved for."""
+    return [{str(r.get("name")) for r in (c.get("status", {}).get("reservedFor") or []) if r.get("resource", "pods")
+             == "pods"} for c in v.versions.get(claim_name, [])]
+
+
+def _allocations(v: _View, claim_name: str) -> list[frozenset[tuple[str, str, str]]]:
+    """Each time the claim was allocated, in order: per the watched history (an allocation dropped and
+    made again counts twice), else the distinct allocations of its recorded versions."""
+    def devices(obj: Obj) -> frozenset[tuple[str, str, str]]:
+        return frozenset((str(r.get("driver", "")), str(r.get("pool", "")), str(r.get("device", "")))
+                         for r in allocation_results(obj))
+
+    out: list[frozenset[tuple[str, str, str]]] = []
+    history = [e for e in v.snap.claim_history if name(e.get("object") or {}) == claim_name]
+    if history:
+        current: frozenset[tuple[str, str, str]] = frozenset()
+        for entry in history:
+            now = frozenset() if entry.get("type") == "DELETED" else devices(entry.get("object") or {})
+            if now and now != current:
+                out.append(now)
+            current = now
+        return out
+    return list(dict.fromkeys(d for c in v.versions.get(claim_name, []) if (d := devices(c))))
+
+
+def check_shared_named(v: _View) -> CheckResult:
+    """NVIDIA's gpu-test3: two pods name one ResourceClaim object. It is allocated once, reserved for
+    both pods at the same time, both run on its node and (with a kubelet) both see the same GPU."""
+    check, hop = "case-named-claim", "named claim"
+    case = v.exp.case("shared-named")
+    if case is None:
+        return CheckResult(check, hop, SKIPPED, "smokeTest.sharedNamedClaim is off")
+    pods = v.by_case[case.case]
+    if not pods:
+        return CheckResult(check, hop, FAILED, f"no pod of Job {case.job} exists")
+    problems = []
+    if len(pods) < case.pods:
+        problems.append(f"only {len(pods)} of {case.pods} pods of Job {case.job} exist")
+    for pod in pods:
+        refs = [r for r in pod.get("spec", {}).get("resourceClaims") or [] if r.get("name") == "gpu"]
+        named = refs[0].get("resourceClaimName") if refs else None
+        if named != case.claim:
+            how = f"claim '{named}'" if named else "a claim template or nothing"
+            problems.append(f"pod {name(pod)} names {how}, expected the ResourceClaim {case.claim}")
+    claim = v.claims.get(case.claim)
+    if claim is None or not allocation_results(claim):
+        problems.append(f"ResourceClaim {case.claim} was never seen (was it created?)" if claim is None
+                        else f"claim {case.claim} was never allocated: {v.why_pending(pods[0])}")
+        return _outcome(check, hop, problems, "")
+    results = allocation_results(claim)
+    where = _describe(v.allocated(pods[0]), v)
+    if len(results) != 1:
+        problems.append(f"claim {case.claim} holds {len(results)} devices ({where}), expected 1")
+    together = {name(p) for p in pods}
+    if v.exp.in_container:
+        # The barrier keeps both pods running, so one allocation must have served both.
+        allocations = _allocations(v, case.claim)
+        if len(allocations) > 1:
+            shown = "; ".join(", ".join(f"{d[1]}/{d[2]}" for d in sorted(a)) for a in allocations)
+            problems.append(f"claim {case.claim} was allocated {len(allocations)} times ({shown}): its pods did not "
+                            "share one allocation")
+        if not any(together <= r for r in _reserved_sets(v, case.claim)):
+            held = "; ".join(", ".join(sorted(r)) or "nobody" for r in _reserved_sets(v, case.claim)) or "no version"
+            problems.append(f"claim {case.claim} was never reserved for both pods at once (reservedFor: {held})")
+    nodes = allocation_nodes(claim) or {sd.node for _r, sd in v.allocated(pods[0]) if sd and sd.node}
+    for pod in pods:
+        node = pod.get("spec", {}).get("nodeName")
+        if not node:
+            problems.append(f"pod {name(pod)} was never scheduled: {v.why_pending(pod)}")
+        elif nodes and node not in nodes:
+            problems.append(f"pod {name(pod)} ran on node {node}, but claim {case.claim} is on "
+                            f"{', '.join(sorted(nodes))}")
+    if v.exp.in_container and not problems:
+        seen = {name(p): _observed(v.parsed_log(v.snap.logs.get(f"{name(p)}/{case.containers[0]}", "")),
+                                   v.exp.probe_expect) for p in pods}
+        if len({frozenset(s) for s in seen.values()}) != 1 or not next(iter(seen.values())):
+            shown = "; ".join(f"{p}: {', '.join(sorted(s)) or 'nothing'}" for p, s in seen.items())
+            problems.append(f"the pods naming claim {case.claim} did not see the same device ({shown})")
+    inside = "both pods saw it" if v.exp.in_container else f"pods' view not checked: {NO_KUBELET}"
+    once = "allocated once, reserved for both pods at once" if v.exp.in_container else "reserved for each pod"
+    return _outcome(check, hop, problems, f"claim {case.claim} on {where}: {once}, both on its node; {inside}")
+
+
 def check_gang(v: _View) -> CheckResult:
     case = v.exp.case("gang")
     if case is None:
@@ -618,13 +708,74 @@ def check_mig(v: _View) -> CheckResult:
         if not allocated:
             problems.append(f"pod {name(pod)}'s MIG claim was never allocated: {v.why_pending(pod)}")
         for r, sd in allocated:
-            kind = v.attr(sd, "type")
+            kind, profile = v.attr(sd, "type"), v.attr(sd, "profile")
             if kind != "mig":
                 problems.append(f"pod {name(pod)} got {r.get('pool')}/{r.get('device')} of type '{kind}', "
                                 "expected a MIG device")
+            elif case.profile and profile != case.profile:
+                problems.append(f"pod {name(pod)} got {r.get('pool')}/{r.get('device')} of profile '{profile}', "
+                                f"smokeTest.migProfile asks for '{case.profile}'")
             else:
-                done.append(f"{r.get('pool')}/{r.get('device')} ({v.attr(sd, 'profile')})")
+                done.append(f"{r.get('pool')}/{r.get('device')} ({profile})")
     return _outcome("case-mig", "MIG", problems, "MIG device " + ", ".join(done))
+
+
+def _gpu_configs(claim: Obj, driver: str) -> list[Obj]:
+    """The GpuConfig parameters the allocation carries for `driver`'s request `gpu` (the API server
+    copies the claim's spec.devices.config there: k8s.io/api resource/v1 DeviceAllocationResult.Config)."""
+    out = []
+    alloc = claim.get("status", {}).get("allocation") or {}
+    for cfg in (alloc.get("devices") or {}).get("config") or []:
+        opaque = cfg.get("opaque") or {}
+        params = opaque.get("parameters") or {}
+        requests = cfg.get("requests") or []
+        if (opaque.get("driver") == driver and params.get("apiVersion") == GPU_CONFIG_API
+                and params.get("kind") == "GpuConfig" and (not requests or "gpu" in requests)):
+            out.append(params)
+    return out
+
+
+def check_sharing(v: _View) -> CheckResult:
+    """smokeTest.sharing: the shared cases' allocations carry the GpuConfig with the strategy; with MPS
+    the containers got the MPS daemon's pipe directory, which only the driver's MPS setup injects."""
+    check, hop = "gpu-sharing", "GPU sharing"
+    cases = [c for c in v.exp.cases if c.sharing]
+    if not cases:
+        return CheckResult(check, hop, SKIPPED, "smokeTest.sharing is none")
+    problems, judged, strategies = [], 0, sorted({c.sharing for c in cases})
+    for case in cases:
+        claims: dict[str, Obj | None] = {}
+        for pod in v.by_case[case.case]:
+            cname, claim = v.claim(pod)
+            if cname:
+                claims.setdefault(cname, claim)
+        if not claims:
+            problems.append(f"no claim of case {case.case} to inspect (Job {case.job})")
+        for cname, claim in sorted(claims.items()):
+            if claim is None or not allocation_results(claim):
+                problems.append(f"claim {cname} was never allocated: no configuration to inspect")
+                continue
+            judged += 1
+            found = [(p.get("sharing") or {}).get("strategy") for p in _gpu_configs(claim, v.exp.driver)]
+            if case.sharing not in found:
+                got = ", ".join(str(f) for f in found) or "none"
+                problems.append(f"claim {cname}'s allocation carries no {GPU_CONFIG_API} GpuConfig with sharing "
+                                f"strategy {case.sharing} for driver {v.exp.driver} (strategies found: {got})")
+        if case.sharing == "MPS" and v.exp.in_container:
+            for pod in v.by_case[case.case]:
+                for c in case.containers:
+                    key = f"{name(pod)}/{c}"
+                    if (text := v.snap.logs.get(key)) is None:
+                        continue  # container-device reports the missing log
+                    out = v.parsed_log(text)
+                    if out.mps_pipe is None:
+                        problems.append(f"{key} got no MPS pipe directory (CUDA_MPS_PIPE_DIRECTORY unset): the "
+                                        "driver did not set up MPS for its claim")
+                    elif not out.mps_mounted:
+                        problems.append(f"{key}: MPS pipe directory {out.mps_pipe} is not mounted")
+    inside = "" if v.exp.in_container or "MPS" not in strategies else f"; MPS in containers not checked: {NO_KUBELET}"
+    return _outcome(check, hop, _unique(problems),
+                    f"{judged} claim(s) carry the GpuConfig ({', '.join(strategies)}){inside}")
 
 
 def check_dcgm(v: _View) -> CheckResult:
@@ -665,16 +816,19 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
     check_distinct,
     check_jobs,
     check_shared,
+    check_shared_named,
     check_gang,
     check_mig,
+    check_sharing,
     check_dcgm,
 )
 
 
 CHECK_NAMES = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "container-device",
-               "distinct-gpus", "jobs-complete", "case-shared-claim", "case-gang", "case-mig", "dcgm-metrics")
+               "distinct-gpus", "jobs-complete", "case-shared-claim", "case-named-claim", "case-gang",
+               "case-mig", "gpu-sharing", "dcgm-metrics")
 HOPS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "scheduler", "node placement", "kubelet/CDI", "allocation",
-        "Job", "shared claim", "gang", "MIG", "DCGM exporter")
+        "Job", "shared claim", "named claim", "gang", "MIG", "GPU sharing", "DCGM exporter")
 
 
 def _malformed(exc: Exception) -> str:

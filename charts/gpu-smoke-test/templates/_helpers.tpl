@@ -57,11 +57,51 @@ kai.scheduler/queue: {{ .Values.scheduler.queue | quote }}
 {{- end -}}
 
 {{/*
+The `devices` of a whole-GPU claim: one device of deviceClassName matching the selectors and, with
+`config` true (the shared cases), NVIDIA's opaque GpuConfig carrying `sharing.gpuSharing` (demo
+gpu-test5). Kubernetes copies it into the allocation; the driver applies it when it prepares the
+claim. Argument: dict root, config.
+*/}}
+{{- define "gpu-smoke-test.gpuDevices" -}}
+{{- $v := .root.Values -}}
+{{- $selectors := include "gpu-smoke-test.gpuSelectors" .root -}}
+devices:
+  requests:
+    - name: gpu
+      exactly:
+        deviceClassName: {{ $v.deviceClassName | quote }}
+        allocationMode: ExactCount
+        count: 1
+        {{- if $selectors }}
+        selectors:
+          {{- $selectors | trim | nindent 10 }}
+        {{- end }}
+  {{- if and .config $v.sharing.gpuSharing }}
+  config:
+    - requests: ["gpu"]
+      opaque:
+        driver: {{ $v.sharing.driver | quote }}
+        parameters:
+          apiVersion: resource.nvidia.com/v1beta1
+          kind: GpuConfig
+          sharing:
+            {{- toYaml $v.sharing.gpuSharing | nindent 12 }}
+  {{- end }}
+{{- end -}}
+
+{{/*
 Impossible values fail the render with a message naming the value (the schema checks types and
 patterns; these are the cross-field rules).
 */}}
 {{- define "gpu-smoke-test.validate" -}}
 {{- $v := .Values -}}
+{{- $c := $v.cases -}}
+{{- if not (or $c.wholeGpu $c.sharedClaim $c.sharedNamedClaim $c.gang $c.mig.enabled) -}}
+{{- fail "no case is enabled (cases.wholeGpu, sharedClaim, sharedNamedClaim, gang, mig.enabled): the smoke test would prove nothing" -}}
+{{- end -}}
+{{- if and $v.sharing.gpuSharing (not (or $c.sharedClaim $c.sharedNamedClaim)) -}}
+{{- fail "sharing.gpuSharing configures the shared cases' claims: it needs cases.sharedClaim or cases.sharedNamedClaim" -}}
+{{- end -}}
 {{- if not (regexMatch "^[a-z0-9]{4,12}$" $v.runId) -}}
 {{- fail (printf "runId must be 4-12 lowercase letters/digits, got %q (the ck8s-gpu runner sets it)" $v.runId) -}}
 {{- end -}}
@@ -86,8 +126,9 @@ patterns; these are the cross-field rules).
 {{- end -}}
 
 {{/*
-Pod template shared by every case. Argument: dict root, case, claimTemplate, containers (names),
-annotations (extra pod annotations).
+Pod template shared by every case. Argument: dict root, case, claimTemplate (a ResourceClaimTemplate
+per pod) or claimName (one ResourceClaim object all pods share), containers (names), annotations
+(extra pod annotations).
 */}}
 {{- define "gpu-smoke-test.podTemplate" -}}
 {{- $root := .root -}}
@@ -129,7 +170,11 @@ spec:
   {{- end }}
   resourceClaims:
     - name: gpu
+      {{- if .claimName }}
+      resourceClaimName: {{ .claimName | quote }}
+      {{- else }}
       resourceClaimTemplateName: {{ .claimTemplate | quote }}
+      {{- end }}
   containers:
     {{- range .containers }}
     - name: {{ . }}

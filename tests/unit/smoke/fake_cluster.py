@@ -1,7 +1,8 @@
 """An in-memory cluster behind the Gateway protocol, with just enough controller behaviour for the
 runner: the Job controller (pods on resume), a DRA scheduler (claims allocated from slices), a
 kubelet (Running until the barrier is released) or KWOK (Succeeded at once, no logs), and the
-resource-claim controller (generated claims deleted when their pod finishes).
+resource-claim controller (generated claims deleted when their pod finishes; a named claim released
+by each pod, deallocated once none holds it).
 """
 
 from __future__ import annotations
@@ -197,6 +198,11 @@ class FakeCluster:
 
     def _schedule(self, pod: Obj) -> None:
         ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        named = next((r["resourceClaimName"] for r in pod["spec"].get("resourceClaims", [])
+                      if r.get("resourceClaimName")), None)
+        if named is not None:
+            self._schedule_on_named_claim(pod, named)
+            return
         cname = f"{pname}-gpu-{self._serial:05d}"
         pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": cname}]
         free = self._free_device("gpu.nvidia.com") if self.schedulable else None
@@ -215,6 +221,12 @@ class FakeCluster:
         node, gpu = free
         c = fx.claim(pname, node, f"gpu-{gpu}")
         c["metadata"].update(name=cname, namespace=ns)
+        template = next((self.objects.get(("ResourceClaimTemplate", ns, r["resourceClaimTemplateName"]))
+                         for r in pod["spec"].get("resourceClaims", []) if r.get("resourceClaimTemplateName")), None)
+        configs = (template or {}).get("spec", {}).get("spec", {}).get("devices", {}).get("config") or []
+        if configs:  # the allocator copies the claim's configuration into the allocation
+            c["status"]["allocation"]["devices"]["config"] = [{"source": "FromClaim", **copy.deepcopy(x)}
+                                                              for x in configs]
         self._put(c)
         pod["spec"]["nodeName"] = node
         scheduler = pod["spec"].get("schedulerName", "default-scheduler")
@@ -224,6 +236,9 @@ class FakeCluster:
         uuid = "GPU-00000000-1111-2222-3333-444444444444" if self.wrong_uuid else fx.gpu_uuid(node, gpu)
         pod["_log"] = {ctr["name"]: fx.nvidia_smi_log(pname, node, pod["metadata"]["labels"]["ck8s-gpu.io/smoke-case"],
                                                       ctr["name"], [uuid]) for ctr in pod["spec"]["containers"]}
+        self._run(pod)
+
+    def _run(self, pod: Obj) -> None:
         if self.kubelet:
             pod["status"]["phase"] = "Running"
             pod["status"]["containerStatuses"] = [{"name": ctr["name"], "state": {"running": {}}}
@@ -231,6 +246,40 @@ class FakeCluster:
         else:  # KWOK's stages: straight to Succeeded, the claim controller deletes the claim
             self._finish_pod(pod)
         self._put(pod, "MODIFIED")
+
+    def _schedule_on_named_claim(self, pod: Obj, cname: str) -> None:
+        """A ResourceClaim object the pod names: allocated by the first pod, reserved for each pod,
+        which runs on the claim's node (no resourceClaimStatuses: those are for generated claims)."""
+        ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        claim = self.objects.get(("ResourceClaim", ns, cname))
+        if claim is None:
+            return  # Pending: the scheduler waits for the claim to exist
+        alloc = claim.get("status", {}).get("allocation")
+        if alloc is None:
+            free = self._free_device("gpu.nvidia.com") if self.schedulable else None
+            if free is None:
+                return
+            node, gpu = free
+            claim["status"] = {k: v for k, v in fx.claim(pname, node, f"gpu-{gpu}")["status"].items()
+                               if k != "reservedFor"}
+            alloc = claim["status"]["allocation"]
+            # The allocator copies the claim's configuration into the allocation for the driver.
+            configs = claim["spec"]["devices"].get("config") or []
+            if configs:
+                alloc["devices"]["config"] = [{"source": "FromClaim", **copy.deepcopy(c)} for c in configs]
+        result = alloc["devices"]["results"][0]
+        node, gpu = result["pool"], int(result["device"].removeprefix("gpu-"))
+        claim["status"]["reservedFor"] = [*claim["status"].get("reservedFor", []),
+                                          {"resource": "pods", "name": pname, "uid": f"uid-{pname}"}]
+        self._put(claim, "MODIFIED")
+        pod["spec"]["nodeName"] = node
+        ev = fx.scheduled_event(pname, node, pod["spec"].get("schedulerName", "default-scheduler"))
+        ev["metadata"] = {"name": f"{pname}.sched", "namespace": ns}
+        self._put(ev)
+        uuid = "GPU-00000000-1111-2222-3333-444444444444" if self.wrong_uuid else fx.gpu_uuid(node, gpu)
+        pod["_log"] = {ctr["name"]: fx.nvidia_smi_log(pname, node, pod["metadata"]["labels"]["ck8s-gpu.io/smoke-case"],
+                                                      ctr["name"], [uuid]) for ctr in pod["spec"]["containers"]}
+        self._run(pod)
 
     def _finish_pod(self, pod: Obj, delete: bool = False) -> None:
         ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -243,6 +292,14 @@ class FakeCluster:
             key = ("ResourceClaim", ns, s["resourceClaimName"])
             if key in self.objects:
                 self._drop(key)
+        for ref in pod["spec"].get("resourceClaims", []):
+            # A named claim outlives its pods: the claim controller drops the pod from reservedFor
+            # and deallocates the claim once nobody holds it.
+            named = self.objects.get(("ResourceClaim", ns, ref.get("resourceClaimName") or ""))
+            if named is not None and named.get("status", {}).get("allocation"):
+                left = [r for r in named["status"].get("reservedFor", []) if r["name"] != pname]
+                named["status"] = {"allocation": named["status"]["allocation"], "reservedFor": left} if left else {}
+                self._put(named, "MODIFIED")
         if delete:
             self._drop(("Pod", ns, pname))
 

@@ -169,9 +169,33 @@ def claim(pod: str, node: str, device: str, *, driver: str = DRIVER, device_clas
     }
 
 
+def gpu_config(strategy: str) -> Obj:
+    """An allocation's config entry as the API server copies it from the claim (source FromClaim),
+    with NVIDIA's GpuConfig (dra-driver-nvidia-gpu v0.4.1 demo gpu-test5)."""
+    sharing: Obj = ({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}} if strategy == "TimeSlicing"
+                    else {"strategy": strategy, "mpsConfig": {"defaultActiveThreadPercentage": 50}})
+    return {"source": "FromClaim", "requests": ["gpu"], "opaque": {"driver": DRIVER, "parameters": {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": sharing}}}
+
+
+def named_claim(name: str, node: str, device: str, pods: list[str], *, sharing: str = "") -> Obj:
+    """A ResourceClaim object (no owner, no pod-claim-name annotation) allocated once and reserved
+    for every pod naming it (kube-scheduler adds each pod it binds to reservedFor)."""
+    c = claim(pods[0], node, device)
+    c["metadata"] = {"name": name, "namespace": NS, "labels": {"ck8s-gpu.io/smoke-run": RUN,
+                                                               "kai.scheduler/queue": "smoke-test"}}
+    c["status"]["reservedFor"] = [{"resource": "pods", "name": p, "uid": str(uuid.uuid5(uuid.NAMESPACE_OID, p))}
+                                  for p in pods]
+    if sharing:
+        c["status"]["allocation"]["devices"]["config"] = [gpu_config(sharing)]
+    return c
+
+
 def pod(name: str, case: str, node: str, claim_name: str, *, scheduler: str = "kai-scheduler",
         containers: tuple[str, ...] = ("probe",), queue: str = "smoke-test", annotations: dict[str, str] | None = None,
-        phase: str = "Succeeded", exit_code: int = 0) -> Obj:
+        phase: str = "Succeeded", exit_code: int = 0, named: bool = False) -> Obj:
+    """`named`: the pod names the claim object itself (resourceClaimName); the API server then
+    records no resourceClaimStatuses, which are for claims generated from a template."""
     job = object_name(RELEASE, case, RUN)
     labels = {"app.kubernetes.io/name": "gpu-smoke-test", "ck8s-gpu.io/smoke-run": RUN,
               "ck8s-gpu.io/smoke-case": case, "job-name": job, "batch.kubernetes.io/job-name": job}
@@ -180,7 +204,8 @@ def pod(name: str, case: str, node: str, claim_name: str, *, scheduler: str = "k
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeName": node,
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": object_name(RELEASE, "gpu", RUN)}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim_name} if named else
+                           {"name": "gpu", "resourceClaimTemplateName": object_name(RELEASE, "gpu", RUN)}],
         "containers": [{"name": c, "image": "docker.io/library/ubuntu:24.04",
                         "resources": {"claims": [{"name": "gpu"}]}} for c in containers],
     }
@@ -189,17 +214,19 @@ def pod(name: str, case: str, node: str, claim_name: str, *, scheduler: str = "k
     else:
         spec["schedulerName"] = "default-scheduler"
     state = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}}
+    status: dict[str, Any] = {
+        "phase": phase,
+        "conditions": [{"type": "PodScheduled", "status": "True"}],
+        "containerStatuses": [{"name": c, "state": state} for c in containers],
+    }
+    if not named:
+        status["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": claim_name}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS, "labels": labels, "annotations": annotations or {}},
         "spec": spec,
-        "status": {
-            "phase": phase,
-            "conditions": [{"type": "PodScheduled", "status": "True"}],
-            "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": claim_name}],
-            "containerStatuses": [{"name": c, "state": state} for c in containers],
-        },
+        "status": status,
     }
 
 
@@ -235,11 +262,13 @@ def job(case: str, pods: int, *, failed: bool = False) -> Obj:
 
 
 def nvidia_smi_log(pod_name: str, node: str, case: str, container: str, uuids: list[str],
-                   mig: list[str] | None = None) -> str:
+                   mig: list[str] | None = None, *, mps: bool = False) -> str:
     lines = [f"CK8S-SMOKE begin pod={pod_name} container={container} node={node} case={case}",
              "CK8S-SMOKE nvidia-smi rc=0"]
     lines += [f"CK8S-SMOKE uuid {u}" for u in uuids]
     lines += [f"CK8S-SMOKE uuid {u}" for u in mig or []]
+    if mps:  # the MPS pipe directory NVIDIA's driver mounts (sharing.go GetCDIContainerEdits)
+        lines.append("CK8S-SMOKE mps pipe=/tmp/nvidia-mps mounted=yes")
     lines += ["CK8S-SMOKE barrier wait", "CK8S-SMOKE end rc=0"]
     return "\n".join(lines) + "\n"
 
@@ -279,14 +308,17 @@ class World:
 
 def expectations(*, pools: tuple[PoolExpectation, ...] | None, cases: tuple[str, ...] = ("gpus",), gpus: int = 2,
                  scheduler: str = "kai-scheduler", in_container: bool = True, probe_expect: str = "nvidia-smi",
-                 dcgm: bool | None = None) -> Expectations:
+                 dcgm: bool | None = None, sharing: str = "", mig_profile: str = "") -> Expectations:
     def case(c: str) -> CaseExpectation:
         n = object_name(RELEASE, c, RUN)
         return {
             "gpus": CaseExpectation("gpus", n, gpus, ("probe",), "gpu.nvidia.com", True),
-            "shared": CaseExpectation("shared", n, 1, ("probe-a", "probe-b"), "gpu.nvidia.com", False),
+            "shared": CaseExpectation("shared", n, 1, ("probe-a", "probe-b"), "gpu.nvidia.com", False,
+                                      sharing=sharing),
+            "shared-named": CaseExpectation("shared-named", n, 2, ("probe",), "gpu.nvidia.com", False, claim=n,
+                                            sharing=sharing),
             "gang": CaseExpectation("gang", n, gpus, ("probe",), "gpu.nvidia.com", True, pod_group=n),
-            "mig": CaseExpectation("mig", n, 1, ("probe",), "mig.nvidia.com", False),
+            "mig": CaseExpectation("mig", n, 1, ("probe",), "mig.nvidia.com", False, profile=mig_profile),
         }[c]
 
     return Expectations(namespace=NS, run_id=RUN, resource_api=API, driver=DRIVER, device_class="gpu.nvidia.com",
@@ -295,28 +327,43 @@ def expectations(*, pools: tuple[PoolExpectation, ...] | None, cases: tuple[str,
                         probe_expect=probe_expect, dcgm=dcgm)
 
 
+def pod_name(case: str, i: int) -> str:
+    return f"{object_name(RELEASE, case, RUN)}-{'kq7xz'[i:] + 'abcde'[:i]}"
+
+
 def _add_pod(w: World, case: str, i: int, node_name: str, device: str, uuids: list[str], *,
              scheduler: str, containers: tuple[str, ...] = ("probe",), simulated: bool = False,
-             annotations: dict[str, str] | None = None, mig: list[str] | None = None) -> None:
-    name = f"{object_name(RELEASE, case, RUN)}-{'kq7xz'[i:] + 'abcde'[:i]}"
-    c = claim(name, node_name, device, device_class="mig.nvidia.com" if mig else "gpu.nvidia.com")
-    w.snap.claims.append(c)
+             annotations: dict[str, str] | None = None, mig: list[str] | None = None, sharing: str = "",
+             named: Obj | None = None) -> None:
+    """One pod of `case` with its own claim from a template, or naming the claim object `named`."""
+    name = pod_name(case, i)
+    if named is None:
+        c = claim(name, node_name, device, device_class="mig.nvidia.com" if mig else "gpu.nvidia.com")
+        if sharing:
+            c["status"]["allocation"]["devices"]["config"] = [gpu_config(sharing)]
+        w.snap.claims.append(c)
+    else:
+        c = named
     w.snap.pods.append(pod(name, case, node_name, c["metadata"]["name"], scheduler=scheduler, containers=containers,
-                           queue="smoke-test" if scheduler == "kai-scheduler" else "", annotations=annotations))
+                           queue="smoke-test" if scheduler == "kai-scheduler" else "", annotations=annotations,
+                           named=named is not None))
     w.snap.events.append(scheduled_event(name, node_name, scheduler, len(w.snap.events) % 10))
     for ctr in containers:
         text = (fake_env_log(name, node_name, case, ctr, [device]) if simulated
-                else nvidia_smi_log(name, node_name, case, ctr, uuids, mig))
+                else nvidia_smi_log(name, node_name, case, ctr, uuids, mig, mps=sharing == "MPS"))
         w.snap.logs[f"{name}/{ctr}"] = text
     w.pods.append(name)
 
 
 def real_world(*, gpus_per_node: int = 1, nodes: tuple[str, ...] = NODES, cases: tuple[str, ...] = ("gpus",),
-               scheduler: str = "kai-scheduler", dcgm: bool | None = None) -> World:
-    """Two g6 nodes with the NVIDIA DRA driver; one single-GPU pod per node (or per GPU)."""
+               scheduler: str = "kai-scheduler", dcgm: bool | None = None, sharing: str = "",
+               mig_profile: str = "") -> World:
+    """Two g6 nodes with the NVIDIA DRA driver; one single-GPU pod per node (or per GPU). `sharing`
+    (TimeSlicing | MPS) puts the GpuConfig on the shared cases' claims."""
     pools = (PoolExpectation("gpu", "g6.xlarge" if gpus_per_node == 1 else "g6.12xlarge", len(nodes),
                              gpus_per_node, "NVIDIA L4"),)
-    exp = expectations(pools=pools, cases=cases, gpus=2, scheduler=scheduler, dcgm=dcgm)
+    exp = expectations(pools=pools, cases=cases, gpus=2, scheduler=scheduler, dcgm=dcgm, sharing=sharing,
+                       mig_profile=mig_profile)
     itype = pools[0].instance_type
     snap = Snapshot(device_classes=[device_class(), device_class("mig.nvidia.com", "mig")],
                     slices=[nvidia_slice(n, gpus_per_node, mig="mig" in cases and n == nodes[0]) for n in nodes],
@@ -336,8 +383,19 @@ def real_world(*, gpus_per_node: int = 1, nodes: tuple[str, ...] = NODES, cases:
             n = nodes[-1]
             gi = gpus_per_node - 1
             _add_pod(w, case, 0, n, f"gpu-{gi}", [gpu_uuid(n, gi)], scheduler=scheduler,
-                     containers=("probe-a", "probe-b"))
+                     containers=("probe-a", "probe-b"), sharing=sharing)
             snap.jobs.append(job(case, 1))
+        elif case == "shared-named":
+            # NVIDIA's gpu-test3: both pods on the claim's node, on its one GPU.
+            n = nodes[-1]
+            gi = gpus_per_node - 1
+            shared = named_claim(object_name(RELEASE, case, RUN), n, f"gpu-{gi}",
+                                 [pod_name(case, 0), pod_name(case, 1)], sharing=sharing)
+            snap.claims.append(shared)
+            for i in range(2):
+                _add_pod(w, case, i, n, f"gpu-{gi}", [gpu_uuid(n, gi)], scheduler=scheduler, sharing=sharing,
+                         named=shared)
+            snap.jobs.append(job(case, 2))
         elif case == "mig":
             n = nodes[0]
             _add_pod(w, case, 0, n, "gpu-0-mig-1g10gb-19-0", [gpu_uuid(n, 0)], scheduler=scheduler,
@@ -366,9 +424,9 @@ def fake_world(*, nodes: tuple[str, ...] = ("ck8s-gpu-worker", "ck8s-gpu-worker2
     return w
 
 
-def kwok_world() -> World:
+def kwok_world(cases: tuple[str, ...] = ("gpus",)) -> World:
     """local: KWOK nodes with the test publisher's slices; no kubelet, so no logs at all."""
-    w = real_world()
+    w = real_world(cases=cases)
     w.exp = replace(w.exp, in_container=False, probe_expect="env", scheduler="default-scheduler", queue="")
     for p in w.snap.pods:
         p["spec"]["schedulerName"] = "default-scheduler"

@@ -24,10 +24,29 @@ AWS_ALL_CASES: dict[str, Any] = {
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1,
                    "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                               {"key": "dedicated", "value": "training", "effect": "NoExecute"}]}],
-    "smokeTest": {"gpus": 4, "sharedClaim": True, "gang": True, "mig": True,
+    "smokeTest": {"gpus": 4, "sharedClaim": True, "sharedNamedClaim": True, "gang": True, "mig": True,
+                  "migProfile": "1g.10gb", "sharing": "timeSlicing", "timeSlicingInterval": "Long",
                   "productNamePattern": "^NVIDIA H100.*'s \\d", "minMemoryGiB": 79,  # an H100 80GB publishes 79.6 GiB
                   "registry": "mirror.internal:5000/dockerhub", "imagePullSecrets": ["mirror-pull"],
                   "timeoutSeconds": 1200, "trigger": "2026-11-30"},
+}
+
+# Every GPU MIG-partitioned: no whole-GPU case, the MIG case with a profile proves the path.
+AWS_MIG_ONLY: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "gpuStack": {"migStrategy": "single"},
+    "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
+    "smokeTest": {"wholeGpu": False, "migProfile": "1g.10gb"},
+}
+
+# Two pods on one named claim, shared through MPS (the GpuConfig with every option).
+AWS_MPS: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "nodePools": [{"name": "l4", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
+    "smokeTest": {"sharedNamedClaim": True, "sharing": "mps", "mpsActiveThreadPercentage": 50,
+                  "mpsPinnedMemoryLimitMiB": 1024},
 }
 
 LOCAL: dict[str, Any] = {

@@ -20,6 +20,8 @@ from tests.unit.smoke import settings_fixtures as sf
 PLANS = {
     "aws": lambda: sf.plan(sf.AWS),
     "aws-all-cases": lambda: sf.plan(sf.AWS_ALL_CASES),
+    "aws-mig-only": lambda: sf.plan(sf.AWS_MIG_ONLY),
+    "aws-mps": lambda: sf.plan(sf.AWS_MPS),
     "kind": lambda: sf.plan(sf.KIND),
     "local": lambda: sf.plan(sf.LOCAL),
 }
@@ -104,8 +106,56 @@ def test_rendered_names_are_what_the_verifier_expects(stack: str) -> None:
         assert [c["name"] for c in tpl["spec"]["containers"]] == list(case.containers)
         if case.pod_group:
             assert tpl["metadata"]["annotations"]["pod-group-name"] == case.pod_group
+        if case.claim:
+            assert tpl["spec"]["resourceClaims"][0]["resourceClaimName"] == case.claim
+            assert case.claim in {o["metadata"]["name"] for o in objs if o["kind"] == "ResourceClaim"}
     groups = [o for o in objs if o["kind"] == "PodGroup"]
     assert [g["metadata"]["name"] for g in groups] == [c.pod_group for c in plan.expectations.cases if c.pod_group]
+
+
+def test_shared_named_pods_name_one_claim_object_with_the_queue_label_kai_needs() -> None:
+    plan = sf.plan(sf.AWS_MPS)
+    objs = rendered(plan)
+    case = next(c for c in plan.expectations.cases if c.case == "shared-named")
+    claims = [o for o in objs if o["kind"] == "ResourceClaim"]
+    assert [c["metadata"]["name"] for c in claims] == [case.claim]
+    # KAI v0.17.0 validateSharedGpuClaimQueueLabel: a shared GPU claim without the pod's queue label blocks it.
+    assert claims[0]["metadata"]["labels"]["kai.scheduler/queue"] == "smoke-test"
+    job = next(o for o in objs if o["kind"] == "Job" and o["metadata"]["name"] == case.job)
+    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 2
+    assert job["spec"]["template"]["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimName": case.claim}]
+    default = rendered(sf.plan({**sf.AWS_MPS, "smokeTest": {**sf.AWS_MPS["smokeTest"], "scheduler": "default"}}))
+    assert "kai.scheduler/queue" not in next(o for o in default if o["kind"] == "ResourceClaim")["metadata"]["labels"]
+
+
+def test_the_gpu_config_goes_on_the_shared_claims_only() -> None:
+    """NVIDIA's gpu-test5 shape: spec.devices.config[{requests, opaque{driver, parameters: GpuConfig}}]."""
+    objs = rendered(sf.plan(sf.AWS_ALL_CASES))
+
+    def devices(kind: str, part: str) -> dict[str, Any]:
+        obj = next(o for o in objs if o["kind"] == kind and f"-{part}-" in o["metadata"]["name"])
+        return obj["spec"]["spec"]["devices"] if kind == "ResourceClaimTemplate" else obj["spec"]["devices"]
+
+    want = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+        "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}}}}}]
+    assert devices("ResourceClaimTemplate", "shared")["config"] == want
+    assert devices("ResourceClaim", "shared-named")["config"] == want
+    assert "config" not in devices("ResourceClaimTemplate", "gpu") and "config" not in devices(
+        "ResourceClaimTemplate", "mig")
+    # The shared claims ask for the same device as the whole-GPU ones (selectors included).
+    assert devices("ResourceClaimTemplate", "shared")["requests"] == devices("ResourceClaimTemplate", "gpu")["requests"]
+
+
+def test_a_mig_only_render_has_no_whole_gpu_objects_and_selects_the_profile() -> None:
+    objs = rendered(sf.plan(sf.AWS_MIG_ONLY))
+    assert sorted((o["kind"], o["metadata"]["name"].rsplit("-", 1)[0]) for o in objs) == [
+        ("ConfigMap", "gpu-smoke-test-probe"), ("Job", "gpu-smoke-test-mig"),
+        ("NetworkPolicy", "gpu-smoke-test-deny"), ("ResourceClaimTemplate", "gpu-smoke-test-mig")]
+    mig = next(o for o in objs if o["kind"] == "ResourceClaimTemplate")
+    # The selector of NVIDIA's gpu-test4, on the `profile` attribute the driver publishes.
+    assert mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"] == [
+        {"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}}]
 
 
 def test_scheduler_and_queue_follow_settings() -> None:
@@ -182,6 +232,9 @@ def _values(**changes: Any) -> dict[str, Any]:
     ({"runId": ""}, "runId must be 4-12 lowercase letters/digits"),
     ({"image__tag": ""}, "image.repository and image.tag are required"),
     ({"cases__mig": {"enabled": True, "deviceClassName": "", "profile": ""}}, "cases.mig.deviceClassName is required"),
+    ({"cases__wholeGpu": False}, "no case is enabled"),
+    ({"sharing__gpuSharing": {"strategy": "MPS", "mpsConfig": {}}},
+     "sharing.gpuSharing configures the shared cases' claims: it needs cases.sharedClaim or cases.sharedNamedClaim"),
 ])
 def test_fail_guards_reject_impossible_values(changes: dict[str, Any], message: str) -> None:
     import helm_python
@@ -197,6 +250,13 @@ def test_fail_guards_reject_impossible_values(changes: dict[str, Any], message: 
     ({"probe__expect": "cuda"}, "expect"),
     ({"surprise": True}, "surprise"),
     ({"resourceApi": "resource.k8s.io/v1alpha3"}, "resourceApi"),
+    ({"cases__mig": {"enabled": True, "deviceClassName": "mig.nvidia.com", "profile": "1g10gb"}}, "profile"),
+    ({"cases__sharedNamedClaim": "yes"}, "sharedNamedClaim"),
+    ({"sharing__gpuSharing": {"strategy": "SpacePartitioning"}}, "gpuSharing"),
+    ({"sharing__gpuSharing": {"strategy": "MPS", "timeSlicingConfig": {"interval": "Long"}}}, "gpuSharing"),
+    ({"sharing__gpuSharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {}}}, "gpuSharing"),
+    ({"sharing__gpuSharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 101}}},
+     "gpuSharing"),
 ])
 def test_schema_rejects_bad_values(changes: dict[str, Any], fragment: str) -> None:
     import helm_python
@@ -217,13 +277,16 @@ def test_schema_requires_every_value_the_builder_sets() -> None:
 
 
 def test_namespace_is_default_deny_as_the_isolation_policy_requires() -> None:
+    from components.charts import release_chart_path
     from components.policies.namespaces import smoke_isolation_problem
-    from components.smoke.component import chart_path
+    from components.smoke.values import CHART
 
     plan = sf.plan(sf.AWS)
     deny = [o for o in rendered(plan) if o["kind"] == "NetworkPolicy"]
     assert [o["spec"] for o in deny] == [{"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}]
-    props = {"chart": chart_path(), "namespace": plan.namespace, "name": plan.release, "values": plan.values}
+    # The chart input as SmokeTest passes it (components/smoke/component.py).
+    props = {"chart": release_chart_path(CHART), "namespace": plan.namespace, "name": plan.release,
+             "values": plan.values}
     assert smoke_isolation_problem([("kubernetes:helm.sh/v3:Release", props)], plan.namespace) is None
     off = {**props, "values": {**plan.values, "networkPolicy": {"enabled": False}}}
     assert smoke_isolation_problem([("kubernetes:helm.sh/v3:Release", off)], plan.namespace) is not None

@@ -79,7 +79,7 @@ def test_ctrf_document_shape() -> None:
     r = doc["results"]
     assert r["tool"] == {"name": "ck8s-gpu-smoke"}
     s = r["summary"]
-    assert (s["tests"], s["passed"], s["failed"], s["skipped"], s["pending"], s["other"]) == (12, 9, 0, 3, 0, 0)
+    assert (s["tests"], s["passed"], s["failed"], s["skipped"], s["pending"], s["other"]) == (14, 9, 0, 5, 0, 0)
     assert (s["start"], s["stop"]) == (1000, 4500)
     assert {t["status"] for t in r["tests"]} <= {"passed", "failed", "skipped"}
     assert all(isinstance(t["duration"], float) for t in r["tests"])
@@ -102,7 +102,7 @@ def test_table_and_failure_message_name_the_broken_hop() -> None:
     assert lines[0].split() == ["CHECK", "HOP", "RESULT", "MS", "DETAIL"]
     assert any(line.startswith("device-class") and " FAIL " in line for line in lines)
     assert all(len(line) <= 100 for line in lines[:-1])
-    assert lines[-1] == f"8 passed, 1 failed, 3 skipped in 2.0s (run {fx.RUN})"
+    assert lines[-1] == f"8 passed, 1 failed, 5 skipped in 2.0s (run {fx.RUN})"
     msg = report.failure_message(doc)
     assert msg.splitlines()[0] == f"GPU smoke test failed: 1 check(s) failed (run {fx.RUN}, namespace {fx.NS})"
     assert "  device-class [DeviceClass]:" in msg and "DeviceClass gpu.nvidia.com does not exist" in msg
@@ -119,3 +119,15 @@ def test_failure_message_caps_long_problem_lists() -> None:
     doc = report.build(results, w.exp, start_ms=0, stop_ms=1)
     msg = report.failure_message(doc, limit=5)
     assert "    - problem 4" in msg and "problem 5" not in msg and "    - ... 15 more" in msg
+
+
+def test_every_check_has_a_next_step_and_the_failure_message_ends_with_them() -> None:
+    from components.smoke.next_steps import NEXT_STEP, RERUN
+
+    w = fx.real_world()
+    results = verify(w.exp, w.snap)
+    assert {r.name for r in results} <= set(NEXT_STEP), {r.name for r in results} - set(NEXT_STEP)
+    w.snap.device_classes = []
+    doc = report.build(verify(w.exp, w.snap), w.exp, start_ms=0, stop_ms=1)
+    tail = report.failure_message(doc).splitlines()[-3:]
+    assert tail == ["Next:", "  device-class: " + NEXT_STEP["device-class"].format(ns=fx.NS), RERUN]

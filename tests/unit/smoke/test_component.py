@@ -209,5 +209,5 @@ def test_a_run_that_cannot_reach_the_cluster_fails_plainly_with_the_next_step() 
     text = str(err.value)
     assert text.startswith("GPU smoke test could not run (namespace gpu-smoke-test): KubeUnreachable: MaxRetryError")
     assert "Next: check that the cluster answers" in text
-    with pytest.raises(prov.SmokeTestFailed, match="could not run.*kubeconfig is not valid YAML"):
+    with pytest.raises(prov.SmokeTestFailed, match=r"could not run.*kubeconfig is not valid YAML"):
         prov.execute({**_props(plan), "kubeconfig": "{not: [yaml"})

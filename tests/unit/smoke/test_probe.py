@@ -94,6 +94,19 @@ def test_simulated_driver_env_devices(script: Path, tmp_path: Path) -> None:
     assert seen.nvidia_smi_rc == 2
 
 
+def test_mps_pipe_directory_is_reported_with_whether_it_is_mounted(script: Path, tmp_path: Path) -> None:
+    # NVIDIA's driver injects CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps and mounts the daemon's pipes there.
+    pipe = tmp_path / "nvidia-mps"
+    pipe.mkdir()
+    rc, out = run(script, tmp_path, smi=SMI_WHOLE, env={"CUDA_MPS_PIPE_DIRECTORY": str(pipe)})
+    seen = probe.parse(out)
+    assert rc == 0 and (seen.mps_pipe, seen.mps_mounted) == (str(pipe), True)
+    rc, out = run(script, tmp_path, smi=SMI_WHOLE, env={"CUDA_MPS_PIPE_DIRECTORY": str(tmp_path / "absent")})
+    assert (probe.parse(out).mps_pipe, probe.parse(out).mps_mounted) == (str(tmp_path / "absent"), False)
+    rc, out = run(script, tmp_path, smi=SMI_WHOLE)
+    assert "CK8S-SMOKE mps" not in out and probe.parse(out).mps_pipe is None
+
+
 def test_barrier_never_released_fails_after_its_timeout(script: Path, tmp_path: Path) -> None:
     rc, out = run(script, tmp_path, smi=SMI_WHOLE, released=False, timeout=1)
     seen = probe.parse(out)

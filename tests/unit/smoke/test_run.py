@@ -230,3 +230,42 @@ def test_install_waits_for_a_terminating_namespace_of_an_earlier_run() -> None:
     stuck.gets = -10_000
     with pytest.raises(KubeError, match="still terminating after 5s"):
         install(stuck, objs, plan.namespace, [], clock=FakeClock(), terminating_wait=5)
+
+
+def test_the_named_claim_case_runs_both_pods_on_one_allocation() -> None:
+    """The chart's ResourceClaim object is created before the Jobs (a pod naming a missing claim stays
+    Pending), both pods hold it through the barrier, and it outlives them, released."""
+    cluster = FakeCluster(gpus_per_node=4)
+    plan = sf.plan(sf.AWS_MPS)
+    created = deploy(cluster, plan)
+    kinds = [r.kind for r in created]
+    assert kinds.index("ResourceClaim") < kinds.index("Job")
+    report, _ = smoke(cluster, plan)
+    assert statuses(report)["case-named-claim"] == "passed", message(report, "case-named-claim")
+    assert message(report, "case-named-claim").startswith(
+        f"claim gpu-smoke-test-shared-named-{plan.run_id} on ip-10-0-1-17.eu-west-1.compute.internal/gpu-0")
+    # The allocation carries the GpuConfig, but the fake runs no MPS daemon: no pipe in the containers.
+    assert statuses(report)["gpu-sharing"] == "failed"
+    assert "got no MPS pipe directory (CUDA_MPS_PIPE_DIRECTORY unset)" in message(report, "gpu-sharing")
+    [claim] = cluster.of("ResourceClaim", plan.namespace)
+    assert claim["status"] == {}  # released by both pods, deallocated
+    assert cleanup(cluster, created) == [] and cluster.of("ResourceClaim") == []
+
+
+def test_time_slicing_on_both_shared_cases_passes_every_hop() -> None:
+    cluster = FakeCluster(gpus_per_node=4)
+    plan = sf.plan(sf.AWS, sharedClaim=True, sharedNamedClaim=True, sharing="timeSlicing")
+    deploy(cluster, plan)
+    report, _ = smoke(cluster, plan)
+    assert report["results"]["summary"]["failed"] == 0, {t["name"]: t["message"] for t in report["results"]["tests"]}
+    assert [p["case"] for p in report["results"]["extra"]["phases"]] == ["gpus", "shared", "shared-named"]
+    assert message(report, "gpu-sharing") == "2 claim(s) carry the GpuConfig (TimeSlicing)"
+
+
+def test_the_named_claim_case_on_kwok_nodes_passes_without_overlap() -> None:
+    cluster = FakeCluster(gpus_per_node=4, kubelet=False)
+    plan = sf.plan(sf.LOCAL, sharedNamedClaim=True)
+    deploy(cluster, plan)
+    report, _ = smoke(cluster, plan)
+    assert report["results"]["summary"]["failed"] == 0, {t["name"]: t["message"] for t in report["results"]["tests"]}
+    assert message(report, "case-named-claim").endswith("pods' view not checked: no kubelet on simulated nodes")

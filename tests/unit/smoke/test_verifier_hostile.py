@@ -133,7 +133,9 @@ def _mutate(obj: Any, rng: random.Random) -> Any:
 @pytest.mark.parametrize("seed", range(300))
 def test_objects_of_any_shape_end_in_failed_checks_never_a_crash(seed: int) -> None:
     rng = random.Random(seed)
-    w = fx.real_world(gpus_per_node=2, cases=("gpus", "shared", "gang", "mig"))
+    w = fx.real_world(gpus_per_node=2, cases=("gpus", "shared", "shared-named", "gang", "mig"), sharing="MPS",
+                      mig_profile="1g.10gb")
+    assert {r.status for r in verify(w.exp, w.snap)} == {PASSED}, "every check has something to read"
     buckets = [w.snap.device_classes, w.snap.slices, w.snap.nodes, w.snap.claims, w.snap.pods, w.snap.jobs,
                w.snap.events, w.snap.pod_groups]
     for _ in range(rng.randint(1, 4)):
