@@ -1,15 +1,18 @@
 """WaitFor: block dependants until a Kubernetes object's field has a value.
 
-For example ClusterPolicy `cluster-policy` until `{.status.state}` is `ready`, or a Deployment
-until `{.status.conditions[?(@.type=="Available")].status}` is `True`. A dynamic resource whose
-create/update polls the object; the timeout message names the object, the endpoint and the last
-observed value. JSONPath parsing, evaluation, API discovery decisions and messages are pure
-functions; the JSONPath is checked when the resource is declared, before anything is deployed.
+For example ClusterPolicy `cluster-policy` until `{.status.state}` is `ready`. A dynamic resource
+whose create/update polls the object (`components.kube.wait.poll`); the timeout message names the
+object, the endpoint and the last observed value. Field paths, API discovery decisions and
+messages are pure functions; the path is checked when the resource is declared, before anything
+is deployed.
 
-Supported JSONPath (the subset kubectl users write for conditions): `.field`, `['field']`,
-`field\\.with\\.dots`, `[N]` (negative counts from the end), `[*]`, and filters
-`[?(@.a.b=="x")]` / `[?(@.a!="x")]`. Optional surrounding `{}` and leading `$`.
-Several matches are joined with a space, as kubectl prints them.
+The field path is written as kubectl's JSONPath writes one (`{.status.state}`: the input is named
+`jsonpath` and existing states hold that syntax), but only a dotted path of plain keys is
+supported; anything else (filters, indices, quoting) is refused. The value is printed as kubectl
+prints it: strings as they are, anything else as compact JSON (`true`, `3`, `{"a":1}`).
+
+The dynamic provider is pickled into the state by reference (`components.k8s_wait._WaitForProvider`):
+the class must stay here under that name.
 """
 
 from __future__ import annotations
@@ -23,182 +26,41 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.k8s_ready import (
-    HttpResult,
-    Observation,
-    WaitTimeout,
-    http_get,
-    http_problem,
-    kubeconfig_endpoint,
-    poll,
-    sha256,
-)
+from components.k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
+from components.kube.errors import ApiFailure
+from components.kube.wait import Observation, WaitTimeout, poll
 
 # --------------------------------------------------------------------------------------------
-# JSONPath subset
+# field paths
 
 
-class JsonPathError(ValueError):
+class FieldPathError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class Key:
-    name: str
+_FIELD_PATH = re.compile(r"\{(\.[A-Za-z0-9_-]+)+\}")
 
 
-@dataclass(frozen=True)
-class Index:
-    index: int
-
-
-@dataclass(frozen=True)
-class All:
-    pass
-
-
-@dataclass(frozen=True)
-class Filter:
-    path: tuple[Key | Index, ...]
-    op: str  # "==" or "!="
-    value: str
-
-
-Step = Key | Index | All | Filter
-
-_NAME_CHAR = re.compile(r"[A-Za-z0-9_\-/:]")
-_FILTER = re.compile(r"""^\?\(@((?:\.[A-Za-z0-9_\-/]+|\[\d+\])+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|([-\w.]+))\)$""")
-
-
-def parse_jsonpath(expr: str) -> tuple[Step, ...]:
-    """Parse the supported subset; raises JsonPathError naming the position of the problem."""
-    text = expr.strip()
-    if text.startswith("{") and text.endswith("}"):
-        text = text[1:-1].strip()
-    if text.startswith("$"):
-        text = text[1:]
-    if not text:
-        raise JsonPathError(f"empty JSONPath {expr!r}")
-    steps: list[Step] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == ".":
-            if text[i + 1 : i + 2] == ".":
-                raise JsonPathError(f"recursive descent '..' is not supported in {expr!r}")
-            i += 1
-            name, i = _read_name(text, i, expr)
-            steps.append(Key(name))
-        elif ch == "[":
-            end = _closing_bracket(text, i, expr)
-            steps.append(_bracket(text[i + 1 : end], expr))
-            i = end + 1
-        elif i == 0 and _NAME_CHAR.match(ch):  # kubectl accepts a leading bare name too
-            name, i = _read_name(text, i, expr)
-            steps.append(Key(name))
-        else:
-            raise JsonPathError(f"unexpected {ch!r} at position {i} in {expr!r}")
-    return tuple(steps)
-
-
-def _read_name(text: str, i: int, expr: str) -> tuple[str, int]:
-    out = []
-    while i < len(text):
-        if text[i] == "\\" and text[i + 1 : i + 2] == ".":
-            out.append(".")
-            i += 2
-        elif _NAME_CHAR.match(text[i]):
-            out.append(text[i])
-            i += 1
-        else:
-            break
-    if not out:
-        raise JsonPathError(f"expected a field name at position {i} in {expr!r}")
-    return "".join(out), i
-
-
-def _closing_bracket(text: str, start: int, expr: str) -> int:
-    depth, quote = 0, ""
-    for j in range(start, len(text)):
-        c = text[j]
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "\"'":
-            quote = c
-        elif c in "[(":
-            depth += 1
-        elif c in "])":
-            depth -= 1
-            if depth == 0:
-                if c != "]":
-                    break
-                return j
-    raise JsonPathError(f"unclosed '[' at position {start} in {expr!r}")
-
-
-def _bracket(inner: str, expr: str) -> Step:
-    inner = inner.strip()
-    if inner == "*":
-        return All()
-    if re.fullmatch(r"-?\d+", inner):
-        return Index(int(inner))
-    quoted = re.fullmatch(r"""'([^']*)'|"([^"]*)\"""", inner)
-    if quoted:
-        return Key(quoted.group(1) if quoted.group(1) is not None else quoted.group(2))
-    m = _FILTER.match(inner)
-    if m:
-        rel = tuple(
-            Index(int(part[1:-1])) if part.startswith("[") else Key(part)
-            for part in re.findall(r"\[\d+\]|[^.\[\]]+", m.group(1))
-        )
-        value = next(v for v in (m.group(3), m.group(4), m.group(5)) if v is not None)
-        return Filter(rel, m.group(2), value)
-    raise JsonPathError(f"unsupported selector [{inner}] in {expr!r}")
-
-
-def evaluate(steps: tuple[Step, ...], obj: Any) -> list[Any]:
-    """Every value the path selects in `obj` (empty when it selects nothing)."""
-    current = [obj]
-    for step in steps:
-        nxt: list[Any] = []
-        for node in current:
-            if isinstance(step, Key):
-                if isinstance(node, dict) and step.name in node:
-                    nxt.append(node[step.name])
-            elif isinstance(step, Index):
-                if isinstance(node, list) and -len(node) <= step.index < len(node):
-                    nxt.append(node[step.index])
-            elif isinstance(step, All):
-                if isinstance(node, list):
-                    nxt.extend(node)
-                elif isinstance(node, dict):
-                    nxt.extend(node.values())
-            elif isinstance(node, list):  # Filter
-                for item in node:
-                    got = evaluate(step.path, item)
-                    matched = bool(got) and format_value(got[0]) == step.value
-                    if matched == (step.op == "=="):
-                        nxt.append(item)
-        current = nxt
-    return current
+def parse_field_path(expr: str) -> tuple[str, ...]:
+    """The keys of `{.a.b.c}`; raises FieldPathError for anything else."""
+    if not _FIELD_PATH.fullmatch(expr):
+        raise FieldPathError(f"jsonpath {expr!r} is not supported: only a dotted field path like "
+                             "'{.status.state}' (plain keys of letters, digits, '_' and '-')")
+    return tuple(expr[2:-1].split("."))
 
 
 def format_value(value: Any) -> str:
-    """As kubectl's jsonpath prints a value: booleans lower-case, objects as compact JSON."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"), sort_keys=True)
-    if value is None:
-        return "null"
-    return str(value)
+    """As kubectl's jsonpath prints a value: strings as they are, anything else as compact JSON."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def observed(steps: tuple[Step, ...], obj: Any) -> str | None:
-    values = evaluate(steps, obj)
-    return " ".join(format_value(v) for v in values) if values else None
+def observed(keys: tuple[str, ...], obj: Any) -> str | None:
+    """The value at the path in `obj`, None when a key on the way is absent."""
+    for key in keys:
+        if not isinstance(obj, dict) or key not in obj:
+            return None
+        obj = obj[key]
+    return format_value(obj)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,15 +100,16 @@ def object_path(api_version: str, plural: str, namespace: str | None, name: str)
     return f"{base}/namespaces/{namespace}/{plural}/{name}" if namespace else f"{base}/{plural}/{name}"
 
 
-def discovery_observation(target: Target, result: HttpResult) -> tuple[Observation, tuple[str, bool] | None]:
+def discovery_observation(
+    target: Target, answer: str | ApiFailure
+) -> tuple[Observation, tuple[str, bool] | None]:
     """The verdict on the discovery answer and, when usable, the resource's (plural, namespaced)."""
-    if result.status == 404:
-        return Observation(False, f"API {target.api_version} is not served (yet): CRD not installed?"), None
-    problem = http_problem(result)
-    if problem is not None:
-        return Observation(False, f"discovery of {target.api_version}: {problem.detail}", problem.permanent), None
+    if isinstance(answer, ApiFailure):
+        if answer.status == 404:
+            return Observation(False, f"API {target.api_version} is not served (yet): CRD not installed?"), None
+        return Observation.failed(answer, f"discovery of {target.api_version}: "), None
     try:
-        found = find_resource(json.loads(result.body), target.kind)
+        found = find_resource(json.loads(answer), target.kind)
     except (ValueError, AttributeError):
         return Observation(False, f"discovery of {target.api_version}: not an APIResourceList"), None
     if found is None:
@@ -260,17 +123,14 @@ def discovery_observation(target: Target, result: HttpResult) -> tuple[Observati
     return Observation(False, "discovered"), found
 
 
-def object_observation(target: Target, steps: tuple[Step, ...], result: HttpResult) -> Observation:
-    if result.status == 404:
-        return Observation(False, "object not found (yet)")
-    problem = http_problem(result)
-    if problem is not None:
-        return problem
+def object_observation(target: Target, keys: tuple[str, ...], answer: str | ApiFailure) -> Observation:
+    if isinstance(answer, ApiFailure):
+        return Observation(False, "object not found (yet)") if answer.status == 404 else Observation.failed(answer)
     try:
-        obj = json.loads(result.body)
+        obj = json.loads(answer)
     except ValueError:
-        return Observation(False, f"answer is not JSON: {result.body[:200]!r}")
-    value = observed(steps, obj)
+        return Observation(False, f"answer is not JSON: {answer[:200]!r}")
+    value = observed(keys, obj)
     if value is None:
         return Observation(False, f"{target.jsonpath} is not set (yet)")
     return Observation(value == target.equals, f"{target.jsonpath} is {value!r}", value=value)
@@ -289,11 +149,11 @@ def wait_timeout_message(target: Target, endpoint: str, elapsed: float, attempts
 
 
 def wait_for(kubeconfig: str, target: Target, timeout_seconds: float) -> str:
-    """Poll until the target's JSONPath equals the expected value; returns the observed value."""
-    from components.kube.client import api_client  # the kubernetes client is slow to import
+    """Poll until the target's field equals the expected value; returns the observed value."""
+    from components.kube.client import api_client, http_get  # the kubernetes client is slow to import
 
     endpoint = kubeconfig_endpoint(kubeconfig)
-    steps = parse_jsonpath(target.jsonpath)
+    keys = parse_field_path(target.jsonpath)
     try:
         api = api_client(kubeconfig)
     except Exception as exc:  # malformed kubeconfig: waiting cannot fix it
@@ -308,7 +168,7 @@ def wait_for(kubeconfig: str, target: Target, timeout_seconds: float) -> str:
             found.append(res)
         plural = found[0][0]
         return object_observation(
-            target, steps, http_get(api, object_path(target.api_version, plural, target.namespace, target.name))
+            target, keys, http_get(api, object_path(target.api_version, plural, target.namespace, target.name))
         )
 
     try:
@@ -344,17 +204,15 @@ class _WaitForProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
         return pulumi.dynamic.CreateResult(f"waitfor-{uuid.uuid4().hex[:12]}", self._run(props))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        changed = sha256(str(news.get("kubeconfig", ""))) != olds.get("kubeconfigSha256") or any(
-            olds.get(k) != news.get(k) for k in _TARGET_KEYS
-        )
-        return pulumi.dynamic.DiffResult(changes=changed)
+        return pulumi.dynamic.DiffResult(changes=inputs_changed(olds, news, _TARGET_KEYS))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         return pulumi.dynamic.UpdateResult(self._run(news))
 
 
 class WaitFor(pulumi.dynamic.Resource, module="ck8s-gpu", name="WaitFor"):  # type: ignore[misc,call-arg]
-    """Succeeds once `jsonpath` of the object equals `equals`; fails with the last observed value.
+    """Succeeds once the object's field at `jsonpath` (a dotted path, `{.status.state}`) equals `equals`;
+    fails with the last observed value.
 
     Re-checks when the target, the kubeconfig or `trigger` change (pass e.g. the chart version of
     the release that owns the object, so an upgrade waits again).
@@ -379,8 +237,8 @@ class WaitFor(pulumi.dynamic.Resource, module="ck8s-gpu", name="WaitFor"):  # ty
     ) -> None:
         problems = []
         try:
-            parse_jsonpath(jsonpath)
-        except JsonPathError as exc:
+            parse_field_path(jsonpath)
+        except FieldPathError as exc:
             problems.append(str(exc))
         if timeout_seconds <= 0:
             problems.append(f"timeout_seconds must be positive, got {timeout_seconds}")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from kubernetes import client, config
 
+from components.kube.errors import ApiFailure, call_failure
 from components.kube.kubeconfig import parse_kubeconfig
+
+# Per-request limit: a hung TCP connection must not eat a readiness gate's whole budget.
+REQUEST_TIMEOUT_SECONDS = 10.0
 
 
 def api_client(kubeconfig: str, *, context: str | None = None) -> client.ApiClient:
@@ -15,6 +19,18 @@ def api_client(kubeconfig: str, *, context: str | None = None) -> client.ApiClie
     cfg = client.Configuration()
     config.load_kube_config_from_dict(doc, context=context, client_configuration=cfg, persist_config=False)
     return client.ApiClient(cfg)
+
+
+def http_get(api: client.ApiClient, path: str, timeout: float = REQUEST_TIMEOUT_SECONDS) -> str | ApiFailure:
+    """GET `path` with the client's credentials: the body of a 2xx answer, else the failure (returned,
+    not raised, so a poll's verdict is a pure function of what came back)."""
+    try:
+        response = api.call_api(
+            path, "GET", auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout
+        )
+        return bytes(response.data).decode("utf-8", "replace")
+    except Exception as exc:  # the client raises ApiException for 4xx/5xx, urllib3/ssl/socket errors otherwise
+        return call_failure(exc)
 
 
 def unreachable_reason(kubeconfig: str, *, timeout_seconds: float = 5.0) -> str | None:
@@ -38,3 +54,4 @@ def unreachable_reason(kubeconfig: str, *, timeout_seconds: float = 5.0) -> str 
     finally:
         api.close()
     return None
+

@@ -156,10 +156,10 @@ DURATIONS: dict[str, Duration] = {
                                                        "service account 1 s, secret 0 s"),
     # ---- our dynamic resources
     "api-ready-poll": Duration(0, 15, "API readiness gate (poll)",
-                               "code: components/k8s_ready.py (polls /readyz and Ready nodes with 1, 2, 4, 8, 15 s "
-                               "back-off)"),
+                               "code: components/k8s_ready.py (polls /readyz and Ready nodes; components/kube/wait.py "
+                               "backs off 1, 2, 4, 8, 15 s)"),
     "wait-for-poll": Duration(0, 15, "readiness wait (poll)",
-                              "code: components/k8s_wait.py (same poll and back-off as components/k8s_ready.py)"),
+                              "code: components/k8s_wait.py (the same poll and back-off: components/kube/wait.py)"),
     "api-ready-existing": Duration(0, 1, "API readiness gate (cluster already up)", _LOCAL),
     "upgrade-noop": Duration(0, 1, "node upgrade gate (no-op on create)",
                              "code: components/upgrade/resources.py (create records state only: no node is touched)"),

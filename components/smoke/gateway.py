@@ -10,6 +10,11 @@ import json
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+# The REST failure model; its names stay importable from here (runner, collector, CLI, fakes).
+from components.kube.errors import KubeError as KubeError
+from components.kube.errors import KubeUnreachable as KubeUnreachable
+from components.kube.errors import call_failure
+
 Obj = dict[str, Any]
 
 # kind -> (plural, namespaced). Only what the smoke test touches.
@@ -29,18 +34,6 @@ KINDS: dict[str, tuple[str, bool]] = {
     "ResourceClaimTemplate": ("resourceclaimtemplates", True),
     "PodGroup": ("podgroups", True),
 }
-
-
-class KubeError(Exception):
-    """The API server answered with an error status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        self.status = status
-        super().__init__(f"{status}: {message}")
-
-
-class KubeUnreachable(Exception):
-    """No answer from the API server (DNS, TCP, TLS, timeout)."""
 
 
 def path(api_version: str, kind: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -102,10 +95,8 @@ class KubeGateway:
             return self.client.call_api(api_path, method, query_params=query or [], header_params=headers,
                                         body=body, auth_settings=["BearerToken"], _preload_content=False,
                                         _request_timeout=timeout or self.timeout)
-        except ApiException as exc:
-            raise KubeError(int(exc.status or 0), _reason(exc)) from None
-        except (HTTPError, OSError) as exc:
-            raise KubeUnreachable(f"{type(exc).__name__}: {exc}") from None
+        except (ApiException, HTTPError, OSError) as exc:
+            raise call_failure(exc) from None
 
     def _json(self, method: str, api_path: str, **kw: Any) -> Obj:
         data = self._call(method, api_path, **kw).data
@@ -177,14 +168,3 @@ class KubeGateway:
 
     def get_text(self, api_path: str) -> str:
         return bytes(self._call("GET", api_path, accept="*/*").data).decode("utf-8", errors="replace")
-
-
-def _reason(exc: Any) -> str:
-    """The API server's Status message when there is one, else the HTTP reason."""
-    body = getattr(exc, "body", None)
-    if body:
-        try:
-            return str(json.loads(body).get("message") or body)
-        except (ValueError, AttributeError):
-            return str(body)[:500]
-    return str(getattr(exc, "reason", "") or "error")

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components import k8s_ready
 from components.k8s_ready import WaitTimeout, check_api_ready
 from components.k8s_wait import Target, wait_for
+from components.kube import wait
 from tests.helpers.tools import load_tool
 
 pytestmark = pytest.mark.integration
@@ -45,7 +45,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(autouse=True)
 def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(k8s_ready, "backoff_delays", lambda *a, **k: itertools.repeat(0.2))
+    monkeypatch.setattr(wait, "backoff_delays", lambda *a, **k: itertools.repeat(0.2))
 
 
 def _kubeconfig(cluster: Any) -> str:
