@@ -11,7 +11,7 @@ from components.smoke.component import SmokeTest
 
 quiet_engine_shutdown()  # after a failure, the engine's own error is what the user reads
 settings = load_settings()  # validated before any resource exists; bad input ends here cleanly
-kubeconfig = pulumi.Config("ck8s-gpu").get_secret("kubeconfig") if settings.platform in ("existing", "local") else None
+kubeconfig = pulumi.Config("ck8s-gpu").get_secret("kubeconfig") if settings.traits.needs_kubeconfig else None
 
 cluster = make_cluster(settings.cluster_name, settings, kubeconfig)
 # Velero's off-region bucket, key and IAM user; the add-on gets the access key and waits for them.

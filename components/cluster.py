@@ -57,8 +57,8 @@ def cluster_facts(settings: Settings) -> ClusterFacts:
         platform=settings.platform,
         track=settings.kubernetes.track,
         kubernetes_minor=pins.track(settings.kubernetes.track).minor,
-        simulated_gpus=settings.platform in ("kind", "local"),
-        has_kubelet=settings.platform != "local",
+        simulated_gpus=settings.traits.simulated_gpus,
+        has_kubelet=settings.traits.has_kubelet,
         pools=tuple(pools),
     )
 

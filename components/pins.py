@@ -55,6 +55,28 @@ class SnapTrack:
     def minor(self) -> int:
         return int(self.kubernetes.split(".")[1])
 
+    @property
+    def dra_apis(self) -> tuple[str, ...]:
+        return dra_apis(self.minor)
+
+
+# The resource.k8s.io versions the platforms make Kubernetes 1.<minor> serve for DRA, newest first:
+# v1 from 1.34 (GA, on by default); before that the beta versions the release has (v1beta1 from 1.32,
+# v1beta2 from 1.33), which are off by default and switched on with runtime-config (EC2 user-data,
+# the kind config). KEP-4381 graduation; kubernetes pkg/apis/resource/{v1beta1,v1beta2,v1}.
+DRA_BETA_APIS = {32: ("resource.k8s.io/v1beta1",), 33: ("resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")}
+
+
+def dra_apis(minor: int) -> tuple[str, ...]:
+    if minor >= 34:
+        return ("resource.k8s.io/v1",)
+    return DRA_BETA_APIS.get(minor, ())
+
+
+def newest_dra_api(minor: int, supported: tuple[str, ...]) -> str | None:
+    """The newest version 1.<minor> serves that a consumer (a chart) supports; None: none."""
+    return next((api for api in dra_apis(minor) if api in supported), None)
+
 
 SNAP_TRACKS: dict[str, SnapTrack] = {
     t.track: t

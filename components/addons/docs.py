@@ -15,8 +15,8 @@ from components import pins
 from components.addons.base import Addon
 from components.addons.catalog import ADDONS, LEFT_OUT, PLATFORM_CAPABILITIES, PLATFORM_DEFAULTS, PLATFORMS
 from components.addons.crds import CRD_HANDLING
-from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.atomic import write_text_atomic
+from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import parse_settings
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "addons.md"

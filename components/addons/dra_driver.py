@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from components import pins
 from components.addons.base import Addon, AddonContext, Capability
 from components.addons.gpu_operator import driver_root
-from components.addons.nodes import DRA_NODE_LABEL, gpu_tolerations
+from components.labels import DRA_NODE_LABEL
+from components.nodes import gpu_tolerations
 from components.settings.model import Settings
 
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
@@ -30,6 +32,11 @@ NAMESPACE = "nvidia-dra-driver-gpu"
 SHARING_FEATURE_GATES: dict[str, str] = {"timeSlicing": "TimeSlicingSettings", "mps": "MPSSupport"}
 
 
+# The resource.k8s.io versions dra-driver-nvidia-gpu 0.4.1 renders its DeviceClasses with
+# (templates/deviceclass-*.yaml: `resourceApiVersion`).
+DRIVER_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")
+
+
 def resource_api_version(kubernetes_minor: int) -> str:
     """The FULL group/version: the chart puts it verbatim into DeviceClass.apiVersion.
 
@@ -37,7 +44,7 @@ def resource_api_version(kubernetes_minor: int) -> str:
     offline render (plan, preview) does not have. Below 1.34, DRA runs as beta behind the
     `resource.k8s.io/v1beta1=true` runtime-config the platforms enable.
     """
-    return "resource.k8s.io/v1" if kubernetes_minor >= 34 else "resource.k8s.io/v1beta1"
+    return pins.newest_dra_api(kubernetes_minor, DRIVER_APIS) or DRIVER_APIS[-1]
 
 
 def allocates_gpus(settings: Settings) -> bool:

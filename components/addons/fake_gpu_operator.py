@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.addons.base import Addon, AddonContext, Capability
-from components.addons.nodes import SIMULATED_POOL_LABEL, gpu_tolerations
 from components.cluster import GpuPoolFacts
+from components.labels import SIMULATED_POOL_LABEL
+from components.nodes import gpu_tolerations
 from components.settings.model import Settings
 
 NAMESPACE = "gpu-operator"  # what KAI's own CI uses; also where observability looks for the exporter

@@ -10,7 +10,8 @@ from typing import Any
 
 from components import pins
 from components.addons.base import Addon, AddonContext, Capability
-from components.addons.nodes import DRA_NODE_LABEL, gpu_tolerations
+from components.labels import DRA_NODE_LABEL
+from components.nodes import gpu_tolerations
 from components.settings.model import Settings
 
 NAMESPACE = "gpu-operator"

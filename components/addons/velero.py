@@ -1,6 +1,6 @@
 """Velero backups of cluster objects and volumes to an encrypted bucket in another region.
 
-The values are built in ONE place, components/dr/velero_values.py (the same module the DR
+The values are built in ONE place, components/addons/velero_values.py (the same module the DR
 tooling reads); this module only declares the add-on. The access key Velero writes with is not
 in these values: BackupTarget supplies it as a secret through AddonSet(extra_values=...), and a
 stack that brings its own Secret sets `credentials.existingSecret` in the add-on's values.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.addons.base import Addon, AddonContext
-from components.dr.velero_values import velero_values
+from components.addons.velero_values import velero_values
 from components.settings.model import Settings
 
 NAMESPACE = "velero"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.aws.naming import name_problems, physical_name
-from components.dr.names import bucket_name, key_alias, user_name
+from components.backup_names import bucket_name, key_alias, user_name
 from components.settings.model import Settings
 
 BACKUP = "backup"  # __main__.py: BackupTarget("backup", settings)

@@ -13,13 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from components.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from components.settings.model import Settings
 
 Role = Literal["control-plane", "worker"]
-
-CLUSTER_TAG = "ck8s-gpu/cluster"
-ROLE_TAG = "ck8s-gpu/role"
-POOL_TAG = "ck8s-gpu/pool"
 
 
 def ownership_tag(cluster_name: str) -> dict[str, str]:

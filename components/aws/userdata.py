@@ -19,9 +19,9 @@ from typing import Any, Literal
 import yaml
 
 from components import pins
-from components.addons.nodes import gpu_node_labels
 from components.aws.inventory import api_lb_name
-from components.aws.tags import POOL_TAG
+from components.labels import POOL_TAG
+from components.nodes import gpu_node_labels
 from components.settings.facts import DRA_GATE
 from components.settings.model import NodePoolSettings, Settings, Taint
 
@@ -84,8 +84,7 @@ def dra_runtime_config(settings: Settings) -> str | None:
     track = pins.track(settings.kubernetes.track)
     if track.dra_ga or DRA_GATE not in settings.kubernetes.feature_gates:
         return None
-    versions = ["v1beta1"] if track.minor < 33 else ["v1beta1", "v1beta2"]
-    return ",".join(f"resource.k8s.io/{v}=true" for v in versions)
+    return ",".join(f"{api}=true" for api in sorted(track.dra_apis))
 
 
 def ccm_enabled(settings: Settings) -> bool:

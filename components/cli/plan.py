@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     config = read_stack_file(stack_file(args.stack, args.stacks_dir))
-    if plan.settings.platform == "existing" and KUBECONFIG_KEY not in config:
+    if plan.settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in config:
         print(f"note: config.{KUBECONFIG_KEY} is not set: `pulumi up` needs it "
               f"(pulumi config set --secret {KUBECONFIG_KEY} < kubeconfig)", file=sys.stderr)
     if not args.quiet:

@@ -12,10 +12,10 @@ import pulumi_aws as aws
 
 from components.addons.catalog import ADDONS
 from components.addons.graph import cluster_capabilities, select
+from components.addons.velero_values import credentials_file, credentials_values
 from components.aws.tags import default_tags
-from components.dr.names import bucket_name, key_alias, user_name
+from components.backup_names import bucket_name, key_alias, user_name
 from components.dr.policies import bucket_policy, noncurrent_days, velero_policy
-from components.dr.velero_values import credentials_file, credentials_values
 from components.settings.model import Settings
 
 # The longest window AWS allows: a key scheduled for deletion by mistake can be rescued for 30 days
@@ -161,6 +161,6 @@ class BackupTarget(pulumi.ComponentResource):
 
     def velero_values(self) -> pulumi.Output[dict[str, Any]]:
         """What this target adds to the `velero` release's values (the add-on computes the rest
-        from the same settings, components/dr/velero_values.py): the credentials file, as a
+        from the same settings, components/addons/velero_values.py): the credentials file, as a
         secret Output. Hand it to AddonSet(extra_values={"velero": ...}) with `ready`."""
         return pulumi.Output.secret(self.credentials.apply(credentials_values))

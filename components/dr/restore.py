@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from components.addons.graph import AddonGraphError, install_graph
-from components.dr.velero_values import RESTORE_LOCATION
+from components.addons.velero_values import RESTORE_LOCATION
 from components.settings.model import Settings
 
 SYSTEM_NAMESPACES = ("kube-node-lease", "kube-public", "kube-system")

@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from components import pins
-from components.addons.nodes import gpu_node_labels
 from components.cluster import ClusterFacts, GpuPoolFacts, cluster_facts
 from components.kind.schema import API_VERSION, KIND, validation_errors
+from components.nodes import gpu_node_labels
 from components.settings.model import NodePoolSettings, Settings
 
 # fake-gpu-operator's DRA kubelet plugin DaemonSet selects this label (values.yaml
@@ -58,10 +58,7 @@ def dra_api_settings(minor: int) -> tuple[dict[str, bool], dict[str, str]]:
         return {}, {}
     if minor < 32:
         raise ValueError(f"Kubernetes 1.{minor}: structured-parameters DRA needs 1.32 or newer")
-    runtime = {"resource.k8s.io/v1beta1": "true"}
-    if minor == 33:
-        runtime["resource.k8s.io/v1beta2"] = "true"
-    return {"DynamicResourceAllocation": True}, runtime
+    return {"DynamicResourceAllocation": True}, {api: "true" for api in sorted(pins.dra_apis(minor))}
 
 
 def worker_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:

@@ -47,7 +47,7 @@ def offline_config(config: dict[str, Any], settings: Settings) -> tuple[dict[str
         out[key] = value
     # Needed to deploy, not to plan: the local stack's is set by the test that starts the
     # cluster, an existing stack's by `pulumi config set --secret` on the operator's machine.
-    if settings.platform in ("existing", "local") and KUBECONFIG_KEY not in out:
+    if settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in out:
         out[KUBECONFIG_KEY] = PLACEHOLDER_KUBECONFIG
         secret_keys.append(KUBECONFIG_KEY)
     return out, secret_keys

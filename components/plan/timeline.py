@@ -25,6 +25,7 @@ from components.plan.artifacts import RELEASE, local_chart, user_data
 from components.plan.durations import DURATIONS, Duration
 from components.plan.mockengine import Recorded
 from components.plan.run import Plan
+from components.settings.platforms import traits
 
 SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
 API_READY = "pulumi-python:dynamic/ck8s-gpu:ApiReady"
@@ -100,9 +101,9 @@ def step_key(r: Recorded, platform: str = "aws") -> str:
     t = r.type
     if t in _AWS_KEYS:
         return _AWS_KEYS[t]
-    if t == API_READY and platform in ("local", "existing"):
+    if t == API_READY and traits(platform).needs_kubeconfig:
         return "api-ready-existing"
-    if t == SMOKE_RUN and platform == "local":
+    if t == SMOKE_RUN and not traits(platform).has_kubelet:
         return "smoke-run-local"
     if t in _DYNAMIC_KEYS:
         return _DYNAMIC_KEYS[t]

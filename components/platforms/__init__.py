@@ -22,7 +22,7 @@ def make_cluster(
     """The cluster for `settings.platform`. `kubeconfig` (secret config `ck8s-gpu:kubeconfig`) is
     required for `existing` and `local` and refused elsewhere (it would be silently ignored)."""
     platform = settings.platform
-    if platform in ("existing", "local"):
+    if settings.traits.needs_kubeconfig:
         if kubeconfig is None:
             raise ValueError(f"platform {platform} needs the kubeconfig: pulumi config set --secret "
                              "ck8s-gpu:kubeconfig < kubeconfig")

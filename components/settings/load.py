@@ -89,9 +89,10 @@ def settings_from_config(config: Mapping[str, Any], source: str, *, offline: boo
     if problems:
         raise SettingsError(source, problems)
     settings = parse_settings(config[SETTINGS_KEY], source)
-    if settings.platform == "existing" and KUBECONFIG_KEY not in config and not offline:
+    if settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in config and not offline:
         raise SettingsError(
-            source, [(f"config.{KUBECONFIG_KEY}", "required for platform existing (set it with --secret)")]
+            source, [(f"config.{KUBECONFIG_KEY}", f"required for platform {settings.platform}: the program is "
+                                                  "handed its cluster (set it with --secret)")]
         )
     return settings
 
@@ -167,4 +168,5 @@ def read_stack_file(path: Path) -> dict[str, Any]:
 
 
 def load_stack(path: Path) -> Settings:
-    return settings_from_config(read_stack_file(path), str(path))
+    """A stack file's settings, to read or plan (a kubeconfig is only needed to deploy)."""
+    return settings_from_config(read_stack_file(path), str(path), offline=True)

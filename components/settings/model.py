@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from components import pins
+from components.settings.platforms import TRAITS, PlatformTraits
 
 Platform = Literal["aws", "kind", "existing", "local"]
 Allocation = Literal["dra", "device-plugin"]
@@ -321,6 +322,10 @@ class Settings(_Model):
             smoke = self.smoke_test.model_copy(update={"enabled": self.gpu_stack.allocation == "dra"})
             object.__setattr__(self, "smoke_test", smoke)
         return self
+
+    @property
+    def traits(self) -> PlatformTraits:
+        return TRAITS[self.platform]
 
     @property
     def is_production(self) -> bool:

@@ -10,7 +10,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from components import pins
-from components.addons.nodes import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
 from components.settings.model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
@@ -583,7 +583,7 @@ def _smoke_memory(s: Settings) -> Iterator[Problem]:
     fit the memory the driver PUBLISHES, NVML's framebuffer, which is below the size on the box (an
     H100 80GB publishes 81559 MiB = 79.6 GiB). Else no device matches and the claims never allocate."""
     want = s.smoke_test.min_memory_gib
-    if want is None or s.platform == "existing" or not s.smoke_test.whole_gpu:
+    if want is None or not s.traits.knows_node_pools or not s.smoke_test.whole_gpu:
         # existing: the pools are not ours to know; without whole-GPU cases _smoke_cases reports it.
         return
     facts = [(p, f) for p in s.node_pools if (f := pool_gpus(p)) is not None]

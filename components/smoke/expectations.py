@@ -30,9 +30,6 @@ QUEUE_LABEL = "kai.scheduler/queue"
 RELEASE_ANNOTATION = "ck8s-gpu.io/smoke-release"
 RELEASE_VALUE = "go"
 POD_GROUP_ANNOTATION = "pod-group-name"
-# Node labels naming a node's pool: the AWS platform's (components/aws/tags.py POOL_TAG) and
-# the simulated pools' (components/addons/nodes.py SIMULATED_POOL_LABEL); a test keeps them in step.
-POOL_LABELS = ("ck8s-gpu/pool", "run.ai/simulated-gpu-node-pool")
 # Well-known node labels: set by the kubelet/cloud provider and by GPU feature discovery.
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 GFD_COUNT_LABEL = "nvidia.com/gpu.count"

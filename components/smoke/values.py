@@ -22,12 +22,15 @@ class SmokeConfigError(ValueError):
     """The smoke test cannot run against this cluster shape (message names the setting)."""
 
 
+# charts/gpu-smoke-test renders claims in the v1 / v1beta2 shape (`exactly:` requests), not v1beta1's.
+CHART_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")
+
+
 def resource_api(kubernetes_minor: int) -> str:
     """The DRA API the chart renders: v1 from 1.34 (GA), v1beta2 on 1.33 (same claim shape)."""
-    if kubernetes_minor >= 34:
-        return "resource.k8s.io/v1"
-    if kubernetes_minor == 33:
-        return "resource.k8s.io/v1beta2"
+    api = pins.newest_dra_api(kubernetes_minor, CHART_APIS)
+    if api is not None:
+        return api
     raise SmokeConfigError(
         f"the smoke test needs Kubernetes >= 1.33 (resource.k8s.io/v1beta2 or v1), the cluster is 1.{kubernetes_minor}"
     )

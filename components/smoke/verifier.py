@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.labels import POOL_LABELS
 from components.smoke import device_class as dclass
 from components.smoke import probe
 from components.smoke.expectations import (
@@ -22,7 +23,6 @@ from components.smoke.expectations import (
     INSTANCE_TYPE_LABEL,
     NO_KUBELET,
     POD_GROUP_ANNOTATION,
-    POOL_LABELS,
     QUEUE_LABEL,
     RUN_LABEL,
     CaseExpectation,

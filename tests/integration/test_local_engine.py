@@ -39,10 +39,11 @@ import yaml
 from components.addons.observability import NAMESPACE as OBSERVABILITY_NS
 from components.charts import chart_dir, chart_version
 from components.instance_types import gpu_facts
+from components.labels import POOL_LABELS
 from components.plan.measured import Arrival, Recorder, compare, markdown, measure
 from components.plan.run import plan_config
 from components.plan.timeline import build_steps
-from components.smoke.expectations import NO_KUBELET, POOL_LABELS, RUN_LABEL
+from components.smoke.expectations import NO_KUBELET, RUN_LABEL
 from components.smoke.report import passed
 from tests.helpers import chart_repo
 from tests.helpers.tools import copy_project

@@ -84,13 +84,14 @@ def test_existing_network_needs_two_private_subnets() -> None:
     assert "settings.network.existing.privateSubnetIds" in p
 
 
-def test_existing_platform_needs_a_kubeconfig_to_deploy_but_not_to_plan() -> None:
-    config = {"ck8s-gpu:settings": {"platform": "existing"}}
+@pytest.mark.parametrize("platform", ["existing", "local"])
+def test_a_handed_cluster_needs_a_kubeconfig_to_deploy_but_not_to_plan(platform: str) -> None:
+    config = {"ck8s-gpu:settings": {"platform": platform}}
     with pytest.raises(SettingsError) as err:
         settings_from_config(config, "t")
-    reason = "required for platform existing (set it with --secret)"
+    reason = f"required for platform {platform}: the program is handed its cluster (set it with --secret)"
     assert err.value.problems == [("config.ck8s-gpu:kubeconfig", reason)]
-    assert settings_from_config(config, "t", offline=True).platform == "existing"
+    assert settings_from_config(config, "t", offline=True).platform == platform
 
 
 def test_settings_are_immutable() -> None:

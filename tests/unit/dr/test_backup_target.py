@@ -106,7 +106,7 @@ def test_release_values_are_only_the_credentials_and_secret() -> None:
 
     run = run_program(program, {}, stack="prod", region="us-east-1")
     assert run.outputs["values"] == MASK
-    # Everything else comes from the add-on (components/dr/velero_values.py): one source of values.
+    # Everything else comes from the add-on (components/addons/velero_values.py): one source of values.
     assert list(seen) == ["credentials"] and list(seen["credentials"]) == ["secretContents"]
     assert seen["credentials"]["secretContents"]["cloud"].startswith("[default]\naws_access_key_id=")
 

@@ -150,7 +150,7 @@ def test_aws_dispatches_lazily_to_the_aws_cluster(monkeypatch: pytest.MonkeyPatc
     fake = types.ModuleType("components.aws.cluster")
 
     class AwsCluster:
-        def __init__(self, name: str, settings: Settings) -> None:
+        def __init__(self, name: str, settings: Settings, opts: object = None) -> None:
             made.append((name, settings))
 
     fake.AwsCluster = AwsCluster  # type: ignore[attr-defined]

@@ -1,19 +1,13 @@
-"""GPU node labels and tolerations the add-ons select on (pure; platforms apply the labels).
-
-The DRA kubelet plugin runs only on nodes carrying `DRA_NODE_LABEL`: the GPU Operator's driver
-manager removes that label to evict the plugin before a driver upgrade (NVIDIA's documented
-"Pattern A"), so the label is the contract between the operator and the DRA driver.
+"""GPU node labels and tolerations from the settings (pure): the platforms apply the labels, the
+add-ons select on them and tolerate every GPU pool's taints. The keys: components/labels.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings.model import Settings
-
-DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
-# fake-gpu-operator assigns simulated GPUs by this label's value (its topology pool name).
-SIMULATED_POOL_LABEL = "run.ai/simulated-gpu-node-pool"
 
 
 def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
@@ -22,7 +16,7 @@ def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
     Canonical Kubernetes: never through `--node-labels` (it overrides k8sd's role labels).
     """
     labels: dict[str, str] = {}
-    if settings.platform in ("kind", "local"):
+    if settings.traits.simulated_gpus:
         labels[SIMULATED_POOL_LABEL] = pool
     elif settings.gpu_stack.allocation == "dra":
         labels[DRA_NODE_LABEL] = "true"

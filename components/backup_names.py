@@ -1,4 +1,6 @@
-"""Names of the DR objects, derived from the cluster name (unique per environment and region)."""
+"""Names of the backup objects (bucket, KMS alias, IAM user, Velero's credentials Secret), derived from the
+cluster name (unique per environment and region): the AWS inventory, the Velero add-on and the DR
+tools all read them here (pure; no imports)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import pins
-from components.dr.names import CREDENTIALS_SECRET, bucket_name
+from components.backup_names import CREDENTIALS_SECRET, bucket_name
 from components.settings.model import Settings
 
 RESTORE_LOCATION = "restore-source"

@@ -6,15 +6,15 @@ from typing import Any
 
 from components import pins
 from components.addons.base import AddonContext, deep_merge
-from components.cluster import cluster_facts
-from components.dr.names import CREDENTIALS_SECRET
-from components.dr.velero_values import (
+from components.addons.velero_values import (
     RESTORE_LOCATION,
     SCHEDULE,
     credentials_file,
     credentials_values,
     velero_values,
 )
+from components.backup_names import CREDENTIALS_SECRET
+from components.cluster import cluster_facts
 from components.settings.model import Settings
 
 

@@ -1,0 +1,20 @@
+"""Labels and tags the project puts on nodes and instances, and that other parts select on: the
+keys are a contract between platforms, add-ons, the smoke test, day-2 tools and the policies, so
+they live here once (pure; no imports).
+"""
+
+# The DRA kubelet plugin runs only on nodes carrying this label: the GPU Operator's driver manager
+# removes it to evict the plugin before a driver upgrade (NVIDIA's documented "Pattern A").
+DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+# fake-gpu-operator assigns simulated GPUs by this label's value (its topology pool name).
+SIMULATED_POOL_LABEL = "run.ai/simulated-gpu-node-pool"
+
+# AWS tags on what this project made; nodes find their control planes by cluster + role (the join
+# contract), and the pool tag's value is also the node label naming a GPU node's pool.
+CLUSTER_TAG = "ck8s-gpu/cluster"
+ROLE_TAG = "ck8s-gpu/role"
+POOL_TAG = "ck8s-gpu/pool"
+CONTROL_PLANE_ROLE = "control-plane"
+
+# Node labels naming a node's pool, on AWS and on simulated pools.
+POOL_LABELS = (POOL_TAG, SIMULATED_POOL_LABEL)
