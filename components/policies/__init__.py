@@ -10,12 +10,19 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from components.policies.aws_nodes import ENCRYPTED_VOLUMES, IMDSV2_REQUIRED, NO_SPOT_IN_PROD
+from components.policies.grafana import GRAFANA_ADMIN_CREDENTIALS
 from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
 from components.policies.iam import NO_WILDCARD_IAM
 from components.policies.namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
 from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_INGRESS_SET, NO_WORLD_SSH
-from components.policies.secrets import NO_PLAINTEXT_SECRETS, USER_DATA_WITHOUT_SECRETS
+from components.policies.rbac import SECRET_READERS_LEAST_PRIVILEGE
+from components.policies.secrets import (
+    NO_PLAINTEXT_SECRETS,
+    SECRETS_ONLY_IN_SECRET_OBJECTS,
+    USER_DATA_WITHOUT_SECRETS,
+)
 from components.policies.stack import PROD_PROTECTS_DR_STATE, PROD_SINGLE_CONTROL_PLANE, SMOKE_TEST_REQUIRED
+from components.policies.workloads import WORKLOAD_IMAGES_PINNED
 
 PACK_NAME = "ck8s-gpu-guardrails"
 
@@ -28,8 +35,12 @@ POLICIES: tuple[Policy, ...] = (
     NO_WILDCARD_IAM,
     NO_PLAINTEXT_SECRETS,
     USER_DATA_WITHOUT_SECRETS,
+    SECRETS_ONLY_IN_SECRET_OBJECTS,
+    SECRET_READERS_LEAST_PRIVILEGE,
+    GRAFANA_ADMIN_CREDENTIALS,
     HELM_RELEASE_PINNED,
     ONE_GPU_ADVERTISER,
+    WORKLOAD_IMAGES_PINNED,
     GPU_NAMESPACE_POD_SECURITY,
     SMOKE_TEST_REQUIRED,
     SMOKE_TEST_ISOLATED,

@@ -1,6 +1,7 @@
 """Helm releases: exact versions from allowed repositories (the pin table's, the stack's own
 chart mirrors from its settings, and the pack config's `allowedRepositories`); one whole-GPU
-advertiser per cluster.
+advertiser per cluster, counting the advertisers installed without Helm too (raw DaemonSets,
+ConfigFile/ConfigGroup manifests, a ClusterPolicy, ResourceSlices: components/policies/workloads.py).
 
 Release inputs (pulumi-kubernetes 4.34 wire names): `chart`, `version`, `repositoryOpts.repo`,
 `namespace`, `createNamespace`, `values`. Chart defaults that decide who advertises GPUs, read
@@ -33,7 +34,9 @@ from pulumi_policy import (
 
 from components import PROJECT_DIR, pins
 from components.policies.facts import facts_of
+from components.policies.k8s_objects import objects
 from components.policies.props import get, helm_truthy, is_unknown
+from components.policies.workloads import gpu_advertisers
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"
@@ -132,12 +135,16 @@ def advertisers(props: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return plugins, dra
 
 
-def advertiser_problems(releases: Iterable[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, str]]:
-    """(urn, message) for every release taking part in a device plugin + DRA double advertisement."""
+Advertisers = tuple[str, list[str], list[str]]  # (urn, device-plugin advertisers, DRA advertisers)
+
+
+def advertiser_problems(releases: Iterable[tuple[str, Mapping[str, Any]]],
+                        raw: Iterable[Advertisers] = ()) -> list[tuple[str, str]]:
+    """(urn, message) for every release or raw object taking part in a device plugin + DRA double
+    advertisement. `raw`: what workloads.gpu_advertisers found outside Helm releases."""
     plugin_urns: list[tuple[str, list[str]]] = []
     dra_urns: list[tuple[str, list[str]]] = []
-    for urn, props in releases:
-        plugins, dra = advertisers(props)
+    for urn, plugins, dra in [*((urn, *advertisers(props)) for urn, props in releases), *raw]:
         if plugins:
             plugin_urns.append((urn, plugins))
         if dra:
@@ -148,7 +155,7 @@ def advertiser_problems(releases: Iterable[tuple[str, Mapping[str, Any]]]) -> li
     dra_names = ", ".join(n for _, names in dra_urns for n in names)
     message = (f"GPUs advertised twice: device plugin [{plugin_names}] and DRA [{dra_names}]; "
                "the scheduler would hand the same GPU to two pods")
-    return [(urn, message) for urn, _ in plugin_urns + dra_urns]
+    return list(dict.fromkeys((urn, message) for urn, _ in plugin_urns + dra_urns))
 
 
 def validate_release_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -162,7 +169,8 @@ def validate_release_pinned(args: ResourceValidationArgs, report_violation: Repo
 
 def validate_one_advertiser(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     releases = [(r.urn, r.props) for r in args.resources if r.resource_type in HELM_TYPES]
-    for urn, message in advertiser_problems(releases):
+    raw = [(o.urn, *gpu_advertisers(o)) for o in objects(args.resources)[0]]
+    for urn, message in advertiser_problems(releases, raw):
         report_violation(message, urn)
 
 
@@ -177,7 +185,7 @@ HELM_RELEASE_PINNED = ResourceValidationPolicy(
 )
 ONE_GPU_ADVERTISER = StackValidationPolicy(
     name="one-gpu-advertiser",
-    description="Never a GPU device plugin and DRA GPU allocation in the same cluster.",
+    description="Never a GPU device plugin and DRA GPU allocation in the same cluster, through Helm or not.",
     validate=validate_one_advertiser,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

@@ -1,4 +1,4 @@
-"""Secret material only ever as Pulumi secrets; never in EC2 user-data.
+"""Secret material only ever as Pulumi secrets; never in EC2 user-data, ConfigMaps or pod specs.
 
 `no-plaintext-secrets` needs to know which inputs are Pulumi secrets. The offline adapter knows
 (the mock engine records secret paths). The real policy pack does not: pulumi-policy 1.21 for
@@ -10,6 +10,16 @@ run is the enforcement point (docs/adr: policies offline and in the pack).
 anyone with `ec2:DescribeInstanceAttribute` and to every process that reaches the instance
 metadata service, whatever Pulumi's state says. Nodes should fetch secrets at boot (Secrets
 Manager / SSM with their instance role).
+
+`secrets-only-in-secret-objects` is the same rule inside the cluster: ConfigMaps and pod specs
+(env values, args, annotations of Pods, Deployments, DaemonSets, Jobs...) are readable by the
+built-in `view` role, which is bound widely precisely because it reads no Secret
+(components/policies/rbac.py). Secret material there, Pulumi secret or not, goes to a Secret
+referenced through `valueFrom.secretKeyRef`, `envFrom.secretRef` or a Secret volume.
+
+Both rules see material by pattern (components/policies/secret_material.py `findings`, through
+every encoding) and by name: a literal under an environment variable name that says credential
+(`DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`: `credential_literals`).
 """
 
 from __future__ import annotations
@@ -17,13 +27,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
 from components.policies.aws_nodes import NODE_TYPES
+from components.policies.k8s_objects import POD_SPEC_PATHS, K8sObject, objects
 from components.policies.props import decode_user_data, leaves, under
-from components.policies.secret_material import findings
+from components.policies.secret_material import credential_literals, findings
 
-USER_DATA_KEYS = ("userData", "userDataBase64")
 STACK = "pulumi:pulumi:Stack"
 
 
@@ -33,24 +50,22 @@ def secret_paths_of(args: Any) -> frozenset[str] | None:
     return frozenset(paths) if paths is not None else None
 
 
-def _text_at(resource_type: str, path: str, value: str) -> str:
-    if resource_type in NODE_TYPES and path in USER_DATA_KEYS:
-        return decode_user_data({path: value}) or value
-    return value
-
-
 def plaintext_secret_problems(resource_type: str, props: Mapping[str, Any], secret_paths: frozenset[str]) -> list[str]:
     if "$" in secret_paths:
         return []
     problems = []
+    what = "stack output" if resource_type == STACK else "input"
     for path, value in leaves(props):
         if not isinstance(value, str) or under(path, secret_paths):
             continue
-        kinds = findings(_text_at(resource_type, path, value))
-        if kinds:
-            what = "stack output" if resource_type == STACK else "input"
+        # findings decodes what consumers decode (launch templates' base64 user-data, gzip...).
+        if kinds := findings(value):
             problems.append(f"{what} {path} holds {', '.join(kinds)} but is not a Pulumi secret; "
                             "wrap it with pulumi.Output.secret (or mark the output secret)")
+    for path, name in credential_literals(props):
+        if not under(path, secret_paths):
+            problems.append(f"{what} {path} is a literal {name} but not a Pulumi secret; wrap it with "
+                            "pulumi.Output.secret, or reference a Secret")
     return problems
 
 
@@ -63,6 +78,27 @@ def user_data_secret_problems(resource_type: str, props: Mapping[str, Any]) -> l
         return []
     return [f"user-data carries {', '.join(kinds)}: EC2 exposes user-data in plain text (API and metadata "
             "service); store it in Secrets Manager/SSM and fetch it at boot with the instance role"]
+
+
+# Kinds `view` reads whole (bootstrap policy `system:aggregate-to-view`): ConfigMaps and every
+# pod-carrying kind but PodTemplate, whose pod spec carries env values and args.
+VIEWABLE_KINDS = frozenset({"ConfigMap", *POD_SPEC_PATHS}) - {"PodTemplate"}
+
+
+def viewable_secret_problems(objs: list[K8sObject]) -> list[tuple[str, str]]:
+    """(urn, message) for secret material in ConfigMaps and pod specs."""
+    problems = []
+    for o in objs:
+        if o.kind not in VIEWABLE_KINDS:
+            continue
+        for path, value in leaves(o.obj):
+            if isinstance(value, str) and (kinds := findings(value)):
+                problems.append((o.urn, f"{o} {path} holds {', '.join(kinds)}: anyone with the view role reads it; "
+                                        "keep it in a Secret and reference that"))
+        for path, name in credential_literals(o.obj):
+            problems.append((o.urn, f"{o} {path} is a literal {name}: anyone with the view role reads it; use "
+                                    "valueFrom.secretKeyRef (or a Secret for envFrom)"))
+    return problems
 
 
 def validate_no_plaintext_secrets(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -80,6 +116,11 @@ def validate_user_data_without_secrets(args: ResourceValidationArgs, report_viol
         report_violation(problem, None)
 
 
+def validate_secrets_only_in_secret_objects(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for urn, message in viewable_secret_problems(objects(args.resources)[0]):
+        report_violation(message, urn)
+
+
 NO_PLAINTEXT_SECRETS = ResourceValidationPolicy(
     name="no-plaintext-secrets",
     description="Keys, tokens and kubeconfigs appear only as Pulumi secrets (inputs, user-data, stack outputs).",
@@ -90,5 +131,11 @@ USER_DATA_WITHOUT_SECRETS = ResourceValidationPolicy(
     name="user-data-without-secrets",
     description="EC2 user-data carries no secret material at all, not even as a Pulumi secret.",
     validate=validate_user_data_without_secrets,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+SECRETS_ONLY_IN_SECRET_OBJECTS = StackValidationPolicy(
+    name="secrets-only-in-secret-objects",
+    description="ConfigMaps and pod specs (env values, args) carry no secret material, not even as a Pulumi secret.",
+    validate=validate_secrets_only_in_secret_objects,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

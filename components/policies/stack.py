@@ -10,6 +10,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
+from components.labels import CONTROL_PLANE_ROLE, ROLE_TAG
 from components.policies.facts import StackFacts, facts_of
 from components.policies.helm import HELM_TYPES, advertisers
 from components.policies.props import get
@@ -18,8 +19,6 @@ SMOKE_TEST_TYPE = "ck8s-gpu:index:SmokeTest"
 CA_CERT = "tls:index/selfSignedCert:SelfSignedCert"
 PRIVATE_KEY = "tls:index/privateKey:PrivateKey"
 INSTANCE = "aws:ec2/instance:Instance"
-# The AWS platform's tag contract (components/aws/tags.py ROLE_TAG): how nodes find control planes.
-ROLE_TAG = "ck8s-gpu/role"
 # What a rebuild cannot recreate identically, and why. (Control-plane instances, CA certs and CA
 # keys are recognised by their contents: see `dr_critical`.)
 DR_TYPES: dict[str, str] = {
@@ -55,7 +54,7 @@ def _res(args: StackValidationArgs) -> list[Res]:
 
 def _is_control_plane(r: Res) -> bool:
     tags = r.props.get("tags")  # tag keys may contain dots: no dotted path here
-    return r.type == INSTANCE and isinstance(tags, Mapping) and tags.get(ROLE_TAG) == "control-plane"
+    return r.type == INSTANCE and isinstance(tags, Mapping) and tags.get(ROLE_TAG) == CONTROL_PLANE_ROLE
 
 
 # --- smoke test ---------------------------------------------------------------------------------

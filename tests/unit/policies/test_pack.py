@@ -23,6 +23,8 @@ EXPECTED_MANDATORY = {
     "no-wildcard-iam",
     "no-plaintext-secrets", "user-data-without-secrets", "helm-release-pinned", "one-gpu-advertiser",
     "gpu-namespace-pod-security", "smoke-test-required", "smoke-test-isolated", "prod-protects-dr-state",
+    "secrets-only-in-secret-objects", "secret-readers-least-privilege", "grafana-admin-credentials",
+    "workload-images-pinned",
 }
 EXPECTED_ADVISORY = {"prod-no-spot", "prod-single-control-plane"}
 

@@ -116,3 +116,34 @@ def test_local_charts_render_inside_the_pack(analyzer: analyzer_pb2_grpc.Analyze
     response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[release]))
     failed = {d.policyName for d in response.diagnostics}
     assert "smoke-test-isolated" not in failed and "helm-release-pinned" not in failed
+
+
+def test_objects_of_raw_manifests_are_judged_inside_the_pack(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    """What the engine sends for a yaml/v2 ConfigGroup: the component and its typed children
+    (proxied lists and mappings), read through the children only."""
+    group_urn = "urn:pulumi:prod::ck8s-gpu::kubernetes:yaml/v2:ConfigGroup::raw"
+
+    def child(rtype: str, name: str, props: dict[str, Any]) -> Any:
+        return analyzer_pb2.AnalyzerResource(
+            type=rtype, urn=f"urn:pulumi:prod::ck8s-gpu::kubernetes:yaml/v2:ConfigGroup${rtype}::{name}", name=name,
+            parent=group_urn, properties=_struct(props), options=analyzer_pb2.AnalyzerResourceOptions())
+
+    plugin = {"metadata": {"name": "dp", "namespace": "kube-system"}, "spec": {"template": {"spec": {
+        "containers": [{"name": "dp", "image": "nvcr.io/nvidia/k8s-device-plugin"}]}}}}
+    crb = {"metadata": {"name": "oops"}, "subjects": [{"kind": "Group", "name": "system:serviceaccounts"}],
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}}
+    slice_ = {"metadata": {"name": "gpus"}, "spec": {"driver": "gpu.nvidia.com", "nodeName": "n"}}
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
+        analyzer_pb2.AnalyzerResource(type="kubernetes:yaml/v2:ConfigGroup", urn=group_urn, name="raw",
+                                      properties=_struct({"yaml": "not: [read"}),
+                                      options=analyzer_pb2.AnalyzerResourceOptions()),
+        child("kubernetes:apps/v1:DaemonSet", "dp", plugin),
+        child("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "oops", crb),
+        child("kubernetes:resource.k8s.io/v1:ResourceSlice", "gpus", slice_),
+    ]))
+    by_policy: dict[str, set[str]] = {}
+    for d in response.diagnostics:
+        by_policy.setdefault(d.policyName, set()).add(d.urn.rsplit("::", 1)[-1])
+    assert by_policy["workload-images-pinned"] == {"dp"}  # the component's own (broken) text is not read
+    assert by_policy["secret-readers-least-privilege"] == {"oops"}
+    assert by_policy["one-gpu-advertiser"] == {"dp", "gpus"}
