@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from components import pins
-from tests.helpers.tools import copy_project
+from tests.helpers.tools import KIND_NEEDS, copy_project, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK_FILE = ROOT / "stacks" / "Pulumi.kind.yaml"
@@ -62,15 +62,6 @@ def missing_prerequisites(env: dict[str, str] | None = None) -> list[str]:
     if shutil.which("pulumi", path=path) is None:
         missing.append("Pulumi CLI: `pulumi` is not on PATH (https://www.pulumi.com/docs/install/)")
     return missing
-
-
-def skip_or_fail(missing: list[str]) -> None:
-    # Its own switch: CI's machines can never run Docker, so CK8S_GPU_REQUIRE_TOOLS (the Go-built
-    # tools, which CI does build) must not turn this skip into a failure; a Docker-capable job sets this.
-    reason = "kind stack test needs: " + "; ".join(missing)
-    if os.environ.get("CK8S_GPU_REQUIRE_KIND") == "1":
-        pytest.fail(f"CK8S_GPU_REQUIRE_KIND=1 and {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def ephemeral_project(tmp: Path, stack: str, cluster_name: str) -> Path:
@@ -123,7 +114,9 @@ def _kind_clusters() -> list[str]:
 def test_kind_stack_up_smoke_passes_then_destroy(tmp_path: Path) -> None:
     missing = missing_prerequisites()
     if missing:
-        skip_or_fail(missing)
+        # CI's machines can never run Docker: this skip is in ALLOWED_SKIPS (tests/helpers/tools.py), so CI=true
+        # keeps it a skip; a Docker-capable job sets CK8S_GPU_REQUIRE_KIND=1, which makes it a failure.
+        skip_or_fail(KIND_NEEDS + "; ".join(missing))
     from pulumi import automation as auto
 
     from components.smoke.report import passed

@@ -2,7 +2,7 @@
 with KWOK GPU nodes: the real scheduler must allocate DRA claims for `gpu.nvidia.com` devices.
 
 Needs the binaries built by `bash tools/build.sh`. Skips (with the missing binary named) when they
-are absent, unless CK8S_GPU_REQUIRE_TOOLS=1, where it fails instead.
+are absent; where skips must not pass (CI) it fails instead (tests/helpers/tools.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.tools import load_tool
+from tests.helpers.tools import load_tool, skip_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -35,9 +35,7 @@ def cluster(tmp_path_factory):
             f"tools not built: missing {', '.join(missing)} in {bin_dir}; "
             f"build them once with `bash tools/build.sh` (cold: tens of minutes on 2 cores)"
         )
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
-        pytest.skip(msg)
+        skip_or_fail(msg)
     c = lc.LocalCluster(tmp_path_factory.mktemp("localcluster"), nodes=NODES, bin_dir=bin_dir)
     with c:
         print(f"\ncluster start: {c.start_seconds:.1f}s")
@@ -214,10 +212,7 @@ def test_pulumi_engine_up_and_destroy_against_local_cluster(cluster, gpu_nodes, 
     if not plugin.is_dir():
         missing.append(f"plugin {plugin}")
     if missing:
-        msg = f"Pulumi tools not built: missing {', '.join(missing)}; run `bash tools/build.sh`"
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
+        skip_or_fail(f"Pulumi tools not built: missing {', '.join(missing)}; run `bash tools/build.sh`")
 
     proj = tmp_path / "proj"
     proj.mkdir()

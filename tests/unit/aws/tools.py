@@ -1,23 +1,19 @@
-"""External validators (Debian `cloud-init`, `shellcheck`): skip with the reason when absent,
-fail instead when CK8S_GPU_REQUIRE_TOOLS=1 (CI installs them through scripts/install-debs.sh)."""
+"""External validators (Debian `cloud-init`, `shellcheck`): skip with the reason when absent, fail
+instead where skips must not pass (CI installs them through scripts/install-debs.sh; tests/helpers/tools.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.helpers.tools import skip_or_fail
 
 
 def require(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
-        msg = f"`{tool}` is not installed (apt-get install -y --no-install-recommends {tool})"
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
-        pytest.skip(msg)
+        skip_or_fail(f"`{tool}` is not installed (apt-get install -y --no-install-recommends {tool})")
     return path
 
 

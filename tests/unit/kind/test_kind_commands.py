@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +10,7 @@ import pytest
 
 from components import pins
 from components.kind import commands
+from tests.helpers.tools import skip_or_fail
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
 
@@ -134,10 +134,7 @@ def test_delete_uses_a_throwaway_kubeconfig_and_prints_nothing_on_stdout(stubs: 
 @pytest.mark.parametrize("name", ["CREATE", "UPDATE", "DELETE"])
 def test_scripts_pass_shellcheck(tmp_path: Path, name: str) -> None:
     if shutil.which("shellcheck") is None:
-        reason = "shellcheck is not installed (Debian package shellcheck)"
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {reason}", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail("shellcheck is not installed (Debian package shellcheck)")
     script = tmp_path / f"{name}.sh"
     script.write_text(getattr(commands, name))
     result = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True)

@@ -2,8 +2,8 @@
 
 The pydantic model in components/kind/schema.py is written from kind's types; this checks the
 same files with kind's code, so a field kind renamed or a check we missed cannot slip through.
-Needs `go` (and the Go module proxy on a cold cache); skips naming what is missing, or fails under
-CK8S_GPU_REQUIRE_TOOLS=1. The binary is cached outside the checkout, keyed by its sources.
+Needs `go` (and the Go module proxy on a cold cache); skips naming what is missing, or fails where
+skips must not pass (CI; tests/helpers/tools.py). The binary is cached outside the checkout, keyed by its sources.
 """
 
 from __future__ import annotations
@@ -18,17 +18,12 @@ from pathlib import Path
 import pytest
 
 from components import pins
+from tests.helpers.tools import skip_or_fail
 
 HERE = Path(__file__).resolve().parent
 SOURCES = HERE / "kind_config_check"
 GOLDEN = HERE.parents[1] / "golden" / "kind"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ck8s-gpu" / "tools"
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +33,13 @@ def checker() -> Path:
     if not binary.exists():
         go = shutil.which("go")
         if go is None:
-            _unavailable("`go` is not on PATH and kind's config validator is not cached: cannot build "
+            skip_or_fail("`go` is not on PATH and kind's config validator is not cached: cannot build "
                          "tests/unit/kind/kind_config_check")
         binary.parent.mkdir(parents=True, exist_ok=True)
         build = subprocess.run([str(go), "build", "-o", str(binary), "."], cwd=SOURCES, capture_output=True,
                                text=True, timeout=900, env={**os.environ, "GOFLAGS": "-mod=readonly"})
         if build.returncode != 0:
-            _unavailable(f"building kind's config validator failed (Go module proxy unreachable?): "
+            skip_or_fail(f"building kind's config validator failed (Go module proxy unreachable?): "
                          f"{build.stderr.strip()[-400:]}")
     return binary
 

@@ -1,14 +1,13 @@
 """ApiReady and WaitFor against a REAL kube-apiserver (TLS, client certificates, discovery, CRDs).
 
 Uses the loopback control plane with KWOK GPU nodes (tools/localcluster.py, binaries from
-`bash tools/build.sh`). Skips naming the missing binaries, or fails under CK8S_GPU_REQUIRE_TOOLS=1.
+`bash tools/build.sh`). Skips naming the missing binaries, or fails where skips must not pass (CI).
 """
 
 from __future__ import annotations
 
 import base64
 import itertools
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import yaml
 from components.k8s_ready import WaitTimeout, check_api_ready
 from components.k8s_wait import Target, wait_for
 from components.kube import wait
-from tests.helpers.tools import load_tool
+from tests.helpers.tools import load_tool, skip_or_fail
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +34,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     bin_dir = lc.tools_bin_dir()
     missing = lc.missing_binaries(bin_dir)
     if missing:
-        msg = f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with `bash tools/build.sh`"
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
-        pytest.skip(msg)
+        skip_or_fail(f"tools not built: missing {', '.join(missing)} in {bin_dir}; "
+                     "build them with `bash tools/build.sh`")
     with lc.LocalCluster(tmp_path_factory.mktemp("gates"), nodes=2, bin_dir=bin_dir, name="ck8s-gates") as c:
         yield c
 

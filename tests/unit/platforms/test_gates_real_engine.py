@@ -3,14 +3,13 @@
 What mocks cannot show: the dynamic providers unpickle and import `components` in the engine's
 `pulumi-python` provider process, the kubeconfig stays encrypted in the state, and a second
 `pulumi up` changes nothing. Needs the tools of `bash tools/build.sh` (Pulumi CLI, Python language
-host, control plane, KWOK); skips naming what is missing, or fails under CK8S_GPU_REQUIRE_TOOLS=1.
+host, control plane, KWOK); skips naming what is missing, or fails where skips must not pass (CI).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers.tools import skip_or_fail
 from tests.unit.platforms.test_gates_real_apiserver import _localcluster
 
 pytestmark = pytest.mark.integration
@@ -50,10 +50,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path
     bin_dir = lc.tools_bin_dir()
     missing = lc.missing_binaries(bin_dir) + lc.missing_binaries(bin_dir, ENGINE)
     if missing:
-        msg = f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with `bash tools/build.sh`"
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail(f"CK8S_GPU_REQUIRE_TOOLS=1 and {msg}", pytrace=False)
-        pytest.skip(msg)
+        skip_or_fail(f"tools not built: missing {', '.join(missing)} in {bin_dir}; "
+                     "build them with `bash tools/build.sh`")
     work = tmp_path_factory.mktemp("engine")
     project, shim = work / "project", work / "bin"
     project.mkdir()

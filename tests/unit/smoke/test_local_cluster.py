@@ -43,14 +43,14 @@ def publish(cluster: Any, gpus: dict[str, int]) -> None:
     load_tool("dra_publisher").publish(str(cluster.kubeconfig), gpus, kubectl=str(cluster.bin_dir / "kubectl"))
 
 
-def smoke(cluster: Any, tmp: Path, *argv: str) -> tuple[int, str, dict[str, Any]]:
+def smoke(cluster: Any, tmp: Path, *argv: str, **run_kw: Any) -> tuple[int, str, dict[str, Any]]:
     stack = tmp / "Pulumi.local.yaml"
     stack.write_text(yaml.safe_dump({"config": {"ck8s-gpu:settings": sf.LOCAL}}))
     report = tmp / "report.json"
     out, err = io.StringIO(), io.StringIO()
     args = cli_main.build_parser().parse_args(["smoke", "--kubeconfig", str(cluster.kubeconfig), "--stack",
                                                str(stack), "--report", str(report), *argv])
-    code = cli.execute(args, out=out, err=err)
+    code = cli.execute(args, out=out, err=err, **run_kw)
     doc = json.loads(report.read_text()) if report.exists() else {}
     return code, out.getvalue() + err.getvalue(), doc
 
@@ -89,10 +89,20 @@ def test_a_node_advertising_fewer_gpus_fails_the_slices_hop(cluster: Any, tmp_pa
     assert f"node {short} advertises 1 GPU(s), expected 4 (pool gpu, g6.12xlarge)" in message
 
 
+# The pods can never start, so the run waits out its whole budget. The settings allow 60 s at least;
+# the scheduler reports within a fraction of a second, so the runner gets a few seconds instead.
+MISSING_CLASS_BUDGET_SECONDS = 3.0
+
+
 def test_missing_device_class_fails_and_names_the_scheduler_reason(cluster: Any, tmp_path: Path) -> None:
     publish(cluster, {n: GPUS_PER_NODE for n in cluster.node_names})
-    code, text, doc = smoke(cluster, tmp_path, "--device-class", "gpu.example.com", "--timeout", "60")
+    code, text, doc = smoke(cluster, tmp_path, "--device-class", "gpu.example.com",
+                            timeout_seconds=MISSING_CLASS_BUDGET_SECONDS, poll_seconds=0.2)
     assert code == 1, text
+    # It gave up at its budget: the pods never started, the Job timed out, and it still collected and verified.
+    assert "gave up waiting for" in text and "pods to start" in text, text
+    [phase] = doc["results"]["extra"]["phases"]
+    assert phase["state"] == "timeout" and phase["seconds"] >= MISSING_CLASS_BUDGET_SECONDS - 0.5, phase
     got = checks(doc)
     assert got["device-class"] == ("failed", "DeviceClass gpu.example.com does not exist (is the DRA driver "
                                              "installed with GPU resources enabled?)")

@@ -3,7 +3,6 @@ the parser that reads its output."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from components.charts import render
 from components.smoke import probe
+from tests.helpers.tools import skip_or_fail
 from tests.unit.smoke import settings_fixtures as sf
 
 GPU = "GPU-5d7c3b1e-9a8f-4c2d-8e6b-0f1a2b3c4d5e"
@@ -124,8 +124,6 @@ def test_parse_ignores_noise_and_keeps_other_lines() -> None:
 def test_shellcheck_probe_script(script: Path) -> None:
     shellcheck = shutil.which("shellcheck")
     if shellcheck is None:
-        if os.environ.get("CK8S_GPU_REQUIRE_TOOLS") == "1":
-            pytest.fail("shellcheck missing (Debian package shellcheck; scripts/install-debs.sh installs it)")
-        pytest.skip("shellcheck not installed (Debian package shellcheck; scripts/install-debs.sh installs it)")
+        skip_or_fail("shellcheck not installed (Debian package shellcheck; scripts/install-debs.sh installs it)")
     done = subprocess.run([shellcheck, "-s", "bash", str(script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
