@@ -3,11 +3,12 @@
 import pulumi
 
 from components.addons.addon_set import AddonSet
-from components.dr.backup_target import BackupTarget, backup_target_needed
+from components.addons.selected import backup_target_needed
+from components.dr.backup_target import BackupTarget
 from components.plain_errors import quiet_engine_shutdown
 from components.platforms import make_cluster
-from components.settings.from_pulumi import load_settings
 from components.smoke.component import SmokeTest
+from components.validate import load_settings
 
 quiet_engine_shutdown()  # after a failure, the engine's own error is what the user reads
 settings = load_settings()  # validated before any resource exists; bad input ends here cleanly

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pulumi
 
 from components import pins
-from components.settings.load import SettingsError, parse_settings
+from components.settings.load import SettingsError
 from components.settings.model import Settings
 
 Driver = Literal["operator", "precompiled", "host"]
@@ -70,9 +70,10 @@ def _smoke(args: SmokeTestArgs | None) -> dict[str, Any]:
 
 def _settings(kind: str, name: str, raw: dict[str, Any], overrides: Mapping[str, Any]) -> Settings:
     from components.addons.base import deep_merge
+    from components.validate import parse
 
     try:
-        return parse_settings(deep_merge(raw, dict(overrides)), f"{kind} {name}")
+        return parse(deep_merge(raw, dict(overrides)), f"{kind} {name}")
     except SettingsError as exc:
         raise pulumi.RunError(exc.message) from None  # one message, no traceback, nothing registered
 

@@ -39,10 +39,6 @@ class ClusterFacts:
     has_kubelet: bool  # false on KWOK nodes: no container ever runs, in-container checks skip
     pools: tuple[GpuPoolFacts, ...]
 
-    @property
-    def total_gpus(self) -> int:
-        return sum(p.nodes * p.gpus_per_node for p in self.pools)
-
 
 def cluster_facts(settings: Settings) -> ClusterFacts:
     pools = []

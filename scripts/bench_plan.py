@@ -67,7 +67,7 @@ def _measure(stack: str, mode: str) -> dict[str, Any]:
 
     from components.plan.mockengine import run_program
     from components.plan.run import PROJECT_DIR, offline_config
-    from components.settings.load import settings_from_config
+    from components.validate import from_config as settings_from_config
 
     config, name = _config_for(stack)
     start = time.perf_counter()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.settings.facts import nested
+from components.settings.facts import nested, truthy
 
 # add-on -> ((values key, chart default), ...) that each turn on an advertiser on their own.
 DEVICE_PLUGIN_SWITCHES: dict[str, tuple[tuple[str, bool], ...]] = {
@@ -29,7 +29,7 @@ DRA_SWITCHES: dict[str, tuple[tuple[tuple[str, bool], ...], ...]] = {
 
 def _on(values: Mapping[str, Any], key: str, default: bool) -> bool:
     value = nested(dict(values), key)
-    return default if value is None else bool(value)
+    return default if value is None else truthy(value)
 
 
 def advertisers(final_values: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], list[str]]:

@@ -5,29 +5,11 @@ precompiled on aws, docs/adr/0018)."""
 
 from __future__ import annotations
 
-import re
-from typing import Literal
-
 import pulumi
 import pulumi_aws as aws
 
 from components import pins
-
-Arch = Literal["amd64", "arm64"]
-
-_FAMILY = re.compile(r"^(?P<family>[a-z]+)(?P<generation>\d+)(?P<attrs>[a-z-]*)")
-
-
-def arch_for_instance_type(instance_type: str) -> Arch:
-    """Graviton families carry a `g` among the attribute letters after the generation (m7g, c7gn,
-    g5g, x2gd, im4gn); `a1` is the first Graviton. Everything else here is x86_64 (g6e, p5en, p6-b200)."""
-    match = _FAMILY.match(instance_type.split(".")[0])
-    if match is None:
-        raise ValueError(f"cannot tell the CPU architecture of instance type '{instance_type}'")
-    if match["family"] == "a" and match["generation"] == "1":
-        return "arm64"
-    attrs = match["attrs"].split("-")[0]
-    return "arm64" if "g" in attrs else "amd64"
+from components.instance_types import Arch
 
 
 def ssm_parameter(arch: Arch) -> str:

@@ -11,26 +11,18 @@ so it works before pod networking and uses the control-plane instance role.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import pins
+from components.addons.base import deep_merge
 from components.settings.model import Settings
 
 PIN = "aws-cloud-controller-manager"
 NAMESPACE = "kube-system"
 INSTALL_TIMEOUT_SECONDS = 600
-
-
-def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in override.items():
-        nested = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
-        out[key] = _merge(out[key], value) if nested else value
-    return out
 
 
 def ccm_values(settings: Settings) -> dict[str, Any]:
@@ -52,7 +44,7 @@ def ccm_values(settings: Settings) -> dict[str, Any]:
             {"key": "CriticalAddonsOnly", "operator": "Exists"},
         ],
     }
-    return _merge(values, settings.gpu_stack.addons.aws_cloud_controller_manager.values)
+    return deep_merge(values, settings.gpu_stack.addons.aws_cloud_controller_manager.values)
 
 
 def chart_version(settings: Settings) -> str:

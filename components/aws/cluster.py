@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.aws.ami import Arch, arch_for_instance_type, ubuntu_ami
+from components.aws.ami import ubuntu_ami
 from components.aws.ccm import AwsCloudControllerManager
 from components.aws.control_plane import ControlPlane
 from components.aws.iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
@@ -43,6 +43,7 @@ from components.aws.userdata import (
     worker_boot,
 )
 from components.cluster import ClusterHandleBase, cluster_facts
+from components.instance_types import Arch, arch_for_instance_type
 from components.k8s_ready import ApiReady
 from components.settings.model import Settings
 from components.upgrade.resources import NodeUpgrade, PoolUpgrade, UpgradeComplete

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.addons.selected import backup_target_needed
 from components.aws.naming import name_problems, physical_name
 from components.backup_names import bucket_name, key_alias, user_name
 from components.settings.model import Settings
@@ -93,8 +94,6 @@ def planned_names(settings: Settings) -> list[PlannedName]:
     """Exactly the name-bearing AWS resources `__main__.py` registers for `settings`."""
     if settings.platform != "aws" or settings.region is None:
         return []
-    from components.dr.backup_target import backup_target_needed  # cycle: see _cluster
-
     out = _cluster(settings.cluster_name) + _pools(settings)
     if backup_target_needed(settings):
         out += _backup(settings.cluster_name)

@@ -69,8 +69,9 @@ class _Usage(Exception):
 def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
     from pydantic import ValidationError
 
-    from components.settings.load import SettingsError, read_stack_file, settings_from_config
+    from components.settings.load import SettingsError, read_stack_file
     from components.settings.model import Settings, SmokeTestSettings
+    from components.validate import from_config as settings_from_config
 
     if args.stack is not None:
         try:

@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
 
 def _load(stack: str, stacks_dir: Path | None) -> tuple[Any, Path]:
     from components.plan.run import stack_file
-    from components.settings.load import load_stack
+    from components.validate import load_stack
 
     path = stack_file(stack, stacks_dir)
     return load_stack(path), path

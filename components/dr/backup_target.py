@@ -10,8 +10,6 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.addons.catalog import ADDONS
-from components.addons.graph import cluster_capabilities, select
 from components.addons.velero_values import credentials_file, credentials_values
 from components.aws.tags import default_tags
 from components.backup_names import bucket_name, key_alias, user_name
@@ -22,14 +20,6 @@ from components.settings.model import Settings
 # (every backup is unreadable without it).
 KEY_DELETION_WINDOW_DAYS = 30
 ABORT_INCOMPLETE_UPLOAD_DAYS = 7
-
-
-def backup_target_needed(settings: Settings) -> bool:
-    """The program creates a BackupTarget on AWS when the stack asks for backups and installs
-    Velero: with `velero.enabled: false` an access key nobody uses would only be a liability."""
-    if settings.platform != "aws" or settings.backup is None:
-        return False
-    return any(a.name == "velero" for a in select(ADDONS, settings, cluster_capabilities(settings)))
 
 
 class BackupTarget(pulumi.ComponentResource):

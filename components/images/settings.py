@@ -112,7 +112,7 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
         yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance_type)}' is not a GPU instance type of "
                "components/instance_types.py: the image's test phase runs nvidia-smi on it")
     else:
-        from components.aws.ami import arch_for_instance_type  # components.aws imports settings (cycle)
+        from components.instance_types import arch_for_instance_type
 
         if arch_for_instance_type(s.build_instance_type) != s.architecture:
             yield (f"{ROOT}.buildInstanceType", f"{s.build_instance_type} is "

@@ -12,8 +12,9 @@ from pulumi_command import local
 
 from components.cluster import ClusterHandleBase
 from components.kind import commands
-from components.kind.config import kind_facts, kind_problems, mirrored_pool, render_kind_config
+from components.kind.config import kind_facts, kind_problems, render_kind_config
 from components.platforms.gate import ready_and_provider
+from components.settings.facts import mirrored_pool
 from components.settings.model import Settings
 
 # All kind nodes start together; after `kind create --wait` the workers need about a minute more.

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from components.settings.load import SETTINGS_KEY, SettingsError, parse_settings
+from components.settings.load import SETTINGS_KEY, SettingsError
 from components.settings.model import Settings
 
 API_PORT = 6443  # Canonical Kubernetes' kube-apiserver port, the only port an allow-list opens
@@ -84,7 +84,9 @@ def facts_from_config_env() -> StackFacts | None:
 @functools.lru_cache(maxsize=8)
 def _facts_from_json(raw: str) -> StackFacts | None:
     try:
-        return StackFacts.from_settings(parse_settings(json.loads(raw), "policy pack config"))
+        from components.validate import parse  # the program's own gate: the same settings it ran with
+
+        return StackFacts.from_settings(parse(json.loads(raw), "policy pack config"))
     except (json.JSONDecodeError, SettingsError):
         # The program refuses such a stack before registering anything; nothing to judge.
         return None

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from components.aws.ami import arch_for_instance_type, ssm_parameter
+from components.aws.ami import ssm_parameter
 from components.images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
-from components.instance_types import GPU_INSTANCE_TYPES
+from components.instance_types import GPU_INSTANCE_TYPES, arch_for_instance_type
 from components.preflight.facts import RegionFacts
 from components.preflight.quotas import Purchase, Quota, increase_command, quota_for
 from components.settings.facts import pool_gpus

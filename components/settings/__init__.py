@@ -1,6 +1,7 @@
-"""Typed stack settings: the model (all defaults), derived facts, cross-field rules, the loader."""
+"""Typed stack settings: the model (all defaults), derived facts, the settings' own cross-field
+rules, the loader. Programs and commands load settings through components.validate (the one gate)."""
 
-from components.settings.load import SettingsError, load_stack, parse_settings, settings_from_config
+from components.settings.load import SettingsError, parse_model, parse_settings
 from components.settings.model import Settings
 
-__all__ = ["Settings", "SettingsError", "load_stack", "parse_settings", "settings_from_config"]
+__all__ = ["Settings", "SettingsError", "parse_model", "parse_settings"]

@@ -24,10 +24,25 @@ def pool_gpus(pool: NodePoolSettings) -> GpuFacts | None:
     return gpu_facts(pool.instance_type)
 
 
-def gpus_provided(settings: Settings) -> int:
-    """GPUs the stack provides at its desired size (what the smoke test can count on)."""
-    total = 0
+def mirrored_pool(settings: Settings) -> NodePoolSettings:
+    """The pool kind simulates (settings.kind.mirrorPool, else the first): kind runs that one only."""
+    wanted = settings.kind.mirror_pool
     for pool in settings.node_pools:
+        if wanted is None or pool.name == wanted:
+            return pool
+    raise ValueError(f"settings.kind.mirrorPool: no node pool named {wanted!r}")
+
+
+def provided_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:
+    """The pools whose nodes exist on the platform: on kind only the mirrored one."""
+    return (mirrored_pool(settings),) if settings.platform == "kind" else settings.node_pools
+
+
+def gpus_provided(settings: Settings) -> int:
+    """GPUs the stack provides at its desired size (what the smoke test can count on). The one
+    count: the settings rules, the kind platform and the add-ons all ask this."""
+    total = 0
+    for pool in provided_pools(settings):
         facts = pool_gpus(pool)
         if facts is not None:
             total += facts.count * pool.desired_size
@@ -47,3 +62,11 @@ def nested(values: dict[str, Any], dotted: str) -> Any:
             return None
         node = node[part]
     return node
+
+
+def truthy(value: object) -> bool:
+    """As Helm templates read a value: `true`, "true", 1 all switch a component on; "false", "0",
+    "no", "off", "" and null do not. Every rule reading add-on values asks this one."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "0", "no", "off", "null")
+    return bool(value)

@@ -1,4 +1,5 @@
-"""Read settings from the running Pulumi program's config (the real engine or the mock engine)."""
+"""The running Pulumi program's config (the real engine or the mock engine); components.validate
+validates it (load_settings)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,7 @@ import contextlib
 import json
 from typing import Any
 
-import pulumi
 from pulumi.runtime.config import CONFIG, get_config_env
-
-from components.settings.load import PROJECT, SETTINGS_KEY, SettingsError, settings_from_config
-from components.settings.model import Settings
 
 
 def project_config(project: str, structured: frozenset[str]) -> dict[str, Any]:
@@ -26,15 +23,3 @@ def project_config(project: str, structured: frozenset[str]) -> dict[str, Any]:
                 value = json.loads(value)
         out[key] = value
     return out
-
-
-def _config() -> dict[str, Any]:
-    return project_config(PROJECT, frozenset({SETTINGS_KEY}))
-
-
-def load_settings() -> Settings:
-    """Validated settings, or a clean RunError (message only, no traceback) before any resource."""
-    try:
-        return settings_from_config(_config(), f"stack {pulumi.get_stack()}")
-    except SettingsError as exc:
-        raise pulumi.RunError(exc.message) from None

@@ -63,37 +63,24 @@ def pydantic_reason(err: Mapping[str, Any]) -> str:
     return str(err["msg"])
 
 
-def parse_settings(raw: Any, source: str = "stack config") -> Settings:
-    """Validate raw settings (camelCase mapping). Raises SettingsError naming every bad path."""
+def parse_model(raw: Any, source: str = "stack config") -> Settings:
+    """Raw settings (camelCase mapping) -> the typed model, or SettingsError naming every structural
+    problem (types, ranges, unknown keys). No cross-field rule runs: components/validate.py does."""
     if not isinstance(raw, Mapping):
         raise SettingsError(source, [(ROOT, f"must be a mapping, got {type(raw).__name__}")])
     try:
-        settings = Settings.model_validate(raw)
+        return Settings.model_validate(raw)
     except ValidationError as exc:
-        # Structural problems first: cross-field rules need a well-typed model to run on.
         raise SettingsError(source, [(field_path(e["loc"]), pydantic_reason(e)) for e in exc.errors()]) from None
+
+
+def parse_settings(raw: Any, source: str = "stack config") -> Settings:
+    """The model plus the settings' own cross-field rules. Programs and commands load settings
+    through components.validate (every rule, the add-on graph, platform and names included)."""
+    settings = parse_model(raw, source)
     problems = check(settings)
     if problems:
         raise SettingsError(source, problems)
-    return settings
-
-
-def settings_from_config(config: Mapping[str, Any], source: str, *, offline: bool = False) -> Settings:
-    """From a stack's `config:` mapping (keys `ck8s-gpu:*`; other namespaces belong to providers).
-
-    `offline` (the plan) tolerates a missing kubeconfig: it is needed only to deploy."""
-    unknown = [k for k in config if k.startswith(f"{PROJECT}:") and k not in KNOWN_KEYS]
-    problems = [(f"config.{k}", f"unknown key; known: {', '.join(sorted(KNOWN_KEYS))}") for k in unknown]
-    if SETTINGS_KEY not in config:
-        problems.append((f"config.{SETTINGS_KEY}", "required"))
-    if problems:
-        raise SettingsError(source, problems)
-    settings = parse_settings(config[SETTINGS_KEY], source)
-    if settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in config and not offline:
-        raise SettingsError(
-            source, [(f"config.{KUBECONFIG_KEY}", f"required for platform {settings.platform}: the program is "
-                                                  "handed its cluster (set it with --secret)")]
-        )
     return settings
 
 
@@ -165,8 +152,3 @@ def read_stack_file(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise SettingsError(str(path), [("config", "a stack file needs a `config:` mapping")])
     return dict(doc.get("config") or {})
-
-
-def load_stack(path: Path) -> Settings:
-    """A stack file's settings, to read or plan (a kubeconfig is only needed to deploy)."""
-    return settings_from_config(read_stack_file(path), str(path), offline=True)

@@ -321,6 +321,9 @@ class Settings(_Model):
             # The model is frozen; this runs once, inside validation, before anyone holds it.
             smoke = self.smoke_test.model_copy(update={"enabled": self.gpu_stack.allocation == "dra"})
             object.__setattr__(self, "smoke_test", smoke)
+        if "scheduler" not in self.smoke_test.model_fields_set and self.platform == "local":
+            # local installs no internet chart, KAI included: the real kube-scheduler allocates there.
+            object.__setattr__(self, "smoke_test", self.smoke_test.model_copy(update={"scheduler": "default"}))
         return self
 
     @property

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from components import pins
 from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
-from components.settings.facts import dra_enabled_by_track, gpus_provided, nested, pool_gpus
+from components.settings.facts import dra_enabled_by_track, gpus_provided, mirrored_pool, nested, pool_gpus, truthy
 from components.settings.model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
@@ -167,8 +167,7 @@ def ami_problems(ami: str, instance_type: str) -> list[str]:
     if not SSM_PATH.match(ami) or len(ami) > SSM_PATH_MAX:
         return [f"'{cut(ami)}' is neither an AMI id (ami-...) nor an SSM parameter path (/a/b/c: a-zA-Z0-9_.- "
                 f"between slashes, at most 15 levels)"]
-    # Imported here: components.aws imports the settings package (cycle at import time).
-    from components.aws.ami import arch_for_instance_type
+    from components.instance_types import arch_for_instance_type
 
     try:
         arch = arch_for_instance_type(instance_type)
@@ -244,27 +243,13 @@ def _networks(s: Settings) -> Iterator[Problem]:
                "needs at least 2 private subnets in different availability zones")
 
 
-def _one_advertiser(s: Settings) -> Iterator[Problem]:
-    """Exactly one whole-GPU advertiser per node: device plugin XOR DRA GPU allocation."""
-    addons = s.gpu_stack.addons
-    base = f"{ROOT}.gpuStack.addons"
-    if s.gpu_stack.allocation == "dra":
-        if not dra_enabled_by_track(s):
-            yield (f"{ROOT}.gpuStack.allocation",
-                   f"dra needs track >= 1.34 or kubernetes.featureGates with DynamicResourceAllocation=true "
-                   f"(track is {s.kubernetes.track})")
-        for addon, key in (("gpuOperator", "devicePlugin.enabled"), ("fakeGpuOperator", "devicePlugin.enabled")):
-            if _truthy(nested(getattr(addons, _snake(addon)).values, key)):
-                yield (f"{base}.{addon}.values.{key}",
-                       "the device plugin cannot run with DRA GPU allocation (GPUs would be handed out twice)")
-    else:
-        for key in ("resources.gpus.enabled", "gpuResourcesEnabledOverride"):
-            if _truthy(nested(addons.dra_driver.values, key)):
-                yield (f"{base}.draDriver.values.{key}",
-                       "DRA GPU allocation cannot run with allocation: device-plugin (GPUs would be handed out twice)")
-        if _truthy(nested(addons.fake_gpu_operator.values, "draPlugin.enabled")):
-            yield (f"{base}.fakeGpuOperator.values.draPlugin.enabled",
-                   "the simulated DRA plugin cannot run with allocation: device-plugin")
+def _dra_gate(s: Settings) -> Iterator[Problem]:
+    """DRA allocation needs DRA served: GA from 1.34, else the feature gate. (Which add-on values would
+    switch on a second GPU advertiser is components/validate.py's rule, from the advertisers table.)"""
+    if s.gpu_stack.allocation == "dra" and not dra_enabled_by_track(s):
+        yield (f"{ROOT}.gpuStack.allocation",
+               f"dra needs track >= 1.34 or kubernetes.featureGates with DynamicResourceAllocation=true "
+               f"(track is {s.kubernetes.track})")
 
 
 def _driver(s: Settings) -> Iterator[Problem]:
@@ -274,11 +259,11 @@ def _driver(s: Settings) -> Iterator[Problem]:
     base = f"{ROOT}.gpuStack.addons.gpuOperator.values.driver"
     # The mode is one setting: a values override must not make the operator do another.
     enabled = nested(values, "driver.enabled")
-    if enabled is not None and _truthy(enabled) != (mode != "host"):
+    if enabled is not None and truthy(enabled) != (mode != "host"):
         yield (f"{base}.enabled", f"contradicts gpuStack.driver {mode}: choose the driver with gpuStack.driver "
                                   "(host: the image has it, the operator installs none)")
     precompiled = nested(values, "driver.usePrecompiled")
-    if precompiled is not None and _truthy(precompiled) != (mode == "precompiled"):
+    if precompiled is not None and truthy(precompiled) != (mode == "precompiled"):
         yield (f"{base}.usePrecompiled", f"contradicts gpuStack.driver {mode}: choose precompiled drivers with "
                                          "gpuStack.driver precompiled (it also sets driver.version to a branch)")
     if mode == "precompiled":
@@ -320,16 +305,9 @@ def _precompiled(values: dict[str, object], base: str) -> Iterator[Problem]:
     # precompiled-drivers.rst: "do not support NVIDIA vGPU or GPUDirect Storage (GDS)".
     for key, name in (("gds.enabled", "GPUDirect Storage"), ("gdrcopy.enabled", "GDRCopy"),
                       ("vgpuManager.enabled", "NVIDIA vGPU")):
-        if _truthy(nested(values, key)):
+        if truthy(nested(values, key)):
             yield (f"{ROOT}.gpuStack.addons.gpuOperator.values.{key}",
                    f"{name} does not work with precompiled drivers (gpuStack.driver precompiled)")
-
-
-def _truthy(value: object) -> bool:
-    """As Helm templates read a value: `true`, "true", 1 all switch a component on."""
-    if isinstance(value, str):
-        return value.strip().lower() not in ("", "false", "0", "no", "off", "null")
-    return bool(value)
 
 
 def _snake(camel: str) -> str:
@@ -413,18 +391,6 @@ def _queues(s: Settings) -> Iterator[Problem]:
                    f"{detail}, above queue '{name}' GPU quota {parent.gpu.quota:g}")
 
 
-def _fallback_queue(s: Settings) -> Iterator[Problem]:
-    """KAI gives a workload without a queue label the queue `default-queue` (components/addons/
-    kai_scheduler.py FALLBACK_QUEUE); only leaf queues schedule, so a user-defined one must be a leaf."""
-    from components.addons.kai_scheduler import FALLBACK_QUEUE
-
-    leaves = leaf_queues(s)
-    for i, q in enumerate(s.queues):
-        if q.name == FALLBACK_QUEUE and q.name not in leaves:
-            yield (f"{ROOT}.queues[{i}].name", f"'{FALLBACK_QUEUE}' is where KAI puts workloads without a queue "
-                                               "label: it must be a leaf queue (no queue may name it as parent)")
-
-
 def leaf_queues(s: Settings) -> set[str]:
     parents = {q.parent for q in s.queues if q.parent is not None}
     return {q.name for q in s.queues if q.name not in parents}
@@ -435,16 +401,19 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     if not t.enabled:
         return
     path = f"{ROOT}.smokeTest"
-    available = gpus_provided(s)
+    # Cases run one after another (components/smoke/run.py): the largest holds `gpus` at a time.
     needed = t.gpus
     known = all(pool_gpus(p) is not None for p in s.node_pools)  # unknown pools are reported already
-    if t.whole_gpu and known and needed > available:
-        yield (f"{path}.gpus",
-               f"needs {needed} GPUs but the node pools provide {available} at their desired size")
-    if t.scheduler == "kai":
-        if s.gpu_stack.addons.kai_scheduler.enabled is False:
-            yield f"{path}.scheduler", "is kai but gpuStack.addons.kaiScheduler.enabled is false"
-        if t.queue not in leaf_queues(s):
+    mirror_ok = s.platform != "kind" or s.kind.mirror_pool in (None, *(p.name for p in s.node_pools))
+    available = gpus_provided(s) if known and mirror_ok else 0
+    if t.whole_gpu and known and mirror_ok and needed > available:
+        if s.platform == "kind":
+            yield (f"{path}.gpus", f"needs {needed} GPUs but kind simulates only pool '{mirrored_pool(s).name}' "
+                                   f"({available} GPUs); set settings.kind.mirrorPool or lower the count")
+        else:
+            yield (f"{path}.gpus", f"needs {needed} GPUs but the node pools provide {available} at their desired size")
+    # Whether KAI is there (installed here or declared present) is the add-on graph's rule.
+    if t.scheduler == "kai" and t.queue not in leaf_queues(s):
             yield f"{path}.queue", f"'{t.queue}' is not a leaf queue of settings.queues (only leaf queues schedule)"
     if t.gang and t.scheduler != "kai":
         yield f"{path}.gang", "gang scheduling needs scheduler: kai"
@@ -463,7 +432,6 @@ def _smoke(s: Settings) -> Iterator[Problem]:
         for reason in k8s_syntax.dns_subdomain_problems(secret):
             yield f"{path}.imagePullSecrets[{i}]", f"'{cut(secret)}' is no Secret name: {reason}"
     yield from _smoke_cases(s)
-    yield from _smoke_sharing(s)
     yield from _smoke_memory(s)
 
 
@@ -545,39 +513,6 @@ def _smoke_cases(s: Settings) -> Iterator[Problem]:
                                          "false (a profile turns the MIG case on) or the profile")
 
 
-def _smoke_sharing(s: Settings) -> Iterator[Problem]:
-    """smokeTest.sharing puts NVIDIA's GpuConfig (resource.nvidia.com/v1beta1) on the shared cases'
-    claims; the DRA driver must read it and have the strategy's feature gate on."""
-    from components.addons.dra_driver import SHARING_FEATURE_GATES
-
-    t = s.smoke_test
-    path = f"{ROOT}.smokeTest"
-    if t.time_slicing_interval is not None and t.sharing != "timeSlicing":
-        yield f"{path}.timeSlicingInterval", f"applies to sharing timeSlicing only (sharing is {t.sharing})"
-    for key, value in (("mpsActiveThreadPercentage", t.mps_active_thread_percentage),
-                       ("mpsPinnedMemoryLimitMiB", t.mps_pinned_memory_limit_mib)):
-        if value is not None and t.sharing != "mps":
-            yield f"{path}.{key}", f"applies to sharing mps only (sharing is {t.sharing})"
-    if t.sharing == "none":
-        return
-    if not (t.shared_claim or t.shared_named_claim):
-        yield (f"{path}.sharing", "configures the claims of the shared cases, and neither sharedClaim nor "
-                                  "sharedNamedClaim is on: no case would share a GPU")
-    if s.platform in SHARING_UNSUPPORTED:
-        yield f"{path}.sharing", SHARING_UNSUPPORTED[s.platform]
-    values = s.gpu_stack.addons.dra_driver.values
-    gate = SHARING_FEATURE_GATES[t.sharing]
-    set_to = nested(values, f"featureGates.{gate}")
-    if set_to is not None and not _truthy(set_to):
-        yield (f"{ROOT}.gpuStack.addons.draDriver.values.featureGates.{gate}",
-               f"is off, and smokeTest.sharing {t.sharing} needs it: the DRA driver refuses the GpuConfig "
-               "without it")
-    if t.sharing == "mps" and _truthy(nested(values, "featureGates.DynamicMIG")):
-        # dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/featuregates.go ValidateFeatureGates.
-        yield (f"{ROOT}.gpuStack.addons.draDriver.values.featureGates.DynamicMIG",
-               "cannot be on with MPSSupport (smokeTest.sharing mps): the DRA driver refuses to start with both")
-
-
 def _smoke_memory(s: Settings) -> Iterator[Problem]:
     """minMemoryGiB becomes `device.capacity[...].memory >= <N>Gi` (charts/gpu-smoke-test): it must
     fit the memory the driver PUBLISHES, NVML's framebuffer, which is below the size on the box (an
@@ -618,49 +553,11 @@ def _platform(s: Settings) -> Iterator[Problem]:
             yield f"{ROOT}.backup.region", why
 
 
-def _aws_names(s: Settings) -> Iterator[Problem]:
-    """pulumi-aws auto-naming and AWS's name/tag rules (components/aws/naming.py) on every name the
-    program would create: the mock plan never runs the provider's Check, and `up` would fail late."""
-    if s.platform != "aws" or s.region is None or region_problem(s.region):
-        return  # _region reports it; names need a real region
-    # Imported here: components.aws imports the settings package (cycle at import time).
-    from components.aws.inventory import planned_names
-    from components.aws.naming import NAME_RULES, tag_problems
-    from components.aws.tags import node_tags
-
-    environment_too_long = False
-    for planned in planned_names(s):
-        for problem in planned.problems():
-            named = "named" if planned.explicit is not None else "auto-named like"
-            environment_too_long |= planned.field == f"{ROOT}.environment"
-            yield (planned.field, f"{planned.token} '{planned.logical}' {named} '{planned.physical}': "
-                                  f"{problem} (rule: {NAME_RULES[planned.token].source})")
-    if environment_too_long:
-        fits = _longest_environment(s)
-        yield (f"{ROOT}.environment",
-               f"'{cut(s.environment)}' is {len(s.environment)} characters; at most {fits} fit every AWS name "
-               f"in {s.region} (names derive from ck8s-<environment>-<region>)")
-    # The largest merged tag sets: nodes' (stack tags + cluster, ownership, Name, role[, pool]).
-    sets = [node_tags(s, "control-plane", f"{s.cluster_name}-cp-0")]
-    sets += [node_tags(s, "worker", f"{s.cluster_name}-{pool.name}", pool=pool.name) for pool in s.node_pools]
-    for problem in dict.fromkeys(reason for tags in sets for reason in tag_problems(tags)):
-        yield f"{ROOT}.tags", problem
-
-
-def _longest_environment(s: Settings) -> int:
-    """The longest environment name whose derived AWS names all pass, for this region and pools."""
-    from components.aws.inventory import planned_names
-
-    for n in range(len(s.environment), 0, -1):
-        trial = s.model_copy(update={"environment": "e" * n})
-        if not any(p.problems() for p in planned_names(trial) if p.field == f"{ROOT}.environment"):
-            return n
-    return 0
-
-
+# The settings' own rules. Rules that need the add-on graph, a platform or AWS's naming run in
+# components/validate.py, which runs these first: `validate()` is the one gate.
 RULES: tuple[Rule, ...] = (
-    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _one_advertiser, _driver,
-    _addon_versions, _addon_repositories, _queues, _fallback_queue, _smoke, _mig, _platform, _aws_names,
+    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _dra_gate, _driver,
+    _addon_versions, _addon_repositories, _queues, _smoke, _mig, _platform,
 )
 
 

@@ -37,7 +37,8 @@ def _opt(config: pytest.Config, name: str) -> object:
 @pytest.fixture(scope="session")
 def expectations(pytestconfig: pytest.Config) -> Expectations:
     from components.plan.run import stack_file
-    from components.settings.load import read_stack_file, settings_from_config
+    from components.settings.load import read_stack_file
+    from components.validate import from_config as settings_from_config
 
     stack, path = _opt(pytestconfig, "--stack"), _opt(pytestconfig, "--stack-file")
     ns = str(_opt(pytestconfig, "--dcgm-namespace") or "gpu-operator")

@@ -16,10 +16,11 @@ from components.plan.artifacts import resources_document
 from components.plan.diff import diff_resources, format_diff
 from components.plan.mockengine import run_program
 from components.plan.run import PROJECT_DIR, offline_config, plan_config, stack_file
-from components.settings.load import SETTINGS_KEY, read_stack_file, settings_from_config
+from components.settings.load import SETTINGS_KEY, read_stack_file
 from components.settings.model import Settings
 from components.stamping.derive import derive
 from components.stamping.parity import RegionScope, format_violations, normalise, violations
+from components.validate import from_config as settings_from_config
 
 STACKS = PROJECT_DIR / "stacks"
 

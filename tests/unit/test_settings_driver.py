@@ -10,7 +10,8 @@ import pytest
 
 from components import pins
 from components.settings import SettingsError, parse_settings
-from components.settings.load import read_stack_file, settings_from_config
+from components.settings.load import read_stack_file
+from components.validate import from_config as settings_from_config
 
 ROOT = Path(__file__).resolve().parents[2]
 AWS = {"platform": "aws", "region": "eu-west-1"}

@@ -6,14 +6,17 @@ from typing import Any
 
 import pytest
 
-from components.settings import SettingsError, parse_settings
+from components.settings import SettingsError
 from components.settings.facts import gpus_provided, pool_gpus
-from components.settings.load import settings_from_config
+from components.validate import from_config as settings_from_config
+from components.validate import parse
+from components.validate import parse as parse_settings
 
 
 def problems(raw: dict[str, Any]) -> dict[str, str]:
+    """Every problem the one gate (components.validate) reports."""
     with pytest.raises(SettingsError) as err:
-        parse_settings(raw)
+        parse(raw)
     return dict(err.value.problems)
 
 

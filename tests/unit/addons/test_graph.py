@@ -136,5 +136,6 @@ def test_catalog_covers_every_addon_setting_but_the_cloud_controller() -> None:
 
 def test_smoke_test_on_kai_needs_kai() -> None:
     with pytest.raises(AddonGraphError, match=r"smokeTest\.scheduler is kai but KAI is neither installed"):
-        install_graph(settings("local"))  # KAI is off on local; the smoke test defaults to kai
-    assert install_graph(settings("local", gpuStack={"clusterProvides": ["kai-crds"]})).names == {"kai-queues"}
+        install_graph(settings("local", smokeTest={"scheduler": "kai"}))  # KAI is off on local
+    assert install_graph(settings("local", smokeTest={"scheduler": "kai"},
+                                  gpuStack={"clusterProvides": ["kai-crds"]})).names == {"kai-queues"}

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from components.addons import advertisers
 from components.addons.graph import AddonGraphError, final_values, install_graph
-from components.settings import SettingsError, parse_settings
+from components.settings import SettingsError
+from components.validate import parse as parse_settings
 from tests.unit.addons.helpers import DRIVER_MODES, POOL_AMI, TRACKS
 
 SWITCH_OVERRIDES: dict[str, tuple[str, ...]] = {

@@ -19,7 +19,8 @@ from components.addons.addon_set import AddonSet
 from components.plan import artifacts
 from components.plan.mockengine import run_program
 from components.plan.run import Plan, offline_config, stack_file
-from components.settings.load import KUBECONFIG_KEY, read_stack_file, settings_from_config
+from components.settings.load import KUBECONFIG_KEY, read_stack_file
+from components.validate import from_config as settings_from_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 EXPECTED = {

@@ -11,7 +11,8 @@ import pytest
 
 from components.plan.artifacts import user_data
 from components.plan.mockengine import PlanRun, Recorded, run_program
-from components.settings.load import parse_settings, read_stack_file
+from components.settings import parse_settings
+from components.settings.load import read_stack_file
 from components.settings.model import Settings
 
 ROOT = Path(__file__).resolve().parents[3]

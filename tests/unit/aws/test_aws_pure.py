@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from components import instance_types
 from components.aws import ami, ccm, iam, kubeconfig, network, security_groups, tags
 from components.aws.control_plane import placement
 from tests.unit.aws.conftest import settings_for
@@ -61,14 +62,14 @@ def test_control_planes_round_robin_over_subnets() -> None:
     ("a1.large", "arm64"), ("im4gn.large", "arm64"), ("r8g.large", "arm64"),
 ])
 def test_architecture_of_instance_types(itype: str, arch: str) -> None:
-    assert ami.arch_for_instance_type(itype) == arch
+    assert instance_types.arch_for_instance_type(itype) == arch
 
 
 def test_ami_comes_from_canonicals_ssm_parameter() -> None:
     expected = "/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id"
     assert ami.ssm_parameter("arm64") == expected
     with pytest.raises(ValueError):
-        ami.arch_for_instance_type("not a type")
+        instance_types.arch_for_instance_type("not a type")
 
 
 # -- security groups ---------------------------------------------------------------------------

@@ -15,10 +15,11 @@ from components.aws.naming import NAME_RULES, name_problems, physical_name, tag_
 from components.plan import run as plan_run
 from components.plan.mockengine import PlanRun, Recorded, RecordingMonitor
 from components.plan.names import has_name_input, recorded_problems
-from components.settings.load import SETTINGS_KEY, SettingsError, parse_settings, read_stack_file
+from components.settings.load import SETTINGS_KEY, SettingsError, read_stack_file
 from components.settings.model import Settings
 from components.stamping.derive import derive_all
 from components.stamping.overrides import load_overrides
+from components.validate import parse as parse_settings
 from tests.unit.aws.conftest import run_cluster, settings_for, stack_raw
 from tests.unit.stamping.helpers import DATA, template
 

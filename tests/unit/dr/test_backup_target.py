@@ -9,7 +9,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.dr.backup_target import BackupTarget, backup_target_needed
+from components.addons.selected import backup_target_needed
+from components.dr.backup_target import BackupTarget
 from components.plan.mockengine import MASK, Recorded, run_program
 from components.settings.model import Settings
 

@@ -15,7 +15,7 @@ from components.images.document import document_problems
 from components.images.settings import image_settings_from_config
 from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.plan.names import recorded_problems
-from components.settings.load import load_stack
+from components.validate import load_stack
 from tests.helpers.registrations import resources_only, watch_registrations
 
 PROGRAM = PROJECT_DIR / "images" / "__main__.py"
@@ -107,7 +107,7 @@ def test_aws_dev_pools_boot_the_image_the_committed_image_stack_publishes() -> N
         s = image_settings_from_config(_config(path), str(path))
         for region in s.regions:
             published[(region, s.parameter)] = s.architecture
-    from components.aws.ami import arch_for_instance_type
+    from components.instance_types import arch_for_instance_type
 
     for pool in dev.node_pools:
         assert (dev.region, pool.ami) in published, f"pool {pool.name}: {pool.ami} is not built for {dev.region}"

@@ -11,9 +11,9 @@ import yaml
 from components import pins
 from components.kind import config as kc
 from components.kind.schema import validation_errors
-from components.settings import parse_settings
-from components.settings.load import load_stack
 from components.settings.model import Settings
+from components.validate import load_stack
+from components.validate import parse as parse_settings
 from tests.helpers.golden import assert_golden
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -226,22 +226,23 @@ def test_facts_hold_only_the_mirrored_pool_on_the_images_minor() -> None:
         "big", 3, 8, "NVIDIA H100 80GB HBM3", 81559)
     assert facts.simulated_gpus and facts.has_kubelet and facts.platform == "kind"
     assert facts.kubernetes_minor == kc.kubernetes_minor(kc.node_image())
-    assert facts.total_gpus == 24
+    assert sum(p.nodes * p.gpus_per_node for p in facts.pools) == 24
 
 
 def test_kind_stack_has_no_problems() -> None:
     assert kc.kind_problems(load_stack(KIND_STACK)) == []
 
 
-def test_problems_name_the_settings_to_change() -> None:
-    # 25 GPUs fit the stack (1 + 24) but not the mirrored `small` pool (1).
-    s = settings(smokeTest={"gpus": 2})
-    assert kc.kind_problems(s) == [
+def test_the_smoke_test_must_fit_the_mirrored_pool_one_case_at_a_time() -> None:
+    """One rule (settings.rules via gpus_provided): kind runs only the mirrored pool, and the cases
+    run one after another, so a gang of 13 fits 24 GPUs beside a 13-pod main case."""
+    from components.settings import SettingsError
+
+    with pytest.raises(SettingsError) as err:
+        settings(smokeTest={"gpus": 2})
+    assert err.value.problems == [
         ("settings.smokeTest.gpus",
          "needs 2 GPUs but kind simulates only pool 'small' (1 GPUs); set settings.kind.mirrorPool or lower the count"),
     ]
-    assert kc.kind_problems(settings(smokeTest={"gpus": 2}, kind={"mirrorPool": "big"})) == []
-    gang = settings(smokeTest={"gpus": 13, "gang": True}, kind={"mirrorPool": "big"})
-    assert [p for p, _ in kc.kind_problems(gang)] == ["settings.smokeTest.gpus"]
-    empty = settings(nodePools=[{"name": "gpu", "minSize": 0, "desiredSize": 0}], smokeTest={"enabled": False})
-    assert [p for p, _ in kc.kind_problems(empty)] == ["settings.nodePools[0].desiredSize"]
+    assert settings(smokeTest={"gpus": 2}, kind={"mirrorPool": "big"}).smoke_test.gpus == 2
+    assert settings(smokeTest={"gpus": 13, "gang": True}, kind={"mirrorPool": "big"}).smoke_test.gang

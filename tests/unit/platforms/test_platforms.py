@@ -18,9 +18,9 @@ from components.kind.config import render_kind_config
 from components.plan.mockengine import Recorded, run_program
 from components.platforms import make_cluster
 from components.platforms.identity import cluster_identity
-from components.settings import parse_settings
-from components.settings.load import load_stack
 from components.settings.model import Settings
+from components.validate import load_stack
+from components.validate import parse as parse_settings
 from tests.unit.platforms.conftest import KIND_KUBECONFIG
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,15 +99,10 @@ def test_kind_graph_command_then_api_gate_then_provider() -> None:
 
 
 def test_kind_refuses_settings_it_cannot_preview_before_creating_anything() -> None:
-    s = parse_settings({
-        "platform": "kind",
-        "nodePools": [{"name": "a", "instanceType": "g6.xlarge"},
-                      {"name": "b", "instanceType": "g6.12xlarge"}],
-        "kind": {"mirrorPool": "a"},
-        "smokeTest": {"gpus": 4},
-    })
-    with pytest.raises(ValueError, match=r"settings\.smokeTest\.gpus: needs 4 GPUs but kind simulates only pool 'a'"):
-        capture(s)
+    s = parse_settings({"platform": "kind", "nodePools": [{"name": "a", "instanceType": "g6.xlarge"}]})
+    empty = s.model_copy(update={"node_pools": (s.node_pools[0].model_copy(update={"desired_size": 0}),)})
+    with pytest.raises(ValueError, match=r"settings\.nodePools\[0\]\.desiredSize: kind mirrors pool 'a'"):
+        capture(empty)
 
 
 # ---------------------------------------------------------------------------- existing / local

@@ -9,7 +9,7 @@ from pulumi_policy import PolicyResource, ResourceValidationPolicy, StackValidat
 
 from components.policies.facts import StackFacts
 from components.policies.offline import policy_resource, resource_args, stack_args
-from components.settings.load import parse_settings
+from components.validate import parse as parse_settings
 
 
 def facts(**settings: Any) -> StackFacts:

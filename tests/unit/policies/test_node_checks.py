@@ -15,7 +15,7 @@ import pytest
 import testinfra.host
 from testinfra.backend.base import BaseBackend, CommandResult
 
-from components.settings.load import parse_settings
+from components.validate import parse as parse_settings
 from tests.node import checks
 from tests.node.checks import Expectations, Node
 

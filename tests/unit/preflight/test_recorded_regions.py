@@ -10,8 +10,9 @@ import pytest
 from components.preflight.aws import AwsRegion, collect
 from components.preflight.checks import Finding, check, failed
 from components.preflight.run import preflight
-from components.settings.load import read_stack_file, settings_from_config
+from components.settings.load import read_stack_file
 from components.settings.model import Settings
+from components.validate import from_config as settings_from_config
 from tests.unit.preflight.recorded import RecordedSession
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "data" / "stamping" / "Pulumi.gpu-prod.yaml"

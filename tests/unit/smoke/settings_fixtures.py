@@ -6,9 +6,9 @@ from typing import Any
 
 from components import pins
 from components.cluster import cluster_facts
-from components.settings.load import parse_settings
 from components.settings.model import Settings
 from components.smoke.plan import SmokePlan, smoke_plan
+from components.validate import parse as parse_settings
 
 AWS: dict[str, Any] = {
     "platform": "aws",

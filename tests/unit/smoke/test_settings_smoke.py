@@ -11,9 +11,10 @@ import pytest
 from components.addons import dra_driver
 from components.addons.base import AddonContext
 from components.cluster import cluster_facts
-from components.settings import SettingsError, parse_settings
+from components.settings import SettingsError
 from components.settings.model import Settings
 from components.settings.rules import mig_profile_problems
+from components.validate import parse as parse_settings
 from tests.unit.smoke import settings_fixtures as sf
 
 AWS_MIG = {"platform": "aws", "region": "eu-west-1", "gpuStack": {"migStrategy": "mixed"},

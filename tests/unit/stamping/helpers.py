@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from components.plan.run import PROJECT_DIR, stack_file
-from components.settings.load import read_stack_file, settings_from_config
+from components.settings.load import read_stack_file
 from components.settings.model import Settings
 from components.stamping.backend import OnOutput, OpResult
+from components.validate import from_config as settings_from_config
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "stamping"
 STACKS = PROJECT_DIR / "stacks"

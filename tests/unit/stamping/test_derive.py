@@ -17,7 +17,7 @@ def _prod_with(**extra: Any) -> tuple[dict[str, Any], Any]:
     config, _ = template("aws-prod")
     config = copy.deepcopy(config)
     config.update(extra)
-    from components.settings.load import settings_from_config
+    from components.validate import from_config as settings_from_config
 
     return config, settings_from_config(config, "aws-prod", offline=True)
 
@@ -88,7 +88,7 @@ def test_an_existing_vpc_must_be_replaced_per_region() -> None:
     config[SETTINGS_KEY]["network"]["existing"] = {"vpcId": "vpc-0123456789abcdef0",
                                                    "privateSubnetIds": ["subnet-1", "subnet-2"],
                                                    "publicSubnetIds": ["subnet-p1", "subnet-p2"]}
-    from components.settings.load import settings_from_config
+    from components.validate import from_config as settings_from_config
 
     settings = settings_from_config(config, "dev", offline=True)
     with pytest.raises(SettingsError, match="exists only in eu-west-1"):
@@ -106,7 +106,7 @@ def test_a_pool_ami_id_must_be_replaced_per_region_and_a_parameter_path_carries_
     config = copy.deepcopy(config)
     config[SETTINGS_KEY]["gpuStack"] = {"driver": "host"}
     config[SETTINGS_KEY]["nodePools"][0]["ami"] = "ami-0123456789abcdef0"
-    from components.settings.load import settings_from_config
+    from components.validate import from_config as settings_from_config
 
     settings = settings_from_config(config, "dev", offline=True)
     pool = settings.node_pools[0].name

@@ -29,7 +29,7 @@ def test_rendered_stack_files_match_golden() -> None:
 
 
 def test_the_rendered_file_loads_back_to_the_same_settings() -> None:
-    from components.settings.load import settings_from_config
+    from components.validate import from_config as settings_from_config
 
     for s in _stamped(["us-east-2", "eu-central-1"]):
         doc = yaml.safe_load(stackfile.render(s, None, "x"))
