@@ -46,6 +46,8 @@ def namespace_levels(addons: tuple[Addon, ...]) -> dict[str, str]:
     """Namespace -> the most permissive level any add-on installed there needs."""
     out: dict[str, str] = {}
     for a in addons:
+        if not a.owns_namespace:
+            continue
         current = out.get(a.namespace, "restricted")
         out[a.namespace] = max(current, a.pod_security, key=_LEVELS.index)
     return out
@@ -194,7 +196,8 @@ class AddonSet(pulumi.ComponentResource):
             if addon.name in extra_values:
                 args["values"] = pulumi.Output.from_input(extra_values[addon.name]).apply(
                     lambda extra, a=addon, c=ctx: release_values(a, c, extra))
-            depends: list[pulumi.Resource] = [cluster.ready, self.namespaces[addon.namespace]]
+            depends: list[pulumi.Resource] = [cluster.ready]
+            depends += [self.namespaces[addon.namespace]] if addon.owns_namespace else []
             depends += [self.ready[d] for d in graph.edges[addon.name]]
             depends += extra_dependencies.get(addon.name, ())
             depends += [crds[addon.name]] if addon.name in crds else []
@@ -215,6 +218,8 @@ class AddonSet(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(
                     depends_on=depends,
                     custom_timeouts=pulumi.CustomTimeouts(create=grace, update=update_grace),
+                    aliases=[addon.previous_urn(settings, pulumi.get_stack(), pulumi.get_project())]
+                    if addon.previous_urn else None,
                 )),
             )
             self.releases[addon.name] = release

@@ -88,6 +88,10 @@ class Addon:
     # On the path a GPU job takes (driver, DRA, scheduling): the smoke test waits for these releases
     # and re-runs when they change. Monitoring and backups are not: they install beside the test.
     on_gpu_path: bool = True
+    # False for a namespace the cluster owns (kube-system): the set neither creates nor labels it.
+    owns_namespace: bool = True
+    # The release's URN before it became an add-on (settings, stack, project): adopted, not replaced.
+    previous_urn: Callable[[Settings, str, str], str] | None = None
 
     def __post_init__(self) -> None:
         if (self.chart_pin is None) == (self.local_chart is None):

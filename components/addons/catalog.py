@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from components.addons import (
+    aws_cloud_controller_manager,
     dra_driver,
     fake_gpu_operator,
     gpu_operator,
@@ -24,6 +25,7 @@ from components.settings.model import Settings
 
 # Install order for humans (docs, plan); the real order comes from the dependency graph.
 ADDONS: tuple[Addon, ...] = (
+    aws_cloud_controller_manager.ADDON,
     gpu_operator.ADDON,
     dra_driver.ADDON,
     fake_gpu_operator.ADDON,
@@ -55,6 +57,8 @@ DefaultRule = Default | Callable[[Settings], Default]
 # Rows: add-on; columns: platform. `local` (KWOK nodes, no internet) installs only this
 # repository's charts, and only when their CRDs are present.
 PLATFORM_DEFAULTS: dict[str, dict[str, DefaultRule]] = {
+    # Only AWS has AWS's API; the nodes start with `--cloud-provider=external` exactly when it is on.
+    "aws-cloud-controller-manager": {"aws": "on", "existing": "off", "kind": "off", "local": "off"},
     "gpu-operator": {"aws": "on", "existing": "on", "kind": "off", "local": "off"},
     "dra-driver": {"aws": _dra_driver, "existing": _dra_driver, "kind": "off", "local": "off"},
     "fake-gpu-operator": {"aws": "off", "existing": "off", "kind": "on", "local": "off"},

@@ -19,7 +19,6 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.aws.ami import ubuntu_ami
-from components.aws.ccm import AwsCloudControllerManager
 from components.aws.control_plane import ControlPlane
 from components.aws.iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
 from components.aws.inventory import mint_document_name
@@ -229,13 +228,7 @@ class AwsCluster(ClusterHandleBase):
             cluster_identifier=cluster,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[api_ready]),
         )
-        self.cloud_controller_manager = (
-            AwsCloudControllerManager(
-                f"{name}-ccm", settings, self._provider, api_ready, pulumi.ResourceOptions(parent=self)
-            )
-            if ccm
-            else None
-        )
+        # The AWS cloud controller manager is an add-on (components/addons/aws_cloud_controller_manager.py).
         self.register_outputs({
             "kubernetesTrack": settings.kubernetes.track,
             "kubeconfig": self._kubeconfig,

@@ -19,6 +19,8 @@ from typing import Any, Literal
 import yaml
 
 from components import pins
+from components.addons.aws_cloud_controller_manager import NAME as CCM
+from components.addons.selected import installs
 from components.aws.inventory import api_lb_name
 from components.labels import POOL_TAG
 from components.nodes import gpu_node_labels
@@ -88,8 +90,9 @@ def dra_runtime_config(settings: Settings) -> str | None:
 
 
 def ccm_enabled(settings: Settings) -> bool:
-    """The AWS cloud controller manager is on unless the stack turns it off."""
-    return settings.gpu_stack.addons.aws_cloud_controller_manager.enabled is not False
+    """Whether the add-on set installs the AWS cloud controller manager: the nodes then start with
+    `--cloud-provider=external` and the control planes' role may call what it calls."""
+    return installs(settings, CCM)
 
 
 # settings.kubernetes.features field -> k8s-snap bootstrap config key under `cluster-config`

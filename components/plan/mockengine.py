@@ -46,6 +46,7 @@ class Recorded:
     timeouts: dict[str, str] = field(default_factory=dict)
     ignore_changes: list[str] = field(default_factory=list)
     raw_inputs: dict[str, Any] = field(default_factory=dict, repr=False)  # unmasked, in-process only
+    aliases: list[str] = field(default_factory=list)  # URNs this resource was known by (moved, renamed)
 
     def to_json(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "raw_inputs"}
@@ -126,9 +127,16 @@ class RecordingMonitor(pmocks.MockMonitor):
                 timeouts=timeouts,
                 ignore_changes=list(request.ignoreChanges),
                 raw_inputs=raw,
+                aliases=_alias_urns(request),
             )
         )
         return response
+
+
+def _alias_urns(request: Any) -> list[str]:
+    """Aliases given as URNs, whichever way the SDK sent them (alias specs or the older URN list)."""
+    specs = [a.urn for a in request.aliases if a.WhichOneof("alias") == "urn"]
+    return [*specs, *request.aliasURNs]
 
 
 def _fake_id(typ: str, name: str) -> str:

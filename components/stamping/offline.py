@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,17 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _without_cancel_race(hook: Any) -> Any:
+    """CPython 3.11's executor manager thread marks the futures of a pool whose workers died as
+    broken, and raises InvalidStateError for those already cancelled (concurrent/futures/process.py
+    terminate_broken): a race of our own shutdown, printed as a traceback in a thread. Drop it only."""
+    def excepthook(args: Any) -> None:
+        if not isinstance(args.exc_value, InvalidStateError):
+            hook(args)
+
+    return excepthook
+
+
 def plan_regions(
     stamped: list[StampedStack],
     *,
@@ -70,6 +82,7 @@ def plan_regions(
         why = f"a planning worker died ({exc}); out of memory? re-run with --parallel 1"
         outcomes = [(False, 0, {}, why) for _ in jobs]
     except BaseException:  # Ctrl-C (or anything else): stop every worker now, then let it propagate
+        threading.excepthook = _without_cancel_race(threading.excepthook)
         for worker in multiprocessing.active_children():
             worker.terminate()
         pool.shutdown(wait=False, cancel_futures=True)

@@ -102,8 +102,8 @@ def test_every_release_is_wired_and_bounded(aws: PlanRun) -> None:
     assert component.type == "ck8s-gpu:index:AddonSet"
     releases = [x for x in aws.resources if x.type == RELEASE]
     assert {x.name for x in releases} == {
-        "gpu-gpu-operator", "gpu-dra-driver", "gpu-kai-scheduler", "gpu-kai-queues",
-        "gpu-kube-prometheus-stack", "gpu-observability"}
+        "gpu-aws-cloud-controller-manager", "gpu-gpu-operator", "gpu-dra-driver", "gpu-kai-scheduler",
+        "gpu-kai-queues", "gpu-kube-prometheus-stack", "gpu-observability"}
     for x in releases:
         assert x.parent == component.urn
         assert x.provider.startswith("cluster-k8s"), x.provider
@@ -111,10 +111,24 @@ def test_every_release_is_wired_and_bounded(aws: PlanRun) -> None:
         assert x.inputs["timeout"] > 0  # seconds (numbers travel as floats on the wire)
         assert x.timeouts["create"].endswith("s")
         ns = x.inputs["namespace"]
-        assert res[f"gpu-ns-{ns}"].urn in x.dependencies
+        if ns == "kube-system":  # the cluster's own namespace: neither created nor relabelled
+            assert "gpu-ns-kube-system" not in res
+        else:
+            assert res[f"gpu-ns-{ns}"].urn in x.dependencies
         assert x.inputs["createNamespace"] is False
     assert res["gpu-gpu-operator"].inputs["timeout"] == 20 * 60
     assert res["gpu-gpu-operator"].inputs["disableOpenapiValidation"] is True
+
+
+def test_the_ccm_release_adopts_the_one_the_aws_cluster_made_before(aws: PlanRun) -> None:
+    """It used to be AwsCluster's own release: an alias to that URN moves it, never replaces it."""
+    from components.addons.aws_cloud_controller_manager import previous_urn
+
+    ccm = by_name(aws)["gpu-aws-cloud-controller-manager"]
+    old = previous_urn(settings("aws"), "test", "ck8s-gpu")
+    assert old.endswith("::ck8s-gpu:index:AwsCluster$ck8s-gpu:index:AwsCloudControllerManager"
+                        "$kubernetes:helm.sh/v3:Release::ck8s-dev-eu-west-1-ccm-release")
+    assert ccm.aliases == [old], ccm.aliases
 
 
 def test_release_inputs_are_readable_and_pinned(aws: PlanRun) -> None:
@@ -143,11 +157,12 @@ def test_namespaces_carry_pod_security_labels(aws: PlanRun) -> None:
 
 def test_the_smoke_test_waits_for_every_release_and_gate_on_the_gpu_path(aws: PlanRun) -> None:
     """It judges an upgrade of any add-on a GPU job goes through, so it runs after them (the
-    operator through its ClusterPolicy gate); monitoring installs beside it (docs/adr/0019)."""
+    operator through its ClusterPolicy gate; the CCM, without which nodes keep their
+    `uninitialized` taint); monitoring installs beside it (docs/adr/0019)."""
     urns = {x.name: x.urn for x in aws.resources}
     gates = {"gpu-operator": "gpu-gpu-operator-cluster-policy-ready"}
-    expected = [urns[gates.get(n, f"gpu-{n}")] for n in ("gpu-operator", "dra-driver", "kai-scheduler",
-                                                          "kai-queues")]
+    expected = [urns[gates.get(n, f"gpu-{n}")] for n in ("aws-cloud-controller-manager", "gpu-operator",
+                                                          "dra-driver", "kai-scheduler", "kai-queues")]
     assert sorted(aws.outputs["smoke"]) == sorted(expected)
 
 

@@ -67,7 +67,8 @@ def test_toposort_puts_dependencies_first() -> None:
 
 
 @pytest.mark.parametrize(("platform", "expected"), [
-    ("aws", ["gpu-operator", "dra-driver", "kai-scheduler", "kai-queues", "kube-prometheus-stack", "observability"]),
+    ("aws", ["aws-cloud-controller-manager", "gpu-operator", "dra-driver", "kai-scheduler", "kai-queues",
+             "kube-prometheus-stack", "observability"]),
     ("existing", ["gpu-operator", "dra-driver", "kai-scheduler", "kai-queues"]),
     ("kind", ["fake-gpu-operator", "kai-scheduler", "kai-queues", "kube-prometheus-stack", "observability"]),
     ("local", []),
@@ -124,11 +125,12 @@ def test_kai_queues_and_observability_are_off_the_gpu_chain() -> None:
         assert not {"gpu-operator", "dra-driver"} & set(graph.edges[name])
 
 
-def test_catalog_covers_every_addon_setting_but_the_cloud_controller() -> None:
+def test_catalog_covers_every_addon_setting() -> None:
+    """The cloud controller manager included: no release is made outside the add-on machinery."""
     from components.settings.model import AddonsSettings
 
     keys = {a.settings_key for a in catalog.ADDONS}
-    assert keys == set(AddonsSettings.model_fields) - {"aws_cloud_controller_manager"}
+    assert keys == set(AddonsSettings.model_fields)
     assert set(catalog.PLATFORM_DEFAULTS) == set(catalog.BY_NAME)
     for row in catalog.PLATFORM_DEFAULTS.values():
         assert set(row) == set(catalog.PLATFORMS)

@@ -26,8 +26,8 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 EXPECTED = {
     "kind": {"fake-gpu-operator", "kai-scheduler", "kai-queues", "kube-prometheus-stack", "observability"},
     "existing": {"gpu-operator", "dra-driver", "kai-scheduler", "kai-queues"},
-    "aws-dev": {"gpu-operator", "dra-driver", "kai-scheduler", "kai-queues", "kube-prometheus-stack",
-                "observability"},
+    "aws-dev": {"aws-cloud-controller-manager", "gpu-operator", "dra-driver", "kai-scheduler", "kai-queues",
+                "kube-prometheus-stack", "observability"},
 }
 
 

@@ -99,7 +99,7 @@ def test_a_failed_upgrade_rolls_back_and_stops_there(pin_a: PlanRun) -> None:
     failed install); `pulumi up` fails at that release. Pulumi's own timeout covers the upgrade's
     wait plus the rollback's."""
     releases = [x for x in pin_a.resources if x.type == RELEASE and x.name.startswith("gpu-")]
-    assert len(releases) == 6
+    assert len(releases) == 7
     for x in releases:
         timeout = int(x.inputs["timeout"])
         assert x.inputs["atomic"] is True and x.inputs["cleanupOnFail"] is True, x.name

@@ -11,9 +11,9 @@ import pytest
 
 from components.plan.artifacts import user_data
 from components.plan.mockengine import PlanRun, Recorded, run_program
-from components.settings import parse_settings
 from components.settings.load import read_stack_file
 from components.settings.model import Settings
+from components.validate import parse as parse_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 AWS_STACKS = ("aws-dev", "aws-prod")

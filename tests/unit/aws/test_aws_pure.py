@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from components import instance_types
-from components.aws import ami, ccm, iam, kubeconfig, network, security_groups, tags
+from components.aws import ami, iam, kubeconfig, network, security_groups, tags
 from components.aws.control_plane import placement
+from components.settings.model import Settings
 from tests.unit.aws.conftest import settings_for
 
 # -- network -----------------------------------------------------------------------------------
@@ -151,22 +152,33 @@ def test_kubeconfig_loads_in_the_kubernetes_client() -> None:
 # -- CCM ---------------------------------------------------------------------------------------
 
 
-def test_ccm_values_and_stack_overrides() -> None:
+def test_ccm_is_an_addon_with_its_values_overrides_and_version() -> None:
+    from components.addons import aws_cloud_controller_manager as ccm_addon
+    from components.addons.addon_set import release_args
+    from components.addons.graph import contexts, install_graph
+
     def override(raw: dict[str, Any]) -> None:
         raw.setdefault("gpuStack", {})["addons"] = {
             "awsCloudControllerManager": {"version": "0.0.11", "values": {"resources": {"requests": {"cpu": "50m"}}}}
         }
 
-    plain = ccm.ccm_values(settings_for("aws-prod"))
-    assert plain["hostNetworking"] is True
-    assert "--cluster-name=ck8s-prod-us-east-1" in plain["args"] and "--cloud-provider=aws" in plain["args"]
-    assert plain["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
-    assert any(t["key"] == "node.cloudprovider.kubernetes.io/uninitialized" for t in plain["tolerations"])
-    s = settings_for("aws-prod", override)
-    assert ccm.ccm_values(s)["resources"] == {"requests": {"cpu": "50m"}}
-    assert ccm.ccm_values(s)["hostNetworking"] is True
-    assert ccm.chart_version(s) == "0.0.11"
-    assert ccm.chart_version(settings_for("aws-prod")) == "0.0.10"
+    def args(s: Settings) -> dict[str, Any]:
+        graph = install_graph(s)
+        return release_args(ccm_addon.ADDON, contexts(graph, s)[ccm_addon.NAME])
+
+    plain = args(settings_for("aws-prod"))
+    assert (plain["name"], plain["namespace"], plain["version"]) == ("aws-cloud-controller-manager", "kube-system",
+                                                                      "0.0.10")
+    values = plain["values"]
+    assert values["hostNetworking"] is True
+    assert "--cluster-name=ck8s-prod-us-east-1" in values["args"] and "--cloud-provider=aws" in values["args"]
+    assert values["nodeSelector"] == {"node-role.kubernetes.io/control-plane": ""}
+    assert any(t["key"] == "node.cloudprovider.kubernetes.io/uninitialized" for t in values["tolerations"])
+    # The add-on machinery's release settings, which the old hand-made release lacked.
+    assert plain["atomic"] and plain["cleanup_on_fail"] and plain["max_history"] == 10
+    over = args(settings_for("aws-prod", override))
+    assert over["values"]["resources"] == {"requests": {"cpu": "50m"}} and over["values"]["hostNetworking"] is True
+    assert over["version"] == "0.0.11"
 
 
 # -- tags --------------------------------------------------------------------------------------

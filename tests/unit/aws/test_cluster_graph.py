@@ -342,12 +342,10 @@ def test_without_the_ccm_there_is_no_release_and_no_ccm_policy() -> None:
     assert "cloud-provider" not in user_data_by_name(run)["ck8s-dev-eu-west-1-cp-0"]
 
 
-def test_the_ccm_release_is_pinned_and_runs_on_control_planes(stack_run: Callable[[str], PlanRun]) -> None:
-    (release,) = of_type(stack_run("aws-prod"), "kubernetes:helm.sh/v3:Release")
-    assert release.inputs["chart"] == "aws-cloud-controller-manager" and release.inputs["version"] == "0.0.10"
-    assert release.inputs["namespace"] == "kube-system"
-    assert release.inputs["values"]["hostNetworking"] is True
-    assert "--cluster-name=ck8s-prod-us-east-1" in release.inputs["values"]["args"]
+def test_the_cluster_makes_no_release_of_its_own(stack_run: Callable[[str], PlanRun]) -> None:
+    """The cloud controller manager is an add-on now (tests/unit/aws/test_aws_pure.py): the cluster
+    component registers no Helm release outside the add-on machinery."""
+    assert of_type(stack_run("aws-prod"), "kubernetes:helm.sh/v3:Release") == []
 
 
 def test_an_existing_vpc_is_used_as_is() -> None:

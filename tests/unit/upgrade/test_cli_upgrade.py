@@ -94,8 +94,7 @@ def test_every_addon_release_and_the_smoke_test_follow_the_pool_upgrades() -> No
     pools = {r.name for r in plan.resources if r.type == skew.UPGRADE_TYPES[1]}
     assert pools
     gated = [r for r in plan.resources if r.type in ("kubernetes:helm.sh/v3:Release",
-                                                     "pulumi-python:dynamic/ck8s-gpu:SmokeRun")
-             and "ccm" not in r.name]
+                                                     "pulumi-python:dynamic/ck8s-gpu:SmokeRun")]
     assert gated
     for r in gated:
         assert pools <= ancestors(plan, r.name), f"{r.name} does not wait for every pool upgrade"
