@@ -171,7 +171,7 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
     """The smoke test's plan on the cluster's facts (the DRA API the Kubernetes version serves ...)."""
     if not s.smoke_test.enabled or s.gpu_stack.allocation != "dra":
         return  # the settings' own rule says the smoke test needs allocation dra
-    from components.cluster import cluster_facts
+    from components.cluster_facts import cluster_facts
     from components.smoke.plan import smoke_plan
     from components.smoke.values import SmokeConfigError
 

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 from components import pins
 from components.charts import chart_version
-from components.cluster import ClusterFacts
+from components.cluster_facts import ClusterFacts
 from components.settings.model import AddonSettings, ClusterCapability, Settings
 
 # What an add-on needs from, or brings to, the cluster. A need is met by an enabled add-on that

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.addons.base import Addon, AddonContext, Capability
-from components.cluster import GpuPoolFacts
+from components.cluster_facts import GpuPoolFacts
 from components.labels import SIMULATED_POOL_LABEL
 from components.nodes import gpu_tolerations
 from components.settings.model import Settings

@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 from components.addons import advertisers
 from components.addons.base import Addon, AddonContext, Capability
 from components.addons.catalog import ADDONS, PLATFORM_CAPABILITIES, platform_default
-from components.cluster import ClusterFacts, cluster_facts
+from components.cluster_facts import ClusterFacts, cluster_facts
 from components.settings.model import Settings
 
 

@@ -1,5 +1,17 @@
-"""AWS platform: Canonical Kubernetes control planes and self-joining GPU node pools on EC2."""
+"""AWS platform: Canonical Kubernetes control planes and self-joining GPU node pools on EC2.
 
-from components.aws.cluster import AwsCluster
+`AwsCluster` loads on first use: the pure modules here (names, tags, inventory, user-data) are read
+by the settings gate and the policies without the AWS SDK.
+"""
+
+from typing import Any
 
 __all__ = ["AwsCluster"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AwsCluster":
+        from components.aws.cluster import AwsCluster
+
+        return AwsCluster
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,7 +41,8 @@ from components.aws.userdata import (
     render_joining_control_plane,
     worker_boot,
 )
-from components.cluster import ClusterHandleBase, cluster_facts
+from components.cluster import ClusterHandleBase
+from components.cluster_facts import cluster_facts
 from components.instance_types import Arch, arch_for_instance_type
 from components.k8s_ready import ApiReady
 from components.settings.model import Settings

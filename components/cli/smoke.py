@@ -97,7 +97,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
 
 
 def _facts(settings: Any, from_stack: bool, args: argparse.Namespace, minor: int) -> Any:
-    from components.cluster import ClusterFacts, cluster_facts
+    from components.cluster_facts import ClusterFacts, cluster_facts
 
     if from_stack:
         facts = cluster_facts(settings)

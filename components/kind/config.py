@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from components import pins
-from components.cluster import ClusterFacts, GpuPoolFacts, cluster_facts
+from components.cluster_facts import ClusterFacts, GpuPoolFacts, cluster_facts
 from components.kind.schema import API_VERSION, KIND, validation_errors
 from components.nodes import gpu_node_labels
 from components.settings.facts import mirrored_pool

@@ -18,14 +18,16 @@ from typing import Any
 import pulumi
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import rpc
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
-SPECIAL = "4dabf18193072939515e22adb298388d"
+# The wire's signatures, from the SDK that writes them (pulumi/runtime/rpc.py).
+SECRET_SIG = rpc._special_secret_sig
+RESOURCE_SIG = rpc._special_resource_sig
+OUTPUT_SIG = rpc._special_output_value_sig
+SPECIAL = rpc._special_sig_key
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 MASK = "[secret]"
 

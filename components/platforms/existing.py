@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pulumi
 
-from components.cluster import ClusterHandleBase, cluster_facts
+from components.cluster import ClusterHandleBase
+from components.cluster_facts import cluster_facts
 from components.platforms.gate import ready_and_provider
 from components.settings.model import Settings
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from components.cluster import ClusterFacts
+from components.cluster_facts import ClusterFacts
 from components.settings.facts import pool_gpus
 from components.settings.model import Settings
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import pins
-from components.cluster import ClusterFacts
+from components.cluster_facts import ClusterFacts
 from components.settings.model import Settings
 from components.smoke.expectations import Expectations, expectations_for
 from components.smoke.values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id

@@ -9,7 +9,7 @@ from typing import Any
 
 from components import pins
 from components.charts import chart_dir
-from components.cluster import ClusterFacts
+from components.cluster_facts import ClusterFacts
 from components.settings.model import Settings, SmokeTestSettings
 from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES, SHARING_STRATEGIES
 

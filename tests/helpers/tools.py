@@ -100,9 +100,14 @@ PROJECT_PARTS = ("__main__.py", "components", "charts")
 
 def copy_project(dest: Path) -> Path:
     """A runnable copy of the program (no stack files) at `dest`."""
+    return copy_parts(dest, PROJECT_PARTS)
+
+
+def copy_parts(dest: Path, parts: tuple[str, ...]) -> Path:
+    """Files and folders of the checkout, copied to `dest` (no __pycache__)."""
     root = TOOLS_DIR.parent
     dest.mkdir(parents=True)
-    for part in PROJECT_PARTS:
+    for part in parts:
         src = root / part
         if src.is_dir():
             shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))

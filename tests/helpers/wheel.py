@@ -9,14 +9,13 @@ there is never activated: `components` can only come from the wheel.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from components import PROJECT_DIR
+from tests.helpers.tools import copy_parts
 
 SOURCES = ("pyproject.toml", "setup.py", "components", "charts", "ck8s_gpu")
 
@@ -38,14 +37,7 @@ class Installed:
 
 
 def build_wheel(work: Path) -> Path:
-    src = work / "src"
-    src.mkdir(parents=True)
-    for part in SOURCES:
-        origin = PROJECT_DIR / part
-        if origin.is_dir():
-            shutil.copytree(origin, src / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(origin, src / part)
+    src = copy_parts(work / "src", SOURCES)
     dist = work / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
                     "--disable-pip-version-check", "-q", "-w", str(dist), str(src)], check=True, timeout=600)

@@ -42,6 +42,22 @@ class EngineTools:
     def pulumi_home(self) -> Path:
         return self.bin_dir.parent / "pulumi-home"
 
+    def workspace(self, work: Path, project: Path, passphrase: str, *, virtualenv: str | None = sys.prefix,
+                  env: dict[str, str] | None = None) -> Any:
+        """Automation API options for a stack of `project`: file backend under `work/state`, a Helm
+        home of its own, this interpreter's virtualenv as the program's (None: Pulumi.yaml's own)."""
+        from pulumi import automation as auto
+
+        (work / "state").mkdir(exist_ok=True)
+        full = self.env(work / "state", passphrase)
+        for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):  # the provider's Helm
+            full[var] = str(work / "helm" / var.split("_")[1].lower())
+        full.update(env or {})
+        settings = None if virtualenv is None else auto.ProjectSettings(
+            name="ck8s-gpu", runtime=auto.ProjectRuntimeInfo("python", {"virtualenv": virtualenv}))
+        return auto.LocalWorkspaceOptions(work_dir=str(project), project_settings=settings, env_vars=full,
+                                          pulumi_command=auto.PulumiCommand(root=str(self.bin_dir.parent)))
+
     def env(self, state_dir: Path, passphrase: str) -> dict[str, str]:
         """What a `pulumi` run needs (tools/README.md): no network, file backend, our plugins."""
         return {

@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -209,18 +208,8 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
         stack_name = f"local-it-{uuid.uuid4().hex[:6]}"
         (project / f"Pulumi.{stack_name}.yaml").write_text(
             yaml.safe_dump({"config": {SETTINGS_KEY: settings}}, sort_keys=False))
-        (work / "state").mkdir()
-        env = engine_tools.env(work / "state", PASSPHRASE)
-        env["CK8S_GPU_SMOKE_REPORT_DIR"] = str(work / "smoke-reports")
-        for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):  # the provider's Helm
-            env[var] = str(work / "helm" / var.split("_")[1].lower())
-        opts = auto.LocalWorkspaceOptions(
-            work_dir=str(project),
-            pulumi_command=auto.PulumiCommand(root=str(engine_tools.bin_dir.parent)),
-            project_settings=auto.ProjectSettings(
-                name="ck8s-gpu", runtime=auto.ProjectRuntimeInfo("python", {"virtualenv": sys.prefix})),
-            env_vars=env,
-        )
+        opts = engine_tools.workspace(work, project, PASSPHRASE,
+                                      env={"CK8S_GPU_SMOKE_REPORT_DIR": str(work / "smoke-reports")})
         stack = auto.create_stack(stack_name, work_dir=str(project), opts=opts)
         stack.set_config("ck8s-gpu:kubeconfig",
                          auto.ConfigValue(inline_kubeconfig(Path(cluster.kubeconfig)), secret=True))

@@ -64,17 +64,8 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
         project = copy_project(work / "project")
         name = f"unreachable-{uuid.uuid4().hex[:6]}"
         (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {SETTINGS_KEY: settings}}))
-        (work / "state").mkdir()
-        env = engine_tools.env(work / "state", PASSPHRASE)
-        for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
-            env[var] = str(work / "helm" / var.split("_")[1].lower())
-        opts = auto.LocalWorkspaceOptions(
-            work_dir=str(project),
-            pulumi_command=auto.PulumiCommand(root=str(engine_tools.bin_dir.parent)),
-            project_settings=auto.ProjectSettings(
-                name="ck8s-gpu", runtime=auto.ProjectRuntimeInfo("python", {"virtualenv": sys.prefix})),
-            env_vars=env,
-        )
+        opts = engine_tools.workspace(work, project, PASSPHRASE)
+        env = opts.env_vars
         stack = auto.create_stack(name, work_dir=str(project), opts=opts)
         stack.set_config("ck8s-gpu:kubeconfig",
                          auto.ConfigValue(inline_kubeconfig(Path(cluster.kubeconfig)), secret=True))

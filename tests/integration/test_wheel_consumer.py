@@ -151,12 +151,9 @@ def test_the_real_engine_deploys_the_addons_example_from_the_wheel(
     from pulumi import automation as auto
 
     project = example_copy(ADDONS_EXAMPLE, tmp_path, installed)
-    (tmp_path / "state").mkdir()
-    env = engine_tools.env(tmp_path / "state", PASSPHRASE)
-    env["PULUMI_PYTHON_CMD"] = str(installed.python)  # the dynamic providers run from the wheel too
-    env["CK8S_GPU_SMOKE_REPORT_DIR"] = str(tmp_path / "reports")
-    for var in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
-        env[var] = str(tmp_path / "helm" / var.split("_")[1].lower())
+    opts = engine_tools.workspace(tmp_path, project, PASSPHRASE, virtualenv=None, env={
+        "PULUMI_PYTHON_CMD": str(installed.python),  # the dynamic providers run from the wheel too
+        "CK8S_GPU_SMOKE_REPORT_DIR": str(tmp_path / "reports")})
     settings = local_settings()
     pool = settings["nodePools"][0]
     name = f"wheel-{uuid.uuid4().hex[:6]}"
@@ -164,8 +161,6 @@ def test_the_real_engine_deploys_the_addons_example_from_the_wheel(
         "gpu-addons:instanceType": pool["instanceType"], "gpu-addons:nodes": str(pool["desiredSize"]),
         "gpu-addons:smokeGpus": str(settings["smokeTest"]["gpus"]), "gpu-addons:scheduler": "default",
         "gpu-addons:simulatedGpus": "true"}}))
-    opts = auto.LocalWorkspaceOptions(work_dir=str(project), env_vars=env,
-                                      pulumi_command=auto.PulumiCommand(root=str(engine_tools.bin_dir.parent)))
     stack = auto.create_stack(name, work_dir=str(project), opts=opts)
     try:
         stack.set_config("kubeconfig", auto.ConfigValue(inline_kubeconfig(Path(local_cluster.kubeconfig)),

@@ -75,3 +75,14 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path: Path) -> None:
 def test_settings_import_nothing_above_them() -> None:
     below = {"components.settings", "components.pins", "components.instance_types", "components.labels"}
     assert package_graph().get("components.settings", set()) <= below
+
+
+def test_pure_modules_load_no_pulumi_provider_sdk() -> None:
+    """Facts, values and the one gate are plain Python: reading them must not load a provider SDK."""
+    import subprocess
+    import sys
+
+    code = ("import sys, components.cluster_facts, components.smoke.values, components.addons.graph, "
+            "components.validate; print(sorted(m for m in ('pulumi_kubernetes', 'pulumi_aws') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -14,7 +14,7 @@ from components.addons.velero_values import (
     velero_values,
 )
 from components.backup_names import CREDENTIALS_SECRET
-from components.cluster import cluster_facts
+from components.cluster_facts import cluster_facts
 from components.settings.model import Settings
 
 

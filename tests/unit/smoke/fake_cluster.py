@@ -228,15 +228,7 @@ class FakeCluster:
             c["status"]["allocation"]["devices"]["config"] = [{"source": "FromClaim", **copy.deepcopy(x)}
                                                               for x in configs]
         self._put(c)
-        pod["spec"]["nodeName"] = node
-        scheduler = pod["spec"].get("schedulerName", "default-scheduler")
-        ev = fx.scheduled_event(pname, node, scheduler)
-        ev["metadata"] = {"name": f"{pname}.sched", "namespace": ns}
-        self._put(ev)
-        uuid = "GPU-00000000-1111-2222-3333-444444444444" if self.wrong_uuid else fx.gpu_uuid(node, gpu)
-        pod["_log"] = {ctr["name"]: fx.nvidia_smi_log(pname, node, pod["metadata"]["labels"]["ck8s-gpu.io/smoke-case"],
-                                                      ctr["name"], [uuid]) for ctr in pod["spec"]["containers"]}
-        self._run(pod)
+        self._bind(pod, node, gpu)
 
     def _run(self, pod: Obj) -> None:
         if self.kubelet:
@@ -272,13 +264,19 @@ class FakeCluster:
         claim["status"]["reservedFor"] = [*claim["status"].get("reservedFor", []),
                                           {"resource": "pods", "name": pname, "uid": f"uid-{pname}"}]
         self._put(claim, "MODIFIED")
+        self._bind(pod, node, gpu)
+
+    def _bind(self, pod: Obj, node: str, gpu: int) -> None:
+        """The scheduler binds the pod to its device's node; the probe then lists the device."""
+        ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
         pod["spec"]["nodeName"] = node
         ev = fx.scheduled_event(pname, node, pod["spec"].get("schedulerName", "default-scheduler"))
         ev["metadata"] = {"name": f"{pname}.sched", "namespace": ns}
         self._put(ev)
         uuid = "GPU-00000000-1111-2222-3333-444444444444" if self.wrong_uuid else fx.gpu_uuid(node, gpu)
-        pod["_log"] = {ctr["name"]: fx.nvidia_smi_log(pname, node, pod["metadata"]["labels"]["ck8s-gpu.io/smoke-case"],
-                                                      ctr["name"], [uuid]) for ctr in pod["spec"]["containers"]}
+        case = pod["metadata"]["labels"]["ck8s-gpu.io/smoke-case"]
+        pod["_log"] = {ctr["name"]: fx.nvidia_smi_log(pname, node, case, ctr["name"], [uuid])
+                       for ctr in pod["spec"]["containers"]}
         self._run(pod)
 
     def _finish_pod(self, pod: Obj, delete: bool = False) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import pins
-from components.cluster import cluster_facts
+from components.cluster_facts import cluster_facts
 from components.settings.model import Settings
 from components.smoke.plan import SmokePlan, smoke_plan
 from components.validate import parse as parse_settings

@@ -1,0 +1,51 @@
+"""Plain facts about a stack's cluster that add-on values and smoke expectations are computed
+from (pure: no Pulumi import, so the pure layers that read them load nothing of Pulumi's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components import pins
+from components.settings.facts import pool_gpus
+from components.settings.model import Settings
+
+
+@dataclass(frozen=True)
+class GpuPoolFacts:
+    name: str
+    nodes: int  # desired size
+    gpus_per_node: int
+    product_name: str
+    memory_mib: int
+    mig_capable: bool
+
+
+@dataclass(frozen=True)
+class ClusterFacts:
+    """Plain facts add-on values functions and smoke expectations are computed from."""
+
+    platform: str
+    track: str
+    kubernetes_minor: int
+    simulated_gpus: bool  # kind / local: GPUs are published by a simulated driver
+    has_kubelet: bool  # false on KWOK nodes: no container ever runs, in-container checks skip
+    pools: tuple[GpuPoolFacts, ...]
+
+
+def cluster_facts(settings: Settings) -> ClusterFacts:
+    pools = []
+    for pool in settings.node_pools:
+        gpu = pool_gpus(pool)
+        if gpu is None:  # rules reject this before any component runs
+            raise ValueError(f"pool {pool.name} has no GPU facts")
+        pools.append(
+            GpuPoolFacts(pool.name, pool.desired_size, gpu.count, gpu.product_name, gpu.memory_mib, gpu.mig_capable)
+        )
+    return ClusterFacts(
+        platform=settings.platform,
+        track=settings.kubernetes.track,
+        kubernetes_minor=pins.track(settings.kubernetes.track).minor,
+        simulated_gpus=settings.traits.simulated_gpus,
+        has_kubelet=settings.traits.has_kubelet,
+        pools=tuple(pools),
+    )
