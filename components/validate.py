@@ -117,7 +117,6 @@ def _longest_environment(s: Settings) -> int:
     return 0
 
 
-
 # Settings keys of the add-ons whose values turn a GPU advertiser on (components/addons/advertisers.py).
 _ADVERTISER_SETTINGS = {"gpu-operator": "gpuOperator", "fake-gpu-operator": "fakeGpuOperator",
                         "dra-driver": "draDriver"}
