@@ -12,8 +12,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from components import pins
 from components.addons import advertisers
+from components.addons.catalog import BY_NAME
 from components.addons.dra_driver import SHARING_FEATURE_GATES
 from components.addons.graph import AddonGraphError, install_graph
 from components.addons.kai_scheduler import FALLBACK_QUEUE
@@ -117,31 +120,21 @@ def _longest_environment(s: Settings) -> int:
     return 0
 
 
-# Settings keys of the add-ons whose values turn a GPU advertiser on (components/addons/advertisers.py).
-_ADVERTISER_SETTINGS = {"gpu-operator": "gpuOperator", "fake-gpu-operator": "fakeGpuOperator",
-                        "dra-driver": "draDriver"}
-
-
 def _one_advertiser(s: Settings) -> Iterator[Problem]:
     """The stack's own overrides may not switch on the advertiser its allocation mode excludes: the
     switches are components/addons/advertisers.py's tables (the graph judges the final values)."""
-    addons = s.gpu_stack.addons
     if s.gpu_stack.allocation == "dra":
         excluded = {a: tuple(k for k, _ in sw) for a, sw in advertisers.DEVICE_PLUGIN_SWITCHES.items()}
         why = "the device plugin cannot run with DRA GPU allocation (GPUs would be handed out twice)"
     else:
         excluded = {a: tuple(k for group in groups for k, _ in group) for a, groups in advertisers.DRA_SWITCHES.items()}
         why = "DRA GPU allocation cannot run with allocation: device-plugin (GPUs would be handed out twice)"
-    for addon, keys in excluded.items():
-        key = _ADVERTISER_SETTINGS[addon]
-        values = getattr(addons, _snake(key)).values
+    for name, keys in excluded.items():
+        addon = BY_NAME[name]
+        values = addon.addon_settings(s).values
         for k in keys:
             if truthy(nested(values, k)):
-                yield f"{ROOT}.gpuStack.addons.{key}.values.{k}", why
-
-
-def _snake(camel: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+                yield f"{ROOT}.gpuStack.addons.{to_camel(addon.settings_key)}.values.{k}", why
 
 
 def _graph(s: Settings) -> Iterator[Problem]:

@@ -310,10 +310,6 @@ def _precompiled(values: dict[str, object], base: str) -> Iterator[Problem]:
                    f"{name} does not work with precompiled drivers (gpuStack.driver precompiled)")
 
 
-def _snake(camel: str) -> str:
-    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
-
-
 def _addon_versions(s: Settings) -> Iterator[Problem]:
     for key, addon in s.gpu_stack.addons.by_key():
         if addon.version is not None and not pins.is_exact_version(addon.version):
