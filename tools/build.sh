@@ -30,8 +30,15 @@ k8s_provider_version=4.34.2        # name the plugin is installed under (what pu
 k8s_provider_build=4.0.0-20260115033456-f47bc2d6f199  # what the built code really is (its module pseudo-version)
 kube_version=v1.34.4
 langhost_version=3.274.1-ck8s.1   # our own host (tools/mod/langhost), built on pulumi sdk/v3 v3.274.1
+containerd_version=v2.2.9
+# The proxy's .info carries no commit for v2.2.9: the module's go.sum hash names the exact source.
+containerd_revision=h1:ddw9THGOXhcKnHORjkKoXtazPjwtcPwmqk8AVyRpfZw=
+containerd_pkg=github.com/containerd/containerd/v2
+containerd_ldflags="-X $containerd_pkg/version.Version=$containerd_version -X $containerd_pkg/version.Revision=$containerd_revision -X $containerd_pkg/version.Package=$containerd_pkg"
+# containerd's Makefile: a static build adds these tags; the shim always has no_grpc (ttrpc only).
+containerd_tags="urfave_cli_no_docs osusergo netgo static_build"
 
-# name|module dir|package|ldflags (in build order: cheapest first)
+# name|module dir|package|ldflags[|build tags] (in build order: cheapest first)
 targets=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|"
   "kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|"
@@ -40,6 +47,13 @@ targets=(
   "kube-controller-manager|kubernetes|k8s.io/kubernetes/cmd/kube-controller-manager|K8S"
   "kube-apiserver|kubernetes|k8s.io/kubernetes/cmd/kube-apiserver|K8S"
   "kubectl|kubernetes|k8s.io/kubernetes/cmd/kubectl|K8S"
+  # The node tier (tools/nodetier.py): a real kubelet, containerd and our simulated GPU driver.
+  "kubelet|kubernetes|k8s.io/kubernetes/cmd/kubelet|K8S"
+  "containerd|containerd|$containerd_pkg/cmd/containerd|$containerd_ldflags|$containerd_tags"
+  "containerd-shim-runc-v2|containerd|$containerd_pkg/cmd/containerd-shim-runc-v2|$containerd_ldflags|$containerd_tags no_grpc"
+  "ctr|containerd|$containerd_pkg/cmd/ctr|$containerd_ldflags|$containerd_tags"
+  "ck8s-gpu-kubelet-plugin|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-gpu-kubelet-plugin|"
+  "ck8s-sim-nvidia-smi|simgpu|ck8s-gpu.local/tools/simgpu/cmd/nvidia-smi|"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$pulumi_version"
   "pulumi-language-python|langhost|ck8s-gpu.local/tools/langhost|-X main.version=$langhost_version"
   "pulumi-resource-kubernetes|pulumi-kubernetes|STAGED|-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$k8s_provider_build"
@@ -73,8 +87,8 @@ mod_key() {
   local dir=$1 t
   {
     echo "recipe=$recipe"
-    # go.mod, go.sum and, for our own langhost module, its sources
-    find "$mods/$dir" -maxdepth 1 -type f | LC_ALL=C sort | xargs cat
+    # go.mod, go.sum and, for our own modules (langhost, simgpu), their sources and tests
+    find "$mods/$dir" -type f | LC_ALL=C sort | xargs cat
     for t in "${targets[@]}"; do if [[ "$t" == *"|$dir|"* ]]; then echo "$t"; fi; done
     if [[ "$dir" == kubernetes ]]; then k8s_ldflags; fi
   } | sha256sum | cut -c1-16
@@ -209,7 +223,7 @@ PY
 failed=()
 total_start=$(date +%s)
 for t in "${wanted[@]}"; do
-  IFS='|' read -r name dir pkg flags <<<"$t"
+  IFS='|' read -r name dir pkg flags tags <<<"$t"
   [[ -x "$bin/$name" ]] && continue
   out=$(builddir "$dir")
   mkdir -p "$out"
@@ -219,7 +233,7 @@ for t in "${wanted[@]}"; do
     start=$(date +%s)
     src="$mods/$dir"
     if [[ "$pkg" == STAGED ]]; then src=$(stage_provider "$dir" "$out") || { failed+=("$name"); continue; }; pkg=.; fi
-    if (cd "$src" && "$GO" build -trimpath -ldflags "-s -w $flags" -o "$out/.$name.partial" "$pkg") \
+    if (cd "$src" && "$GO" build -trimpath -tags "$tags" -ldflags "-s -w $flags" -o "$out/.$name.partial" "$pkg") \
         >"$out/build-$name.log" 2>&1; then
       mv -f "$out/.$name.partial" "$out/$name"
       secs=$(( $(date +%s) - start ))

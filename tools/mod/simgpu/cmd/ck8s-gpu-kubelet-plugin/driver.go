@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"ck8s-gpu.local/tools/simgpu/internal/claimspec"
+)
+
+// driverName as in NVIDIA's cmd/gpu-kubelet-plugin/main.go (v0.4.0).
+const driverName = "gpu.nvidia.com"
+
+// driver implements kubeletplugin.DRAPlugin. The helper serializes prepare and unprepare
+// (its default), which stands in for NVIDIA's node-global pu.lock (driver.go).
+type driver struct {
+	nodeName  string
+	cdiDir    string
+	faultFile string
+	paths     claimspec.HostPaths
+	minors    map[string]uint32 // device name -> minor, this node's GPUs
+	allMinors []uint32
+}
+
+var _ kubeletplugin.DRAPlugin = (*driver)(nil)
+
+func (d *driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	res := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
+	for _, c := range claims {
+		res[c.UID] = d.prepare(c)
+	}
+	return res, nil
+}
+
+// prepare writes the claim's CDI spec and returns its device IDs. It is rerun in full on
+// every call (the fault file is read each time); rewriting the same spec is idempotent.
+// Device selection follows NVIDIA's device_state.go prepareDevices (results of our driver);
+// we also require our pool, since one process serves exactly one node.
+func (d *driver) prepare(claim *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
+	uid := string(claim.UID)
+	fail := func(err error) kubeletplugin.PrepareResult {
+		klog.ErrorS(err, "Prepare failed", "claim", klog.KObj(claim), "uid", uid)
+		return kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)}
+	}
+	if claim.Status.Allocation == nil {
+		return fail(fmt.Errorf("claim not yet allocated"))
+	}
+	fault, err := claimspec.ReadFault(d.faultFile)
+	if err != nil {
+		return fail(fmt.Errorf("fault file: %w", err))
+	}
+
+	var allocated []claimspec.Allocated
+	var devices []kubeletplugin.Device
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != driverName || r.Pool != d.nodeName {
+			continue
+		}
+		minor, ok := d.minors[r.Device]
+		if !ok {
+			return fail(fmt.Errorf("device %q is not on node %s", r.Device, d.nodeName))
+		}
+		allocated = append(allocated, claimspec.Allocated{Device: r.Device, Minor: minor})
+		devices = append(devices, kubeletplugin.Device{
+			Requests:     []string{r.Request},
+			PoolName:     r.Pool,
+			DeviceName:   r.Device,
+			CDIDeviceIDs: []string{claimspec.QualifiedName(uid, r.Device)},
+		})
+	}
+	if len(allocated) == 0 {
+		klog.InfoS("Claim has no device of this node", "claim", klog.KObj(claim))
+		return kubeletplugin.PrepareResult{}
+	}
+
+	spec, err := claimspec.Build(uid, allocated, d.allMinors, d.paths, fault)
+	if err != nil {
+		return fail(err)
+	}
+	path, err := claimspec.Write(d.cdiDir, uid, spec)
+	if err != nil {
+		return fail(fmt.Errorf("write CDI spec: %w", err))
+	}
+	klog.InfoS("Prepared claim", "claim", klog.KObj(claim), "uid", uid, "spec", path, "devices", len(devices), "fault", string(fault))
+	return kubeletplugin.PrepareResult{Devices: devices}
+}
+
+func (d *driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	res := make(map[types.UID]error, len(claims))
+	for _, c := range claims {
+		err := claimspec.Remove(d.cdiDir, string(c.UID))
+		if err != nil {
+			klog.ErrorS(err, "Unprepare failed", "claim", c.String())
+		} else {
+			klog.InfoS("Unprepared claim", "claim", c.String())
+		}
+		res[c.UID] = err
+	}
+	return res, nil
+}
+
+// HandleError follows the DRAPlugin docs (as NVIDIA's driver.go does).
+func (d *driver) HandleError(ctx context.Context, err error, msg string) {
+	runtime.HandleErrorWithContext(ctx, err, msg)
+}
