@@ -1,0 +1,701 @@
+#!/usr/bin/env python3
+"""Real kubelet nodes beside the local control plane: containers run, GPUs come through DRA and CDI.
+
+Each node is its own containerd v2 (CRI, CDI on, Debian's runc and CNI plugins), a real kubelet
+(built from k8s.io/kubernetes at the control plane's pin) and this project's simulated NVIDIA DRA
+kubelet plugin (tools/mod/simgpu: driver ``gpu.nvidia.com``, one ResourceSlice shaped like the
+NVIDIA driver's, a CDI spec per prepared claim with ``/dev/nvidiaN`` nodes and an ``nvidia-smi``
+that lists exactly the GPUs whose nodes the container has). Pods on these nodes really start: the
+smoke probe's in-container checks run for real.
+
+Two nodes share one host without clashing: every path (containerd root/state/socket, runc root,
+kubelet root dir, pod logs, CNI config and IPAM state, network namespaces, CDI specs, device
+nodes) lives under the node's own directory; every port is its own; each node has its own bridge
+and pod subnet. All run as root (runc, overlayfs, network namespaces and cgroups need it).
+
+``down()`` stops what ``up()`` started and removes what the containers left behind: runc
+containers (and with them their cgroups), shims, mounts, network namespaces, bridges. It runs on
+any failure of ``up()`` and from the context manager, and ``up()`` first clears leftovers of an
+earlier run in the same directory, so a killed test does not poison the next one.
+
+Library use (the cluster: tools/localcluster.py)::
+
+    with LocalCluster(d / "lc", nodes=2) as c, NodeTier(d / "nodes", c.kubeconfig, [
+            NodeSpec("gpu-kubelet-0", devices=dra.resource_slice_manifest("gpu-kubelet-0", 1)["spec"]["devices"]),
+    ]) as tier:
+        tier.probe.reference   # the smoke probe image, imported into every node's containerd
+
+Pure standard library (Python 3.11+); needs root, ``runc`` and ``/usr/lib/cni`` (Debian's
+runc and containernetworking-plugins, scripts/install-debs.sh) and the tools cache
+(tools/build.sh: kubelet, containerd, containerd-shim-runc-v2, ctr, ck8s-gpu-kubelet-plugin,
+ck8s-sim-nvidia-smi).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import probe_image
+from localcluster import LOOPBACK, free_port, tools_bin_dir
+
+#: Binaries of the tools cache this tier needs (tools/build.sh).
+REQUIRED_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "ck8s-gpu-kubelet-plugin",
+                     "ck8s-sim-nvidia-smi")
+#: Host programs from Debian packages (scripts/install-debs.sh).
+RUNC = "/usr/sbin/runc"
+CNI_BIN_DIR = "/usr/lib/cni"
+REQUIRED_HOST = (RUNC, f"{CNI_BIN_DIR}/bridge", f"{CNI_BIN_DIR}/host-local", f"{CNI_BIN_DIR}/loopback")
+DRIVER = "gpu.nvidia.com"
+CRI_NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin
+#: Faults the simulated plugin injects on prepare (tools/mod/simgpu: a test hook, not NVIDIA's).
+FAULTS = ("cdi-refused", "wrong-device")
+#: Node labels every kubelet node carries: those tools/localcluster.py gives KWOK GPU nodes, but `type`.
+BASE_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/dra-kubelet-plugin": "true"}
+
+
+class NodeTierError(RuntimeError):
+    """A node did not come up; the message names the step and the log to read."""
+
+
+def missing(bin_dir: Path) -> list[str]:
+    """What this tier lacks on this machine, each with where it comes from ([] = ready)."""
+    out = [f"{n} (tools/build.sh)" for n in REQUIRED_BINARIES if not os.access(bin_dir / n, os.X_OK)]
+    out += [f"{p} (scripts/install-debs.sh)" for p in REQUIRED_HOST if not os.access(p, os.X_OK)]
+    if os.geteuid() != 0:
+        out.append("root (runc, overlayfs mounts, network namespaces and cgroups need it)")
+    return out
+
+
+@dataclass
+class NodeSpec:
+    name: str
+    devices: list[dict[str, Any]]  # resource.k8s.io/v1 Devices the plugin publishes (tools/dra_publisher.py)
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+# --- configuration files (pure) ---------------------------------------------------------------
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def toml(tables: dict[str, dict[str, Any]]) -> str:
+    """Flat TOML: {"": top-level keys, "<dotted table>": keys}; enough for containerd's config."""
+    lines = [f"{k} = {_toml(v)}" for k, v in tables.get("", {}).items()]
+    for table, keys in tables.items():
+        if table:
+            lines += ["", f"[{table}]", *(f"  {k} = {_toml(v)}" for k, v in keys.items())]
+    return "\n".join(lines) + "\n"
+
+
+# A unix socket's path must fit sockaddr_un (108 bytes): pytest's temp dirs are too deep for the
+# kubelet's plugin sockets, so each node's state lives under a short root named after the tier's
+# directory (the same directory finds its leftovers again); logs stay in the tier's directory.
+SHORT_ROOT = Path("/tmp")
+
+
+def short_root(workdir: Path) -> Path:
+    return SHORT_ROOT / f"ck8s-nt-{hashlib.sha256(str(workdir).encode()).hexdigest()[:10]}"
+
+
+@dataclass(frozen=True)
+class NodePaths:
+    root: Path
+    log_dir: Path
+
+    def __getattr__(self, item: str) -> Path:  # pragma: no cover - typos fail loudly
+        raise AttributeError(item)
+
+    @property
+    def containerd(self) -> Path:
+        return self.root / "containerd"
+
+    @property
+    def socket(self) -> Path:
+        return self.containerd / "containerd.sock"
+
+    @property
+    def runc_root(self) -> Path:
+        return self.root / "runc"
+
+    @property
+    def kubelet(self) -> Path:
+        return self.root / "kubelet"
+
+    @property
+    def cni_conf(self) -> Path:
+        return self.root / "cni" / "conf"
+
+    @property
+    def cni_ipam(self) -> Path:
+        return self.root / "cni" / "ipam"
+
+    @property
+    def netns(self) -> Path:
+        return self.containerd / "state" / "netns"  # netns_mounts_under_state_dir
+
+    @property
+    def cdi(self) -> Path:
+        return self.root / "cdi"
+
+    @property
+    def gpu(self) -> Path:
+        return self.root / "gpu"
+
+    @property
+    def logs(self) -> Path:
+        return self.log_dir
+
+    @property
+    def fault_file(self) -> Path:
+        return self.gpu / "fault"
+
+
+def containerd_config(p: NodePaths, *, sandbox_image: str, stream_port: int) -> str:
+    """containerd v2.2 (config version 3) confined to the node's directory. Keys from the pinned
+    binary's `containerd config default` and its docs/cri/config.md."""
+    cri_runtime = 'plugins."io.containerd.cri.v1.runtime"'
+    runc = f"{cri_runtime}.containerd.runtimes.runc"
+    return toml({
+        "": {"version": 3, "root": str(p.containerd / "root"), "state": str(p.containerd / "state"),
+             "temp": str(p.containerd / "tmp")},
+        "grpc": {"address": str(p.socket), "tcp_address": ""},
+        "ttrpc": {"address": f"{p.socket}.ttrpc"},
+        "debug": {"address": ""},
+        "metrics": {"address": ""},
+        'plugins."io.containerd.grpc.v1.cri"': {"disable_tcp_service": True, "stream_server_address": LOOPBACK,
+                                                "stream_server_port": str(stream_port)},
+        cri_runtime: {
+            "enable_cdi": True,
+            "cdi_spec_dirs": [str(p.cdi)],
+            # Network namespaces under <state>/netns, not the host's /var/run/netns.
+            "netns_mounts_under_state_dir": True,
+            # Root here lacks CAP_SYS_RESOURCE (a VM sandbox): lowering oom_score_adj (-998 for every
+            # sandbox) fails runc's init; this clamps it to containerd's own score instead.
+            "restrict_oom_score_adj": True,
+        },
+        f"{cri_runtime}.containerd": {"default_runtime_name": "runc"},
+        runc: {"runtime_type": "io.containerd.runc.v2"},
+        f"{runc}.options": {"BinaryName": RUNC, "Root": str(p.runc_root), "SystemdCgroup": False},
+        f"{cri_runtime}.cni": {"bin_dirs": [CNI_BIN_DIR], "conf_dir": str(p.cni_conf), "max_conf_num": 1},
+        'plugins."io.containerd.cri.v1.images"': {"snapshotter": "overlayfs"},
+        'plugins."io.containerd.cri.v1.images".pinned_images': {"sandbox": sandbox_image},
+        'plugins."io.containerd.cri.v1.images".registry': {"config_path": ""},
+        'plugins."io.containerd.image-verifier.v1.bindir"': {"bin_dir": str(p.containerd / "image-verifier")},
+        'plugins."io.containerd.internal.v1.opt"': {"path": str(p.containerd / "opt")},
+        'plugins."io.containerd.nri.v1.nri"': {"disable": True},
+    })
+
+
+def cni_config(index: int, p: NodePaths) -> dict[str, Any]:
+    """One bridge per node with its own /24 and IPAM state under the node's directory
+    (containernetworking-plugins bridge and host-local; cniVersion 1.0.0 is the newest 1.1.1 knows)."""
+    return {
+        "cniVersion": "1.0.0",
+        "name": f"ck8s-node-{index}",
+        "plugins": [{
+            "type": "bridge",
+            "bridge": bridge_name(index),
+            "isGateway": True,
+            "ipMasq": False,  # the probes need no network (and a NetworkPolicy denies it anyway)
+            "ipam": {"type": "host-local", "ranges": [[{"subnet": pod_subnet(index)}]],
+                     "dataDir": str(p.cni_ipam)},
+        }],
+    }
+
+
+def bridge_name(index: int) -> str:
+    return f"ck8sgpu{index}"
+
+
+def pod_subnet(index: int) -> str:
+    return f"10.244.{100 + index}.0/24"
+
+
+def node_ip(index: int) -> str:
+    """The node's own address, added to `lo`: the kubelet refuses a loopback node IP and one no
+    interface holds (k8s v1.34 pkg/kubelet/nodestatus/setters.go validateNodeIP), and without an
+    address the API server cannot reach it for logs (`no preferred addresses found`). This kernel
+    has no dummy links; an extra address on `lo` is local and reaches no network."""
+    return f"10.250.{index}.1"
+
+
+CGROUP_FS = Path("/sys/fs/cgroup")
+CGROUP_PARENT = "ck8s-gpu-nodes"
+
+
+def cgroup_root(node: str) -> str:
+    """The node's own cgroup subtree (kubelet --cgroup-root): its QoS tiers and pods live below it,
+    so two kubelets never meet in one cgroup and teardown removes exactly this subtree."""
+    return f"/{CGROUP_PARENT}/{node}"
+
+
+def cgroup_hierarchies(fs: Path = CGROUP_FS) -> list[Path]:
+    """Mounted cgroup hierarchies (v1 controllers, the named systemd one, a hybrid's unified)."""
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if " - cgroup" in line]
+    return sorted(Path(m) for m in mounts if Path(m).parent == fs or Path(m) == fs)
+
+
+def kubelet_config(index: int, p: NodePaths, *, port: int, healthz_port: int, cgroups: str) -> dict[str, Any]:
+    """KubeletConfiguration (kubelet.config.k8s.io/v1beta1, k8s v1.34 staging/src/k8s.io/kubelet/config/v1beta1)."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": node_ip(index),
+        "port": port,
+        "readOnlyPort": 0,
+        "healthzBindAddress": LOOPBACK,
+        "healthzPort": healthz_port,
+        # Loopback only, a throwaway cluster: the API server's log and exec calls need no client cert.
+        "authentication": {"anonymous": {"enabled": True}, "webhook": {"enabled": False}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "containerRuntimeEndpoint": f"unix://{p.socket}",
+        "cgroupDriver": "cgroupfs",
+        "cgroupsPerQOS": True,
+        "cgroupRoot": cgroups,
+        "failSwapOn": False,
+        # Each kubelet removes log dirs of pods it does not know: two on one /var/log/pods delete
+        # each other's container logs.
+        "podLogsDir": str(p.root / "pod-logs"),
+        "podCIDR": pod_subnet(index),
+        "resolvConf": "",
+        "maxPods": 16,
+        "serializeImagePulls": False,
+        # Never collect the locally imported images nor evict on a small CI disk.
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%",
+                         "nodefs.inodesFree": "1%"},
+        "protectKernelDefaults": False,
+        "localStorageCapacityIsolation": False,
+        "nodeStatusUpdateFrequency": "4s",
+        "shutdownGracePeriod": "0s",
+    }
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+
+def _start(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as f:
+        f.write(f"\n$ {' '.join(cmd)}\n".encode())
+        f.flush()
+        return subprocess.Popen(list(cmd), stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+def _pids_mentioning(text: str) -> list[int]:
+    """Processes whose command line names `text` (the shims of one containerd, by its socket)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if text.encode() in (d / "cmdline").read_bytes():
+                out.append(int(d.name))
+    return out
+
+
+def _mounts_under(root: Path) -> list[str]:
+    """Mount points at or below `root`, deepest first (/proc/self/mountinfo field 5)."""
+    prefix = str(root).rstrip("/") + "/"
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(prefix) or point == str(root):
+            points.append(point)
+    return sorted(set(points), key=lambda m: (-m.count("/"), m))
+
+
+def _tail(path: Path, lines: int = 12) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
+
+
+# --- one node -----------------------------------------------------------------------------------
+
+
+@dataclass
+class KubeletNode:
+    spec: NodeSpec
+    index: int
+    paths: NodePaths
+    bin_dir: Path
+    kubeconfig: Path
+    containerd: subprocess.Popen[bytes] | None = None
+    kubelet: subprocess.Popen[bytes] | None = None
+    plugin: subprocess.Popen[bytes] | None = None
+    port: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        # containerd finds its shim on PATH; the shim finds runc by the BinaryName option.
+        env["PATH"] = f"{self.bin_dir}{os.pathsep}/usr/sbin{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+        env.pop("KUBECONFIG", None)
+        return env
+
+    def ctr(self, *args: str, check: bool = True, timeout: float = 120) -> str:
+        cmd = [str(self.bin_dir / "ctr"), "--address", str(self.paths.socket), "--namespace", CRI_NAMESPACE, *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self._env())
+        if check and proc.returncode != 0:
+            raise NodeTierError(f"{self.name}: ctr {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def write_configs(self, sandbox_image: str) -> None:
+        p = self.paths
+        for d in (p.containerd, p.runc_root, p.kubelet, p.cni_conf, p.cni_ipam, p.netns, p.cdi, p.gpu / "dev",
+                  p.gpu / "state", p.logs):
+            d.mkdir(parents=True, exist_ok=True)
+        (p.containerd / "config.toml").write_text(
+            containerd_config(p, sandbox_image=sandbox_image, stream_port=free_port()))
+        (p.cni_conf / "10-ck8s-bridge.conflist").write_text(json.dumps(cni_config(self.index, p), indent=2))
+        self.port = free_port()
+        conf = kubelet_config(self.index, p, port=self.port, healthz_port=free_port(),
+                              cgroups=cgroup_root(self.name))
+        (p.kubelet / "config.json").write_text(json.dumps(conf, indent=2))
+        (p.gpu / "devices.json").write_text(json.dumps({"devices": self.spec.devices}, indent=2))
+        p.fault_file.unlink(missing_ok=True)
+
+    def add_address(self) -> None:
+        cmd = ["ip", "addr", "add", f"{node_ip(self.index)}/32", "dev", "lo"]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise NodeTierError(f"{self.name}: {' '.join(cmd)}: {res.stderr.strip()}")
+
+    def has_address(self) -> bool:
+        out = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True,
+                             check=False).stdout
+        return f" {node_ip(self.index)}/32 " in out
+
+    def start_containerd(self) -> None:
+        self.containerd = _start([str(self.bin_dir / "containerd"), "--config",
+                                  str(self.paths.containerd / "config.toml")],
+                                 self.paths.logs / "containerd.log", self._env())
+        _until(f"{self.name}: containerd's socket", lambda: self.paths.socket.exists()
+               and self.ctr("version", check=False).startswith("Client"), 60, self.containerd,
+               self.paths.logs / "containerd.log")
+
+    def import_image(self, archive: Path) -> None:
+        self.ctr("images", "import", "--all-platforms", str(archive))
+
+    def make_cgroups(self) -> None:
+        """The kubelet wants its --cgroup-root to exist in every hierarchy; a v1 cpuset child has
+        no CPUs until told, so it takes its parent's."""
+        for h in cgroup_hierarchies():
+            parent = h
+            for part in cgroup_root(self.name).strip("/").split("/"):
+                child = parent / part
+                child.mkdir(exist_ok=True)
+                for knob in ("cpuset.cpus", "cpuset.mems"):
+                    if (child / knob).exists() and not (child / knob).read_text().strip():
+                        (child / knob).write_text((parent / knob).read_text())
+                parent = child
+
+    def remove_cgroups(self) -> list[str]:
+        """Remove the node's subtree bottom-up (empty once its containers are deleted)."""
+        problems = []
+        for h in cgroup_hierarchies():
+            top = h / cgroup_root(self.name).strip("/")
+            if not top.is_dir():
+                continue
+            for d in [*sorted((d for d in top.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)), top]:
+                try:
+                    d.rmdir()
+                except OSError as exc:
+                    problems.append(f"cgroup {d}: {exc.strerror}")
+            with contextlib.suppress(OSError):
+                top.parent.rmdir()  # the shared parent, once the last node's subtree is gone
+        return problems
+
+    def start_kubelet(self) -> None:
+        labels = {**BASE_LABELS, "kubernetes.io/hostname": self.name, **self.spec.labels}
+        self.kubelet = _start([
+            str(self.bin_dir / "kubelet"),
+            f"--config={self.paths.kubelet / 'config.json'}",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--root-dir={self.paths.kubelet / 'root'}",
+            f"--cert-dir={self.paths.kubelet / 'pki'}",
+            f"--hostname-override={self.name}",
+            f"--node-ip={node_ip(self.index)}",
+            "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
+            "--v=2",
+        ], self.paths.logs / "kubelet.log", self._env())
+
+    def check_kubelet_config(self) -> None:
+        """The kubelet falls back to lenient decoding and ignores a key it does not know
+        (k8s.io/kubernetes pkg/kubelet/kubeletconfig/util/codec): here a misspelt key is an error."""
+        log = self.paths.logs / "kubelet.log"
+        for line in log.read_text(errors="replace").splitlines():
+            if "strict decoding failed" in line:
+                raise NodeTierError(f"{self.name}: the kubelet ignored part of its configuration: {line.strip()}")
+
+    def start_plugin(self) -> None:
+        root = self.paths.kubelet / "root"
+        self.plugin = _start([
+            str(self.bin_dir / "ck8s-gpu-kubelet-plugin"),
+            f"--node-name={self.name}",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--devices-file={self.paths.gpu / 'devices.json'}",
+            f"--plugin-data-dir={root / 'plugins' / DRIVER}",
+            f"--registrar-dir={root / 'plugins_registry'}",
+            f"--cdi-dir={self.paths.cdi}",
+            f"--dev-dir={self.paths.gpu / 'dev'}",
+            f"--nvidia-smi={self.bin_dir / 'ck8s-sim-nvidia-smi'}",
+            f"--state-dir={self.paths.gpu / 'state'}",
+            f"--fault-file={self.paths.fault_file}",
+        ], self.paths.logs / "plugin.log", self._env())
+
+    def stop_plugin(self) -> None:
+        _stop(self.plugin)
+        self.plugin = None
+
+    def set_fault(self, fault: str | None) -> None:
+        if fault is None:
+            self.paths.fault_file.unlink(missing_ok=True)
+            return
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        self.paths.fault_file.write_text(fault + "\n")
+
+    # teardown ---------------------------------------------------------------------------------
+    def down(self) -> list[str]:
+        """Stop everything of this node and remove what its containers left; returns problems."""
+        problems: list[str] = []
+        _stop(self.plugin)
+        _stop(self.kubelet, grace=20)
+        self.plugin = self.kubelet = None
+        # Containers first (their cgroups go with `runc delete`), then the shims and containerd.
+        runc_ns = self.paths.runc_root / CRI_NAMESPACE
+        if runc_ns.is_dir():
+            listed = subprocess.run([RUNC, "--root", str(runc_ns), "list", "-q"], capture_output=True, text=True,
+                                    check=False).stdout.split()
+            for cid in listed:
+                subprocess.run([RUNC, "--root", str(runc_ns), "kill", cid, "KILL"], capture_output=True, check=False)
+                res = subprocess.run([RUNC, "--root", str(runc_ns), "delete", "--force", cid], capture_output=True,
+                                     text=True, check=False)
+                if res.returncode != 0 and "does not exist" not in res.stderr:
+                    problems.append(f"runc delete {cid}: {res.stderr.strip()}")
+        _stop(self.containerd)
+        self.containerd = None
+        for pid in _pids_mentioning(str(self.paths.socket)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for ns in sorted(self.paths.netns.glob("*")) if self.paths.netns.is_dir() else []:
+            subprocess.run(["umount", "-l", str(ns)], capture_output=True, check=False)
+            with contextlib.suppress(OSError):
+                ns.unlink()
+        subprocess.run(["ip", "link", "delete", bridge_name(self.index)], capture_output=True, check=False)
+        subprocess.run(["ip", "addr", "del", f"{node_ip(self.index)}/32", "dev", "lo"], capture_output=True,
+                       check=False)
+        for point in _mounts_under(self.paths.root):
+            res = subprocess.run(["umount", "-l", point], capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                problems.append(f"umount {point}: {res.stderr.strip()}")
+        problems += self.remove_cgroups()
+        return problems
+
+    def leftovers(self) -> list[str]:
+        """What of this node still exists on the host (empty after a clean `down`)."""
+        out = [f"mount {m}" for m in _mounts_under(self.paths.root)]
+        out += [f"process {pid}" for pid in _pids_mentioning(str(self.paths.root))]
+        if Path(f"/sys/class/net/{bridge_name(self.index)}").exists():
+            out.append(f"bridge {bridge_name(self.index)}")
+        if self.has_address():
+            out.append(f"address {node_ip(self.index)} on lo")
+        runc_ns = self.paths.runc_root / CRI_NAMESPACE
+        if runc_ns.is_dir():
+            out += [f"runc container {c.name}" for c in runc_ns.iterdir() if c.is_dir()]
+        out += [f"cgroup {h / cgroup_root(self.name).strip('/')}" for h in cgroup_hierarchies()
+                if (h / cgroup_root(self.name).strip("/")).exists()]
+        return out
+
+
+def _until(what: str, ok: Any, timeout: float, proc: subprocess.Popen[bytes] | None, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise NodeTierError(f"{what}: the process exited with {proc.returncode}; {log}:\n{_tail(log)}")
+        with contextlib.suppress(subprocess.SubprocessError, OSError, NodeTierError, ValueError):
+            if ok():
+                return
+        time.sleep(0.3)
+    raise NodeTierError(f"timed out after {timeout:.0f}s waiting for {what}; {log}:\n{_tail(log)}")
+
+
+# --- the tier -----------------------------------------------------------------------------------
+
+
+@dataclass
+class NodeTier:
+    workdir: Path
+    kubeconfig: Path
+    specs: Sequence[NodeSpec]
+    bin_dir: Path | None = None
+    timeout: float = 120.0
+    nodes: list[KubeletNode] = field(default_factory=list, init=False)
+    probe: probe_image.Image | None = field(default=None, init=False)
+    pause: probe_image.Image | None = field(default=None, init=False)
+    start_seconds: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.workdir = Path(self.workdir).resolve()
+        self.bin_dir = Path(self.bin_dir or tools_bin_dir())
+        root = short_root(self.workdir)
+        self.nodes = [KubeletNode(s, i, NodePaths(root / str(i), self.workdir / s.name / "logs"), self.bin_dir,
+                                  Path(self.kubeconfig)) for i, s in enumerate(self.specs)]
+
+    def kubectl(self, *args: str, check: bool = True) -> str:
+        assert self.bin_dir is not None
+        proc = subprocess.run([str(self.bin_dir / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args],
+                              capture_output=True, text=True, timeout=60, check=False)
+        if check and proc.returncode != 0:
+            raise NodeTierError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def _node_ready(self, name: str) -> bool:
+        node = json.loads(self.kubectl("get", "node", name, "-o", "json"))
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
+
+    def _slice_published(self, name: str) -> bool:
+        slices = json.loads(self.kubectl("get", "resourceslices", "-o", "json"))["items"]
+        return any(s["spec"].get("nodeName") == name and s["spec"].get("driver") == DRIVER
+                   and s["spec"].get("devices") for s in slices)
+
+    def up(self) -> NodeTier:
+        assert self.bin_dir is not None
+        lacking = missing(self.bin_dir)
+        if lacking:
+            raise NodeTierError("the node tier needs: " + "; ".join(lacking))
+        t0 = time.monotonic()
+        self.down()  # an earlier run's leftovers in the same directory
+        try:
+            self.probe, self.pause = probe_image.build(self.workdir / "images")
+            for node in self.nodes:
+                node.write_configs(self.pause.name)
+                node.make_cgroups()
+                node.add_address()
+                node.start_containerd()
+                node.import_image(self.pause.archive)
+                node.import_image(self.probe.archive)
+                node.start_kubelet()
+            for node in self.nodes:
+                _until(f"node {node.name} Ready", lambda n=node.name: self._node_ready(n), self.timeout,
+                       node.kubelet, node.paths.logs / "kubelet.log")
+                node.check_kubelet_config()
+                node.start_plugin()
+            for node in self.nodes:
+                _until(f"{node.name}'s ResourceSlice from the kubelet plugin",
+                       lambda n=node.name: self._slice_published(n), self.timeout, node.plugin,
+                       node.paths.logs / "plugin.log")
+        except BaseException:
+            self.down()
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def down(self) -> list[str]:
+        problems: list[str] = []
+        for node in self.nodes:
+            problems += node.down()
+        if not problems:  # nothing mounted is left under it: the state can go
+            shutil.rmtree(short_root(Path(self.workdir)), ignore_errors=True)
+        return problems
+
+    def leftovers(self) -> list[str]:
+        return [f"{n.name}: {item}" for n in self.nodes for item in n.leftovers()]
+
+    def node(self, name: str) -> KubeletNode:
+        return next(n for n in self.nodes if n.name == name)
+
+    def remove_probe_image(self) -> None:
+        """Negative test: the probe image is absent (and no registry answers for it)."""
+        assert self.probe is not None
+        for node in self.nodes:  # both names the import made (tools/probe_image.py)
+            node.ctr("images", "remove", "--sync", self.probe.name, self.probe.by_digest)
+
+    def restore_probe_image(self) -> None:
+        assert self.probe is not None
+        for node in self.nodes:
+            node.import_image(self.probe.archive)
+
+    def __enter__(self) -> NodeTier:
+        return self.up()
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+
+@contextlib.contextmanager
+def fault(node: KubeletNode, kind: str) -> Iterator[None]:
+    node.set_fault(kind)
+    try:
+        yield
+    finally:
+        node.set_fault(None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - manual use
+    import argparse
+
+    ap = argparse.ArgumentParser(description="real kubelet nodes for a tools/localcluster.py cluster")
+    ap.add_argument("--dir", type=Path, required=True)
+    ap.add_argument("--kubeconfig", type=Path, required=True)
+    ap.add_argument("--nodes", type=int, default=2)
+    args = ap.parse_args(argv)
+    import dra_publisher
+
+    specs = [NodeSpec(f"gpu-kubelet-{i}", dra_publisher.resource_slice_manifest(f"gpu-kubelet-{i}", 1)["spec"]
+                      ["devices"]) for i in range(args.nodes)]
+    tier = NodeTier(args.dir, args.kubeconfig, specs).up()
+    print(f"node tier up in {tier.start_seconds:.1f}s; probe image {tier.probe.reference if tier.probe else ''}")
+    print("Ctrl-C to stop")
+    with contextlib.suppress(KeyboardInterrupt):
+        signal.pause()
+    print("\n".join(tier.down()) or "down")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
