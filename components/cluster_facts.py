@@ -30,6 +30,7 @@ class ClusterFacts:
     simulated_gpus: bool  # kind / local: GPUs are published by a simulated driver
     has_kubelet: bool  # false on KWOK nodes: no container ever runs, in-container checks skip
     pools: tuple[GpuPoolFacts, ...]
+    gpu_view: str = "nvidia-smi"  # what the probe reads: nvidia-smi, or env (fake-gpu-operator)
 
 
 def cluster_facts(settings: Settings) -> ClusterFacts:
@@ -46,6 +47,7 @@ def cluster_facts(settings: Settings) -> ClusterFacts:
         track=settings.kubernetes.track,
         kubernetes_minor=pins.track(settings.kubernetes.track).minor,
         simulated_gpus=settings.traits.simulated_gpus,
-        has_kubelet=settings.traits.has_kubelet,
+        has_kubelet=settings.has_kubelet,
         pools=tuple(pools),
+        gpu_view=settings.traits.gpu_view,
     )

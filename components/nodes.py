@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from components.labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
 from components.settings.model import Settings
 
 
@@ -21,6 +21,12 @@ def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
     elif settings.gpu_stack.allocation == "dra":
         labels[DRA_NODE_LABEL] = "true"
     return labels
+
+
+def pool_label(settings: Settings) -> str:
+    """The node label whose value names a GPU node's pool: the simulated driver's on kind and local
+    (gpu_node_labels), the pool tag's key on AWS (components/aws/userdata.py pool_labels)."""
+    return SIMULATED_POOL_LABEL if settings.traits.simulated_gpus else POOL_TAG
 
 
 def gpu_tolerations(settings: Settings) -> list[dict[str, Any]]:

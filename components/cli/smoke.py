@@ -102,9 +102,10 @@ def _facts(settings: Any, from_stack: bool, args: argparse.Namespace, minor: int
     if from_stack:
         facts = cluster_facts(settings)
         return replace(facts, kubernetes_minor=minor, simulated_gpus=facts.simulated_gpus or args.simulated,
-                       has_kubelet=facts.has_kubelet and not args.no_kubelet)
+                       has_kubelet=facts.has_kubelet and not args.no_kubelet,
+                       gpu_view="env" if args.simulated else facts.gpu_view)
     return ClusterFacts(platform="existing", track="", kubernetes_minor=minor, simulated_gpus=args.simulated,
-                        has_kubelet=not args.no_kubelet, pools=())
+                        has_kubelet=not args.no_kubelet, pools=(), gpu_view="env" if args.simulated else "nvidia-smi")
 
 
 def _minor(version: str) -> int:

@@ -38,11 +38,18 @@ def provided_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:
     return (mirrored_pool(settings),) if settings.platform == "kind" else settings.node_pools
 
 
-def gpus_provided(settings: Settings) -> int:
+def smoke_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:
+    """The pools the smoke pods may run on: smokeTest.pool's alone, else every provided pool."""
+    pools = provided_pools(settings)
+    wanted = settings.smoke_test.pool
+    return pools if wanted is None else tuple(p for p in pools if p.name == wanted)
+
+
+def gpus_provided(settings: Settings, pools: tuple[NodePoolSettings, ...] | None = None) -> int:
     """GPUs the stack provides at its desired size (what the smoke test can count on). The one
     count: the settings rules, the kind platform and the add-ons all ask this."""
     total = 0
-    for pool in provided_pools(settings):
+    for pool in provided_pools(settings) if pools is None else pools:
         facts = pool_gpus(pool)
         if facts is not None:
             total += facts.count * pool.desired_size

@@ -30,6 +30,11 @@ Scheduler = Literal["kai", "default"]
 ClusterCapability = Literal["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+# An image reference pinned by digest: [host[:port]/]path:tag@sha256:<hex> (distribution/reference
+# grammar: path components, tag, canonical digest), e.g. ck8s-gpu.local/smoke-probe:1a2b@sha256:...
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+IMAGE_BY_DIGEST = (rf"^{_PATH_PART}(?::[0-9]+)?(?:/{_PATH_PART})*:[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}"
+                   r"@sha256:[0-9a-f]{64}$")
 
 
 class _Model(BaseModel):
@@ -237,6 +242,16 @@ class SmokeTestSettings(_Model):
     # for a mirror that needs credentials. Not created here: the namespace must hold them when the
     # Jobs start (a secret replicator, or `kubectl create secret docker-registry` after the first up).
     image_pull_secrets: tuple[str, ...] = Field(default=(), max_length=8)
+    # The probe image instead of the pinned one (components/pins.py), pinned by digest like every
+    # image: `<repository>:<tag>@sha256:<64 hex>`. CI's node tier imports a locally built image.
+    image: str | None = Field(default=None, pattern=IMAGE_BY_DIGEST)
+    # Run the pods on this GPU pool's nodes only (a nodeSelector on the pool label); null: any GPU
+    # node. On `local` with kubelet pools it defaults to the first of them (KWOK nodes run nothing).
+    pool: str | None = Field(default=None, pattern=DNS_LABEL)
+    # A pod held this long at one failing hop (its claim not prepared, its image not pulled, its
+    # container refused by the runtime) ends the run at once, naming the hop, instead of waiting
+    # out timeoutSeconds. Short blips (a plugin restarting) recover well within the default.
+    stuck_seconds: int = Field(default=120, ge=5, le=3600)
 
     @model_validator(mode="after")
     def _mig_from_profile(self) -> SmokeTestSettings:
@@ -285,6 +300,12 @@ class BackupSettings(_Model):
     restore_from: RestoreSource | None = None
 
 
+class LocalSettings(_Model):
+    # Pools whose nodes run a real kubelet, containerd and the simulated NVIDIA DRA kubelet plugin
+    # (tools/nodetier.py, CI's node tier); the other pools are KWOK nodes, where no container runs.
+    kubelet_pools: tuple[str, ...] = Field(default=(), max_length=8)
+
+
 class KindSettings(_Model):
     # The AWS pool whose GPUs the simulated nodes mirror (instance type from this stack's pools).
     mirror_pool: str | None = None
@@ -314,6 +335,7 @@ class Settings(_Model):
     protection: ProtectionSettings = ProtectionSettings()
     backup: BackupSettings | None = None
     kind: KindSettings = KindSettings()
+    local: LocalSettings = LocalSettings()
 
     @model_validator(mode="after")
     def _derived_defaults(self) -> Settings:
@@ -324,11 +346,20 @@ class Settings(_Model):
         if "scheduler" not in self.smoke_test.model_fields_set and self.platform == "local":
             # local installs no internet chart, KAI included: the real kube-scheduler allocates there.
             object.__setattr__(self, "smoke_test", self.smoke_test.model_copy(update={"scheduler": "default"}))
+        if self.smoke_test.pool is None and self.local.kubelet_pools:
+            # Only the kubelet pools run containers: the in-container checks need the pods there.
+            pool = self.local.kubelet_pools[0]
+            object.__setattr__(self, "smoke_test", self.smoke_test.model_copy(update={"pool": pool}))
         return self
 
     @property
     def traits(self) -> PlatformTraits:
         return TRAITS[self.platform]
+
+    @property
+    def has_kubelet(self) -> bool:
+        """Whether containers really run on the GPU nodes (KWOK nodes run none)."""
+        return self.traits.has_kubelet or bool(self.local.kubelet_pools)
 
     @property
     def is_production(self) -> bool:

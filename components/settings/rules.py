@@ -12,7 +12,15 @@ from urllib.parse import urlsplit
 from components import pins
 from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
-from components.settings.facts import dra_enabled_by_track, gpus_provided, mirrored_pool, nested, pool_gpus, truthy
+from components.settings.facts import (
+    dra_enabled_by_track,
+    gpus_provided,
+    mirrored_pool,
+    nested,
+    pool_gpus,
+    smoke_pools,
+    truthy,
+)
 from components.settings.model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
@@ -401,11 +409,14 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     needed = t.gpus
     known = all(pool_gpus(p) is not None for p in s.node_pools)  # unknown pools are reported already
     mirror_ok = s.platform != "kind" or s.kind.mirror_pool in (None, *(p.name for p in s.node_pools))
-    available = gpus_provided(s) if known and mirror_ok else 0
+    available = gpus_provided(s, smoke_pools(s)) if known and mirror_ok else 0
     if t.whole_gpu and known and mirror_ok and needed > available:
         if s.platform == "kind":
             yield (f"{path}.gpus", f"needs {needed} GPUs but kind simulates only pool '{mirrored_pool(s).name}' "
                                    f"({available} GPUs); set settings.kind.mirrorPool or lower the count")
+        elif t.pool is not None:
+            yield (f"{path}.gpus", f"needs {needed} GPUs but pool '{t.pool}' (smokeTest.pool) provides {available} "
+                                   "at its desired size")
         else:
             yield (f"{path}.gpus", f"needs {needed} GPUs but the node pools provide {available} at their desired size")
     # Whether KAI is there (installed here or declared present) is the add-on graph's rule.
@@ -446,8 +457,9 @@ SHARING_UNSUPPORTED = {
     "kind": "kind's fake-gpu-operator (v0.2.0) decodes opaque configs as gpu.resource.example.com/v1alpha1 only: "
             "it fails to prepare a claim carrying NVIDIA's resource.nvidia.com/v1beta1 GpuConfig, so the pods "
             "never start",
-    "local": "local's KWOK nodes run no kubelet plugin: nothing reads the GpuConfig, so the case would pass "
-             "without sharing anything",
+    "local": "local's nodes run no NVIDIA kubelet plugin (KWOK nodes none at all, kubelet pools the simulated "
+             "one of tools/mod/simgpu, which applies no sharing): nothing would act on the GpuConfig, so the case "
+             "would pass without sharing anything",
 }
 # A MIG profile as the NVIDIA DRA driver publishes it (attribute `profile`): go-nvlib's
 # MigProfileInfo.String(), vendored by kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (764900e,
@@ -536,6 +548,38 @@ def _mig(s: Settings) -> Iterator[Problem]:
         yield f"{ROOT}.gpuStack.migStrategy", "no node pool has MIG-capable GPUs (A100, H100, H200, B200)"
 
 
+def _smoke_pool(s: Settings) -> Iterator[Problem]:
+    """smokeTest.pool names a pool whose nodes the program labels, and one that runs containers."""
+    pool, names = s.smoke_test.pool, [p.name for p in s.node_pools]
+    path = f"{ROOT}.smokeTest.pool"
+    if pool is None or not s.smoke_test.enabled:
+        return
+    if not s.traits.knows_node_pools:
+        yield path, (f"the {s.platform} platform does not label its nodes by pool: select the GPU nodes with "
+                     "smokeTest.productNamePattern instead")
+    elif pool not in names:
+        yield path, f"'{pool}' is not a node pool ({', '.join(names)})"
+    elif s.local.kubelet_pools and pool not in s.local.kubelet_pools:
+        yield path, (f"'{pool}' is a KWOK pool: no container runs there, so the in-container checks could never "
+                     f"pass; pick a kubelet pool ({', '.join(s.local.kubelet_pools)})")
+
+
+def _local(s: Settings) -> Iterator[Problem]:
+    pools, names = s.local.kubelet_pools, [p.name for p in s.node_pools]
+    path = f"{ROOT}.local.kubeletPools"
+    if not pools:
+        return
+    if s.platform != "local":
+        yield path, (f"only the local platform runs kubelet nodes of its own (tools/nodetier.py); on {s.platform} "
+                     "every node's kubelet is the platform's")
+        return
+    for i, pool in enumerate(pools):
+        if pool not in names:
+            yield f"{path}[{i}]", f"'{cut(pool)}' is not a node pool ({', '.join(names)})"
+        elif pools.index(pool) != i:
+            yield f"{path}[{i}]", f"'{pool}' is listed twice"
+
+
 def _platform(s: Settings) -> Iterator[Problem]:
     names = [p.name for p in s.node_pools]
     if s.kind.mirror_pool is not None and s.kind.mirror_pool not in names:
@@ -553,7 +597,7 @@ def _platform(s: Settings) -> Iterator[Problem]:
 # components/validate.py, which runs these first: `validate()` is the one gate.
 RULES: tuple[Rule, ...] = (
     _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _dra_gate, _driver,
-    _addon_versions, _addon_repositories, _queues, _smoke, _mig, _platform,
+    _addon_versions, _addon_repositories, _queues, _smoke, _smoke_pool, _mig, _platform, _local,
 )
 
 

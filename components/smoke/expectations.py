@@ -168,6 +168,6 @@ def expectations_for(
         pools=pool_expectations(settings, facts) if pools_known else None,
         cases=case_expectations(settings, release=release, run_id=run_id),
         in_container=facts.has_kubelet,
-        probe_expect="env" if facts.simulated_gpus else "nvidia-smi",
+        probe_expect=facts.gpu_view,
         dcgm=dcgm,
     )

@@ -17,6 +17,9 @@ NEXT_STEP: dict[str, str] = {
                  "with GPU quota (kubectl get queues)",
     "claim-node": "kubectl -n {ns} get resourceclaims,pods -o wide: a pod ran on another node than its "
                   "allocated device: a scheduler or DRA driver bug worth a report",
+    "pods-started": "kubectl -n {ns} describe pods (events FailedPrepareDynamicResources, ErrImagePull, "
+                    "CreateContainerError) and the DRA kubelet plugin's log on that node: is it registered "
+                    "(kubelet plugins_registry) and does its CDI spec load?",
     "container-device": "kubectl -n {ns} describe pods and the kubelet log: NodePrepareResources writes the "
                         "CDI spec (/var/run/cdi) that containerd injects into the container",
     "distinct-gpus": "two pods hold one GPU: a device plugin and the DRA driver both advertise the node's GPUs "

@@ -28,6 +28,7 @@ class SmokePlan:
     expectations: Expectations
     timeout_seconds: int
     slice_wait_seconds: int
+    stuck_seconds: int = 120
 
     @property
     def run_id(self) -> str:
@@ -41,6 +42,7 @@ class SmokePlan:
             "runId": self.run_id,
             "timeoutSeconds": self.timeout_seconds,
             "sliceWaitSeconds": self.slice_wait_seconds,
+            "stuckSeconds": self.stuck_seconds,
             "expectations": self.expectations.to_dict(),
         }
 
@@ -69,4 +71,5 @@ def smoke_plan(
         facts.kubernetes_minor), pools_known=pools_known, dcgm=dcgm)
     return SmokePlan(release=release, namespace=t.namespace, values=values, expectations=exp,
                      timeout_seconds=t.timeout_seconds,
-                     slice_wait_seconds=max(30, t.timeout_seconds // SLICE_WAIT_SHARE))
+                     slice_wait_seconds=max(30, t.timeout_seconds // SLICE_WAIT_SHARE),
+                     stuck_seconds=t.stuck_seconds)

@@ -24,7 +24,7 @@ from components.smoke.expectations import (
     Expectations,
 )
 from components.smoke.gateway import Gateway, KubeError, Obj
-from components.smoke.snapshot import condition, name, slice_devices
+from components.smoke.snapshot import condition, events_for, name, slice_devices, start_failure
 from components.smoke.verifier import verify
 
 JOB_API = "batch/v1"
@@ -33,6 +33,7 @@ STARTED = ("Running", "Succeeded", "Failed")
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 RESET_WAIT_SECONDS = 120
+DEFAULT_STUCK_SECONDS = 120  # settings.smokeTest.stuckSeconds' default
 
 
 class Clock(Protocol):
@@ -72,12 +73,15 @@ class RunSpec:
     timeout_seconds: int
     slice_wait_seconds: int
     expectations: Expectations
+    stuck_seconds: int = DEFAULT_STUCK_SECONDS
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSpec:
+        # stuckSeconds is absent from specs recorded before it existed: the settings' default.
         return cls(release=d["release"], namespace=d["namespace"], run_id=d["runId"],
                    timeout_seconds=int(d["timeoutSeconds"]), slice_wait_seconds=int(d["sliceWaitSeconds"]),
-                   expectations=Expectations.from_dict(d["expectations"]))
+                   expectations=Expectations.from_dict(d["expectations"]),
+                   stuck_seconds=int(d.get("stuckSeconds", DEFAULT_STUCK_SECONDS)))
 
 
 @dataclass
@@ -219,7 +223,34 @@ class Runner:
             done = job_state(self.gw.get(JOB_API, "Job", case.job, ns)) in ("Complete", "Failed")
             return done or len(started) >= case.pods
 
-        held = self._wait(f"{case.job} pods to start", self.deadline, all_holding)
+        first_seen: dict[str, float] = {}  # pod -> when its current start failure was first seen
+        stuck: list[str] = []
+
+        def gave_up() -> bool:
+            """A pod held at one failing hop for stuckSeconds: waiting longer only delays the verdict."""
+            pending = [p for p in self.pods_of(case)
+                       if p.get("spec", {}).get("nodeName") and p.get("status", {}).get("phase") not in STARTED]
+            if not pending:
+                return False
+            events = self.gw.list("v1", "Event", ns)[0]
+            now = self.clock.monotonic()
+            for pod in pending:
+                why = start_failure(pod, events_for(events, "Pod", name(pod)))
+                if not why:
+                    first_seen.pop(name(pod), None)
+                    continue
+                since = first_seen.setdefault(name(pod), now)
+                if now - since >= self.spec.stuck_seconds:
+                    stuck.append(f"pod {name(pod)}: {why}")
+            return bool(stuck)
+
+        held = self._wait(f"{case.job} pods to start", self.deadline, lambda: all_holding() or gave_up())
+        if stuck:
+            self.say(case.case, f"gave up after {self.spec.stuck_seconds}s at a failing hop: " + "; ".join(stuck))
+            self.recorder.sync()
+            self.phases.append({"case": case.case, "job": case.job, "state": "stuck",
+                                "seconds": round(self.clock.monotonic() - t, 1)})
+            return "stuck"
         # Every pod holds its claim now: record the allocations before anything is released.
         self.recorder.sync()
         for pod in self.pods_of(case):
@@ -258,7 +289,7 @@ class Runner:
                     self.say(case.case, f"not started: the {self.timeout_seconds}s budget is spent")
                     self.phases.append({"case": case.case, "job": case.job, "state": "not started", "seconds": 0})
                     continue
-                if self.run_case(case) == "timeout":
+                if self.run_case(case) in ("timeout", "stuck"):
                     break
             snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s))
         finally:

@@ -159,3 +159,45 @@ def condition(obj: Obj, kind: str) -> Obj | None:
         if c.get("type") == kind:
             return dict(c)
     return None
+
+
+# Why a pod's containers did not start, hop by hop, as the kubelet reports it (k8s v1.34.4):
+# pod events pkg/kubelet/events/event.go; container waiting reasons pkg/kubelet/images/types.go,
+# pkg/kubelet/kuberuntime/kuberuntime_container.go and pkg/kubelet/container/sync_result.go.
+START_EVENT_HOPS = {
+    "FailedPrepareDynamicResources": "claim prepare (kubelet -> DRA kubelet plugin NodePrepareResources)",
+    "FailedCreatePodSandBox": "pod sandbox (container runtime, CNI)",
+    "FailedMount": "volume mount",
+}
+START_WAITING_HOPS = {
+    "ErrImagePull": "image pull",
+    "ImagePullBackOff": "image pull",
+    "ErrImageNeverPull": "image pull",
+    "InvalidImageName": "image pull",
+    "ImageInspectError": "image pull",
+    "CreateContainerError": "container create (runtime, CDI devices)",
+    "CreateContainerConfigError": "container config",
+    "RunContainerError": "container start (runtime)",
+    "CreatePodSandboxError": "pod sandbox (container runtime, CNI)",
+}
+
+
+def start_failure(pod: Obj, events: list[Obj]) -> str:
+    """The hop that keeps a scheduled pod's containers from starting, with the kubelet's words;
+    "" when its containers started (or nothing failed yet). Waiting reasons beat events: they are
+    the current state, an event may be an old retry that later succeeded."""
+    for cs in pod.get("status", {}).get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        hop = START_WAITING_HOPS.get(str(waiting.get("reason", "")))
+        if hop:
+            return f"{hop}: container {cs.get('name')} {waiting.get('reason')}: {waiting.get('message', '')}".rstrip(
+                ": ")
+    started = any(set(cs.get("state") or {}) & {"running", "terminated"}
+                  for cs in pod.get("status", {}).get("containerStatuses") or [])
+    if started or pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
+        return ""
+    for reason, hop in START_EVENT_HOPS.items():
+        msg = event_message(events, reason)
+        if msg:
+            return f"{hop}: {msg}"
+    return ""

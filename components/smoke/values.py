@@ -10,6 +10,7 @@ from typing import Any
 from components import pins
 from components.charts import chart_dir
 from components.cluster_facts import ClusterFacts
+from components.nodes import pool_label
 from components.settings.model import Settings, SmokeTestSettings
 from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES, SHARING_STRATEGIES
 
@@ -50,6 +51,21 @@ def image_values(pin: pins.ImagePin, registry: str | None = None) -> dict[str, A
     }
 
 
+def probe_image(t: SmokeTestSettings, pinned: pins.ImagePin) -> pins.ImagePin:
+    """smokeTest.image (`<repository>:<tag>@sha256:<hex>`, syntax checked by the settings) or the pin."""
+    if t.image is None:
+        return pinned
+    ref, _, digest = t.image.partition("@")
+    repository, _, tag = ref.rpartition(":")
+    return pins.ImagePin(repository, tag, digest)
+
+
+def node_selector(settings: Settings) -> dict[str, str]:
+    """smokeTest.pool as a nodeSelector on the pool label; {}: any GPU node."""
+    pool = settings.smoke_test.pool
+    return {pool_label(settings): pool} if pool is not None else {}
+
+
 def tolerations(settings: Settings) -> list[dict[str, str]]:
     """Tolerate every GPU pool taint (by key and effect), so the pods reach the GPU nodes."""
     seen: dict[tuple[str, str], dict[str, str]] = {}
@@ -85,7 +101,7 @@ def chart_values(
     kai = t.scheduler == "kai"
     return {
         "runId": run_id,
-        "image": image_values(image, t.registry),
+        "image": image_values(probe_image(t, image), t.registry),
         "imagePullSecrets": [{"name": n} for n in t.image_pull_secrets],
         "resourceApi": resource_api(facts.kubernetes_minor),
         "deviceClassName": t.device_class,
@@ -98,7 +114,7 @@ def chart_values(
         "gpus": t.gpus,
         "scheduler": {"name": SCHEDULER_NAMES[t.scheduler], "queue": t.queue if kai else ""},
         "probe": {
-            "expect": "env" if facts.simulated_gpus else "nvidia-smi",
+            "expect": facts.gpu_view,
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
         },
         "barrier": {"enabled": True, "timeoutSeconds": t.timeout_seconds},
@@ -107,7 +123,7 @@ def chart_values(
         "activeDeadlineSeconds": t.timeout_seconds + JOB_DEADLINE_GRACE_SECONDS,
         "suspend": True,
         "tolerations": tolerations(settings),
-        "nodeSelector": {},
+        "nodeSelector": node_selector(settings),
         "networkPolicy": {"enabled": True},
         "cases": {
             "wholeGpu": t.whole_gpu,

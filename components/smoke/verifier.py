@@ -43,6 +43,7 @@ from components.smoke.snapshot import (
     pod_claim_name,
     reporter,
     slice_devices,
+    start_failure,
 )
 from components.smoke.snapshot import (
     Snapshot as Snapshot,  # re-exported: callers build snapshots next to verify()
@@ -377,6 +378,33 @@ def check_claim_node(v: _View) -> CheckResult:
                            "no scheduled pod with an allocated claim to compare")
     return _outcome("claim-node", "node placement", problems,
                     f"{compared} allocation(s) on the node their pod ran on")
+
+
+def check_pods_started(v: _View) -> CheckResult:
+    """Each scheduled pod's containers started: its claim was prepared by the DRA kubelet plugin,
+    its sandbox made, its image there, the runtime took its CDI devices. Names the first hop that
+    failed, in the kubelet's words."""
+    check, hop = "pods-started", "kubelet"
+    if not v.exp.in_container:
+        return CheckResult(check, hop, SKIPPED, NO_KUBELET)
+    problems, started = [], 0
+    for _case, pod in v.pods():
+        node = pod.get("spec", {}).get("nodeName")
+        if not node:
+            continue  # not scheduled: claim-node and jobs-complete say why
+        why = start_failure(pod, v.pod_events(pod))
+        if why:
+            problems.append(f"pod {name(pod)} on {node}: {why}")
+        elif any(set(cs.get("state") or {}) & {"running", "terminated"}
+                 for cs in pod.get("status", {}).get("containerStatuses") or []):
+            started += 1
+        else:
+            problems.append(f"pod {name(pod)} on {node}: containers not started "
+                            f"({pod.get('status', {}).get('phase', 'Unknown')}), no failure reported yet")
+    if not started and not problems:
+        problems.append("no scheduled pod to look at")
+    return _outcome(check, hop, problems, f"{started} pod(s) started: claims prepared, images present, "
+                                          "containers created with their CDI devices")
 
 
 def _observed(out: probe.ProbeOutput, mode: str) -> set[str]:
@@ -812,6 +840,7 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
     check_claims,
     check_scheduler,
     check_claim_node,
+    check_pods_started,
     check_container_device,
     check_distinct,
     check_jobs,
@@ -824,10 +853,11 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
 )
 
 
-CHECK_NAMES = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "container-device",
-               "distinct-gpus", "jobs-complete", "case-shared-claim", "case-named-claim", "case-gang",
-               "case-mig", "gpu-sharing", "dcgm-metrics")
-HOPS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "scheduler", "node placement", "kubelet/CDI", "allocation",
+CHECK_NAMES = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
+               "container-device", "distinct-gpus", "jobs-complete", "case-shared-claim", "case-named-claim",
+               "case-gang", "case-mig", "gpu-sharing", "dcgm-metrics")
+HOPS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "scheduler", "node placement", "kubelet", "kubelet/CDI",
+        "allocation",
         "Job", "shared claim", "named claim", "gang", "MIG", "GPU sharing", "DCGM exporter")
 
 

@@ -30,6 +30,9 @@ class FakeCluster:
     fail_pods: bool = False  # containers exit 1
     wrong_uuid: bool = False  # containers print another GPU's UUID
     unreachable: bool = False
+    # A hop after scheduling that never succeeds (the kubelet's words): pods stay Pending on their node.
+    prepare_error: str = ""  # event FailedPrepareDynamicResources with this message
+    waiting: tuple[str, str] | None = None  # containers waiting (reason, message), e.g. ErrImagePull
     objects: dict[Key, Obj] = field(default_factory=dict)
     events_log: list[tuple[int, str, Obj]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
@@ -231,6 +234,22 @@ class FakeCluster:
         self._bind(pod, node, gpu)
 
     def _run(self, pod: Obj) -> None:
+        if self.kubelet and (self.prepare_error or self.waiting):
+            ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            if self.prepare_error:
+                self._put({"apiVersion": "v1", "kind": "Event", "type": "Warning",
+                           "reason": "FailedPrepareDynamicResources",
+                           "metadata": {"name": f"{pname}.prep", "namespace": ns},
+                           "involvedObject": {"kind": "Pod", "name": pname}, "source": {"component": "kubelet"},
+                           "message": self.prepare_error})
+            else:
+                assert self.waiting is not None
+                pod["status"]["containerStatuses"] = [
+                    {"name": ctr["name"], "state": {"waiting": {"reason": self.waiting[0],
+                                                                "message": self.waiting[1]}}}
+                    for ctr in pod["spec"]["containers"]]
+            self._put(pod, "MODIFIED")
+            return
         if self.kubelet:
             pod["status"]["phase"] = "Running"
             pod["status"]["containerStatuses"] = [{"name": ctr["name"], "state": {"running": {}}}

@@ -269,3 +269,49 @@ def test_the_named_claim_case_on_kwok_nodes_passes_without_overlap() -> None:
     report, _ = smoke(cluster, plan)
     assert report["results"]["summary"]["failed"] == 0, {t["name"]: t["message"] for t in report["results"]["tests"]}
     assert message(report, "case-named-claim").endswith("pods' view not checked: no kubelet on simulated nodes")
+
+
+# --- a hop after scheduling that never succeeds ends the run after stuckSeconds ------------------
+
+
+@pytest.mark.parametrize(("fault", "hop"), [
+    ({"prepare_error": "prepare dynamic resources: DRA driver gpu.nvidia.com is not registered"},
+     "claim prepare (kubelet -> DRA kubelet plugin NodePrepareResources): prepare dynamic resources: DRA driver "
+     "gpu.nvidia.com is not registered"),
+    ({"waiting": ("ErrImagePull", "failed to resolve image")},
+     "image pull: container probe ErrImagePull: failed to resolve image"),
+    ({"waiting": ("CreateContainerError", "CDI device injection failed: unresolvable CDI devices")},
+     "container create (runtime, CDI devices): container probe CreateContainerError: CDI device injection failed"),
+])
+def test_a_pod_stuck_at_a_failing_hop_ends_the_run_naming_the_hop(fault: dict[str, Any], hop: str) -> None:
+    cluster = FakeCluster(gpus_per_node=4, **fault)
+    plan = sf.plan(sf.AWS, stuckSeconds=30, timeoutSeconds=900)
+    deploy(cluster, plan)
+    clock = FakeClock(cluster)
+    t0 = clock.monotonic()
+    outcome = run_smoke(cluster, RunSpec.from_dict(plan.spec()), clock=clock, poll_seconds=1.0)
+    report = outcome.report
+    assert not outcome.passed
+    assert statuses(report)["pods-started"] == "failed"
+    assert hop in message(report, "pods-started"), message(report, "pods-started")
+    assert [p["state"] for p in report["results"]["extra"]["phases"]] == ["stuck"]
+    # Given up after stuckSeconds, not after the 900 s budget.
+    assert clock.monotonic() - t0 < 60, clock.monotonic() - t0
+
+
+def test_without_a_failing_hop_the_run_waits_out_its_budget() -> None:
+    """Pods that simply have not started yet (no failure reported) are not stuck."""
+    cluster = FakeCluster(gpus_per_node=4, schedulable=False)
+    plan = sf.plan(sf.AWS, stuckSeconds=5, timeoutSeconds=60)
+    deploy(cluster, plan)
+    clock = FakeClock(cluster)
+    t0 = clock.monotonic()
+    outcome = run_smoke(cluster, RunSpec.from_dict(plan.spec()), clock=clock, poll_seconds=1.0)
+    assert [p["state"] for p in outcome.report["results"]["extra"]["phases"]] == ["timeout"]
+    assert clock.monotonic() - t0 >= 60
+
+
+def test_a_spec_recorded_before_stuck_seconds_existed_reads_the_default() -> None:
+    spec = sf.plan(sf.AWS).spec()
+    spec.pop("stuckSeconds")
+    assert RunSpec.from_dict(spec).stuck_seconds == 120

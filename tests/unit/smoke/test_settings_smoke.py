@@ -181,7 +181,7 @@ def test_sharing_without_a_shared_case_is_refused() -> None:
 
 @pytest.mark.parametrize(("platform", "fragment"), [
     ("kind", "decodes opaque configs as gpu.resource.example.com/v1alpha1 only"),
-    ("local", "nothing reads the GpuConfig"),
+    ("local", "nothing would act on the GpuConfig"),
 ])
 def test_sharing_where_the_simulated_driver_cannot_apply_it_is_refused(platform: str, fragment: str) -> None:
     raw = with_smoke({"platform": platform, "nodePools": [{"name": "gpu", "instanceType": "g6.12xlarge", "minSize": 1,
