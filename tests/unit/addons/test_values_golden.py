@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 GOLDEN_DIR = Path("addon-values")
 # Stacks that install no third-party chart (the local tier runs only the smoke test's own chart).
-NO_THIRD_PARTY = {"local"}
+NO_THIRD_PARTY = {"local", "local-kubelet"}
 # Charts whose whole `values` the engine marks secret because one part is a secret Output merged in:
 # velero gets its AWS credentials from BackupTarget. The golden shows the rest and masks these paths;
 # a chart not listed here whose values are secret shows as [secret] as a whole.

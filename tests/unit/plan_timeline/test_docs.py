@@ -20,7 +20,7 @@ def test_benchmarks_section_is_up_to_date() -> None:
 
 def test_every_committed_stack_is_in_the_section() -> None:
     text = current_section(BENCHMARKS.read_text())
-    assert committed_stacks() == ["aws-dev", "aws-prod", "existing", "kind", "local"]
+    assert committed_stacks() == ["aws-dev", "aws-prod", "existing", "kind", "local", "local-kubelet"]
     for stack in committed_stacks():
         assert f"| `{stack}` | " in text
 
