@@ -125,9 +125,6 @@ class NodePaths:
     root: Path
     log_dir: Path
 
-    def __getattr__(self, item: str) -> Path:  # pragma: no cover - typos fail loudly
-        raise AttributeError(item)
-
     @property
     def containerd(self) -> Path:
         return self.root / "containerd"
@@ -594,11 +591,11 @@ class NodeTier:
             raise NodeTierError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
         return proc.stdout
 
-    def _node_ready(self, name: str) -> bool:
+    def node_ready(self, name: str) -> bool:
         node = json.loads(self.kubectl("get", "node", name, "-o", "json"))
         return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
 
-    def _slice_published(self, name: str) -> bool:
+    def slice_published(self, name: str) -> bool:
         slices = json.loads(self.kubectl("get", "resourceslices", "-o", "json"))["items"]
         return any(s["spec"].get("nodeName") == name and s["spec"].get("driver") == DRIVER
                    and s["spec"].get("devices") for s in slices)
@@ -621,13 +618,13 @@ class NodeTier:
                 node.import_image(self.probe.archive)
                 node.start_kubelet()
             for node in self.nodes:
-                _until(f"node {node.name} Ready", lambda n=node.name: self._node_ready(n), self.timeout,
+                _until(f"node {node.name} Ready", lambda n=node.name: self.node_ready(n), self.timeout,
                        node.kubelet, node.paths.logs / "kubelet.log")
                 node.check_kubelet_config()
                 node.start_plugin()
             for node in self.nodes:
                 _until(f"{node.name}'s ResourceSlice from the kubelet plugin",
-                       lambda n=node.name: self._slice_published(n), self.timeout, node.plugin,
+                       lambda n=node.name: self.slice_published(n), self.timeout, node.plugin,
                        node.paths.logs / "plugin.log")
         except BaseException:
             self.down()
@@ -649,6 +646,17 @@ class NodeTier:
     def node(self, name: str) -> KubeletNode:
         return next(n for n in self.nodes if n.name == name)
 
+    @contextlib.contextmanager
+    def fault(self, kind: str) -> Iterator[None]:
+        """Every node's plugin injects `kind` (FAULTS) on prepare until the block ends."""
+        try:
+            for node in self.nodes:
+                node.set_fault(kind)
+            yield
+        finally:
+            for node in self.nodes:
+                node.set_fault(None)
+
     def remove_probe_image(self) -> None:
         """Negative test: the probe image is absent (and no registry answers for it)."""
         assert self.probe is not None
@@ -665,15 +673,6 @@ class NodeTier:
 
     def __exit__(self, *exc: object) -> None:
         self.down()
-
-
-@contextlib.contextmanager
-def fault(node: KubeletNode, kind: str) -> Iterator[None]:
-    node.set_fault(kind)
-    try:
-        yield
-    finally:
-        node.set_fault(None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - manual use

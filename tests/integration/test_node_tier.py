@@ -183,6 +183,9 @@ def test_smoke_pods_run_on_real_kubelets_and_see_exactly_their_gpu(tier: Tier) -
         assert uuids[0] not in seen, f"{uuids[0]} seen by two pods"
         seen.add(uuids[0])
         assert uuids[0] in {u for (p, _d), u in slices.items() if p == pod["spec"]["nodeName"]}, (uuids, slices)
+    # The pods are done: the kubelet unprepared their claims and the plugin removed each claim's CDI spec.
+    c.wait_for("the claims' CDI specs to be removed on unprepare",
+               lambda: not [f for n in tier.nodes.nodes for f in n.paths.cdi.glob("*.yaml")], timeout=60)
 
 
 def broken_up(tier: Tier, trigger: str) -> str:
@@ -214,29 +217,19 @@ def test_a_stopped_kubelet_plugin_fails_at_claim_prepare(tier: Tier) -> None:
 
 
 def test_a_cdi_spec_the_runtime_refuses_fails_at_container_create(tier: Tier) -> None:
-    for node in tier.nodes.nodes:
-        node.set_fault("cdi-refused")
-    try:
+    with tier.nodes.fault("cdi-refused"):
         text = broken_up(tier, "cdi-refused")
-        assert "pods-started [kubelet]" in text, text[-4000:]
-        assert "container create (runtime, CDI devices): container probe CreateContainerError" in text, text[-4000:]
-        assert "CDI" in text.split("CreateContainerError", 1)[1][:600], text[-4000:]
-    finally:
-        for node in tier.nodes.nodes:
-            node.set_fault(None)
+    assert "pods-started [kubelet]" in text, text[-4000:]
+    assert "container create (runtime, CDI devices): container probe CreateContainerError" in text, text[-4000:]
+    assert "CDI" in text.split("CreateContainerError", 1)[1][:600], text[-4000:]
 
 
 def test_a_plugin_exposing_another_gpu_fails_the_in_container_check(tier: Tier) -> None:
-    for node in tier.nodes.nodes:
-        node.set_fault("wrong-device")
-    try:
+    with tier.nodes.fault("wrong-device"):
         text = broken_up(tier, "wrong-device")
-        assert "container-device [kubelet/CDI]" in text, text[-4000:]
-        assert "but its claim was allocated" in text, text[-4000:]
-        assert "pods-started [kubelet]" not in text, "the pods did start: only the device identity is wrong"
-    finally:
-        for node in tier.nodes.nodes:
-            node.set_fault(None)
+    assert "container-device [kubelet/CDI]" in text, text[-4000:]
+    assert "but its claim was allocated" in text, text[-4000:]
+    assert "pods-started [kubelet]" not in text, "the pods did start: only the device identity is wrong"
 
 
 def test_an_absent_probe_image_fails_at_image_pull(tier: Tier) -> None:
@@ -267,8 +260,8 @@ def test_destroy_then_the_tier_leaves_nothing_and_starts_again(tier: Tier) -> No
     t = time.monotonic()
     tier.nodes.up()
     try:
-        assert all(tier.nodes._node_ready(n) for n in tier.kubelet_nodes)
-        assert all(tier.nodes._slice_published(n) for n in tier.kubelet_nodes)
+        assert all(tier.nodes.node_ready(n) for n in tier.kubelet_nodes)
+        assert all(tier.nodes.slice_published(n) for n in tier.kubelet_nodes)
     finally:
         assert tier.nodes.down() == []
     print(f"node tier restart: {time.monotonic() - t:.1f}s")
