@@ -21,7 +21,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from datetime import datetime
@@ -34,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_local import _cmdline, _kib, _status  # noqa: E402  (scripts/bench_local.py)
+from bench_local import MemorySampler, _cmdline, _kib, _status  # noqa: E402  (scripts/bench_local.py)
 from docsection import write_marked_section  # noqa: E402
 
 from components.instance_types import gpu_facts  # noqa: E402
@@ -59,16 +58,14 @@ def role(cmd: str) -> str:
     return exe
 
 
-class TierMemory:
-    """Peak VmHWM per role of the processes whose command line names the tier's directories, and
-    the peak of their summed RSS."""
+class TierMemory(MemorySampler):
+    """Peak VmHWM per role of the processes whose command line names the tier's directories or whose
+    cgroup lies under its cgroup root (the containers), and the peak of their summed RSS."""
 
     def __init__(self, marks: list[str], interval: float = 0.2) -> None:
-        self.marks, self.interval = marks, interval
-        self.peak: dict[str, int] = {}
+        super().__init__(ROOT, interval)
+        self.marks = marks
         self.sum_peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
         total = 0
@@ -84,25 +81,12 @@ class TierMemory:
             total += _kib(st.get("VmRSS", ""))
         self.sum_peak = max(self.sum_peak, total)
 
-    def _in_container(self, pid: int) -> bool:
-        """A container's process: its cgroup lies under the tier's cgroup root."""
+    @staticmethod
+    def _in_container(pid: int) -> bool:
         try:
             return "/ck8s-gpu-nodes/" in Path(f"/proc/{pid}/cgroup").read_text()
         except OSError:
             return False
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._sample()
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> TierMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def _ts(value: str) -> float:

@@ -4,35 +4,20 @@ path; what is accepted reaches the chart values and the verifier's expectations.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from components import pins
 from components.cluster_facts import cluster_facts
 from components.labels import POOL_TAG, SIMULATED_POOL_LABEL
-from components.settings import SettingsError
 from components.smoke.plan import smoke_plan
 from components.validate import parse
+from tests.unit.smoke.test_settings_smoke import problems, with_smoke
 
 DIGEST = "sha256:" + "ab" * 32
 POOL = {"instanceType": "g6.12xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2}
 LOCAL = {"platform": "local", "environment": "ci",
          "nodePools": [{"name": "gpu", **POOL}, {"name": "kubelet", **POOL}],
          "local": {"kubeletPools": ["kubelet"]}, "smokeTest": {"gpus": 4}}
-
-
-def problems(raw: dict[str, Any]) -> dict[str, list[str]]:
-    with pytest.raises(SettingsError) as err:
-        parse(raw)
-    out: dict[str, list[str]] = {}
-    for path, reason in err.value.problems:
-        out.setdefault(path, []).append(reason)
-    return out
-
-
-def with_smoke(raw: dict[str, Any], **smoke: Any) -> dict[str, Any]:
-    return {**raw, "smokeTest": {**raw.get("smokeTest", {}), **smoke}}
 
 
 def test_kubelet_pools_make_a_local_stack_run_containers_and_aim_the_smoke_pods_there() -> None:
