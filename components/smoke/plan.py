@@ -28,7 +28,7 @@ class SmokePlan:
     expectations: Expectations
     timeout_seconds: int
     slice_wait_seconds: int
-    stuck_seconds: int = 120
+    stuck_seconds: int
 
     @property
     def run_id(self) -> str:

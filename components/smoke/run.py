@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from components.settings.model import SmokeTestSettings
 from components.smoke import report
 from components.smoke.collect import ClaimRecorder, collect
 from components.smoke.expectations import (
@@ -33,7 +34,8 @@ STARTED = ("Running", "Succeeded", "Failed")
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 RESET_WAIT_SECONDS = 120
-DEFAULT_STUCK_SECONDS = 120  # settings.smokeTest.stuckSeconds' default
+# For specs recorded before stuckSeconds existed: the setting's own default.
+DEFAULT_STUCK_SECONDS: int = SmokeTestSettings.model_fields["stuck_seconds"].default
 
 
 class Clock(Protocol):
@@ -77,7 +79,6 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSpec:
-        # stuckSeconds is absent from specs recorded before it existed: the settings' default.
         return cls(release=d["release"], namespace=d["namespace"], run_id=d["runId"],
                    timeout_seconds=int(d["timeoutSeconds"]), slice_wait_seconds=int(d["sliceWaitSeconds"]),
                    expectations=Expectations.from_dict(d["expectations"]),

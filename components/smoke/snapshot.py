@@ -182,19 +182,24 @@ START_WAITING_HOPS = {
 }
 
 
+def containers_started(pod: Obj) -> bool:
+    """Some container of the pod runs or ran (the kubelet created and started it)."""
+    return any(set(cs.get("state") or {}) & {"running", "terminated"}
+               for cs in pod.get("status", {}).get("containerStatuses") or [])
+
+
 def start_failure(pod: Obj, events: list[Obj]) -> str:
     """The hop that keeps a scheduled pod's containers from starting, with the kubelet's words;
     "" when its containers started (or nothing failed yet). Waiting reasons beat events: they are
     the current state, an event may be an old retry that later succeeded."""
     for cs in pod.get("status", {}).get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting") or {}
-        hop = START_WAITING_HOPS.get(str(waiting.get("reason", "")))
-        if hop:
-            return f"{hop}: container {cs.get('name')} {waiting.get('reason')}: {waiting.get('message', '')}".rstrip(
-                ": ")
-    started = any(set(cs.get("state") or {}) & {"running", "terminated"}
-                  for cs in pod.get("status", {}).get("containerStatuses") or [])
-    if started or pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
+        reason = str(waiting.get("reason", ""))
+        if reason in START_WAITING_HOPS:
+            message = waiting.get("message")
+            return f"{START_WAITING_HOPS[reason]}: container {cs.get('name')} {reason}" + (
+                f": {message}" if message else "")
+    if containers_started(pod) or pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed"):
         return ""
     for reason, hop in START_EVENT_HOPS.items():
         msg = event_message(events, reason)

@@ -37,6 +37,7 @@ from components.smoke.snapshot import (
     attribute,
     condition,
     container_state,
+    containers_started,
     event_message,
     labels,
     name,
@@ -395,8 +396,7 @@ def check_pods_started(v: _View) -> CheckResult:
         why = start_failure(pod, v.pod_events(pod))
         if why:
             problems.append(f"pod {name(pod)} on {node}: {why}")
-        elif any(set(cs.get("state") or {}) & {"running", "terminated"}
-                 for cs in pod.get("status", {}).get("containerStatuses") or []):
+        elif containers_started(pod):
             started += 1
         else:
             problems.append(f"pod {name(pod)} on {node}: containers not started "
