@@ -10,13 +10,15 @@ smoke probe's in-container checks run for real.
 
 Two nodes share one host without clashing: every path (containerd root/state/socket, runc root,
 kubelet root dir, pod logs, CNI config and IPAM state, network namespaces, CDI specs, device
-nodes) lives under the node's own directory; every port is its own; each node has its own bridge
-and pod subnet. All run as root (runc, overlayfs, network namespaces and cgroups need it).
+nodes) lives under the node's own short root (short_root: unix sockets must fit 108 bytes), its
+logs under the tier's directory; every port is its own; each node has its own bridge, pod subnet,
+node IP and cgroup root. All run as root (runc, overlayfs, network namespaces and cgroups need it).
 
 ``down()`` stops what ``up()`` started and removes what the containers left behind: runc
-containers (and with them their cgroups), shims, mounts, network namespaces, bridges. It runs on
-any failure of ``up()`` and from the context manager, and ``up()`` first clears leftovers of an
-earlier run in the same directory, so a killed test does not poison the next one.
+containers (and with them their cgroups), shims, mounts, network namespaces, the bridge, the node
+IP and the cgroup root. It runs on any failure of ``up()`` and from the context manager, and
+``up()`` first clears leftovers of an earlier run in the same directory, so a killed test does not
+poison the next one (``leftovers()`` lists what is still there).
 
 Library use (the cluster: tools/localcluster.py)::
 
