@@ -154,10 +154,6 @@ def kwokctl_config(bin_dir: Path, *, apiserver_port: int) -> str:
         "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
         "kind": "KwokctlConfiguration",
         "options": opts,
-        # kwokctl's binary runtime starts kwok with --manage-all-nodes=true (kwok v0.8.0
-        # pkg/kwokctl/components/kwok_controller.go: only the kind runtime sets a selector): kwok
-        # would then fake the status of real kubelet nodes (tools/nodetier.py) and of their pods.
-        # The later flags win: only nodes annotated like gpu_node_manifest's are KWOK's.
         "componentsPatches": [
             # Real kubelet nodes' hostnames resolve nowhere here: reach them by their InternalIP first,
             # as kubeadm's API server does (k8s v1.34.4 cmd/kubeadm/app/phases/controlplane/manifests.go);
@@ -165,9 +161,13 @@ def kwokctl_config(bin_dir: Path, *, apiserver_port: int) -> str:
             {"name": "kube-apiserver", "extraArgs": [
                 {"key": "kubelet-preferred-address-types", "value": "InternalIP,ExternalIP,Hostname"},
             ]},
+            # kwokctl's binary runtime starts kwok with --manage-all-nodes=true (kwok v0.8.0
+            # pkg/kwokctl/components/kwok_controller.go: only the kind runtime sets a selector): kwok
+            # would then fake the status of real kubelet nodes (tools/nodetier.py) and of their pods.
+            # The later flags win: only nodes annotated like gpu_node_manifest's are KWOK's.
             {"name": "kwok-controller", "extraArgs": [
-            {"key": "manage-all-nodes", "value": "false"},
-            {"key": "manage-nodes-with-annotation-selector", "value": f"{KWOK_NODE_ANNOTATION}=fake"},
+                {"key": "manage-all-nodes", "value": "false"},
+                {"key": "manage-nodes-with-annotation-selector", "value": f"{KWOK_NODE_ANNOTATION}=fake"},
             ]},
         ],
     }

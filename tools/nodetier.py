@@ -125,7 +125,7 @@ def short_root(workdir: Path) -> Path:
 @dataclass(frozen=True)
 class NodePaths:
     root: Path
-    log_dir: Path
+    logs: Path  # in the tier's own directory (no socket lives there)
 
     @property
     def containerd(self) -> Path:
@@ -162,10 +162,6 @@ class NodePaths:
     @property
     def gpu(self) -> Path:
         return self.root / "gpu"
-
-    @property
-    def logs(self) -> Path:
-        return self.log_dir
 
     @property
     def fault_file(self) -> Path:
@@ -362,7 +358,6 @@ class KubeletNode:
     containerd: subprocess.Popen[bytes] | None = None
     kubelet: subprocess.Popen[bytes] | None = None
     plugin: subprocess.Popen[bytes] | None = None
-    port: int = 0
 
     @property
     def name(self) -> str:
@@ -390,8 +385,7 @@ class KubeletNode:
         (p.containerd / "config.toml").write_text(
             containerd_config(p, sandbox_image=sandbox_image, stream_port=free_port()))
         (p.cni_conf / "10-ck8s-bridge.conflist").write_text(json.dumps(cni_config(self.index, p), indent=2))
-        self.port = free_port()
-        conf = kubelet_config(self.index, p, port=self.port, healthz_port=free_port(),
+        conf = kubelet_config(self.index, p, port=free_port(), healthz_port=free_port(),
                               cgroups=cgroup_root(self.name))
         (p.kubelet / "config.json").write_text(json.dumps(conf, indent=2))
         (p.gpu / "devices.json").write_text(json.dumps({"devices": self.spec.devices}, indent=2))
@@ -419,24 +413,24 @@ class KubeletNode:
     def import_image(self, archive: Path) -> None:
         self.ctr("images", "import", "--all-platforms", str(archive))
 
+    def cgroup_dirs(self) -> list[Path]:
+        """The node's cgroup root in every mounted hierarchy."""
+        return [h / cgroup_root(self.name).strip("/") for h in cgroup_hierarchies()]
+
     def make_cgroups(self) -> None:
         """The kubelet wants its --cgroup-root to exist in every hierarchy; a v1 cpuset child has
         no CPUs until told, so it takes its parent's."""
-        for h in cgroup_hierarchies():
-            parent = h
-            for part in cgroup_root(self.name).strip("/").split("/"):
-                child = parent / part
+        for top in self.cgroup_dirs():
+            for child in (top.parent, top):
                 child.mkdir(exist_ok=True)
                 for knob in ("cpuset.cpus", "cpuset.mems"):
                     if (child / knob).exists() and not (child / knob).read_text().strip():
-                        (child / knob).write_text((parent / knob).read_text())
-                parent = child
+                        (child / knob).write_text((child.parent / knob).read_text())
 
     def remove_cgroups(self) -> list[str]:
         """Remove the node's subtree bottom-up (empty once its containers are deleted)."""
         problems = []
-        for h in cgroup_hierarchies():
-            top = h / cgroup_root(self.name).strip("/")
+        for top in self.cgroup_dirs():
             if not top.is_dir():
                 continue
             for d in [*sorted((d for d in top.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)), top]:
@@ -546,8 +540,7 @@ class KubeletNode:
         runc_ns = self.paths.runc_root / CRI_NAMESPACE
         if runc_ns.is_dir():
             out += [f"runc container {c.name}" for c in runc_ns.iterdir() if c.is_dir()]
-        out += [f"cgroup {h / cgroup_root(self.name).strip('/')}" for h in cgroup_hierarchies()
-                if (h / cgroup_root(self.name).strip("/")).exists()]
+        out += [f"cgroup {d}" for d in self.cgroup_dirs() if d.exists()]
         return out
 
 
