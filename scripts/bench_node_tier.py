@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,19 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_local import MemorySampler, _cmdline, _kib, _status  # noqa: E402  (scripts/bench_local.py)
 from docsection import write_marked_section  # noqa: E402
 
-from components.instance_types import gpu_facts  # noqa: E402
-from components.labels import SIMULATED_POOL_LABEL  # noqa: E402
-from components.smoke.expectations import INSTANCE_TYPE_LABEL, RUN_LABEL  # noqa: E402
+from components.smoke.expectations import RUN_LABEL  # noqa: E402
+from tests.helpers.node_tier import (  # noqa: E402
+    KUBELET_POOL,
+    SETTINGS_KEY,
+    kubelet_tier,
+    pool,
+    stack_settings,
+    start_kwok_pool,
+)
 from tests.helpers.tools import copy_project  # noqa: E402
 from tests.integration.conftest import EngineTools, inline_kubeconfig, load_tool, missing_engine_tools  # noqa: E402
 
 START, END = "<!-- bench_node_tier:start", "<!-- bench_node_tier:end -->"
-STACK_FILE = ROOT / "stacks" / "Pulumi.local-kubelet.yaml"
-KEY = "ck8s-gpu:settings"
 PASSPHRASE = "bench-node-tier"
 # tools/build.sh targets the node tier adds.
 NODE_TIER_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "ck8s-gpu-kubelet-plugin",
@@ -96,46 +99,29 @@ def _ts(value: str) -> float:
 def run() -> dict[str, Any]:
     from pulumi import automation as auto
 
-    lc, nt, dra = load_tool("localcluster"), load_tool("nodetier"), load_tool("dra_publisher")
+    lc, nt = load_tool("localcluster"), load_tool("nodetier")
     bin_dir = lc.tools_bin_dir()
     lacking = missing_engine_tools(bin_dir) + nt.missing(bin_dir)
     if lacking:
         raise SystemExit(f"missing: {', '.join(lacking)} (bash tools/build.sh; scripts/install-debs.sh; root)")
     tools = EngineTools(bin_dir)
-    settings = yaml.safe_load(STACK_FILE.read_text())["config"][KEY]
-    kwok = next(p for p in settings["nodePools"] if p["name"] == "gpu")
-    kubelet = next(p for p in settings["nodePools"] if p["name"] == "kubelet")
-    facts = gpu_facts(kubelet["instanceType"])
-    assert facts is not None
-    model = dra.GpuModel(product_name=facts.product_name, architecture=facts.architecture,
-                         memory=f"{facts.memory_mib}Mi")
-    m: dict[str, Any] = {"gpus": settings["smokeTest"]["gpus"], "nodes": kubelet["desiredSize"]}
+    settings = stack_settings()
+    m: dict[str, Any] = {"gpus": settings["smokeTest"]["gpus"], "nodes": pool(settings, KUBELET_POOL)["desiredSize"]}
     with tempfile.TemporaryDirectory(prefix="bench-node-tier-") as tmp:
         work = Path(tmp)
         t0 = time.monotonic()
-        cluster = lc.LocalCluster(work / "cluster", nodes=kwok["desiredSize"], instance_type=kwok["instanceType"],
-                                  bin_dir=bin_dir, name=f"bench-{uuid.uuid4().hex[:6]}")
-        cluster.up()
+        cluster, _ = start_kwok_pool(work, bin_dir, settings)
         m["cluster_start"] = time.monotonic() - t0
         tier = stack = None
         try:
-            kwok_gpus = gpu_facts(kwok["instanceType"]).count  # type: ignore[union-attr]
-            for i in range(kwok["desiredSize"]):
-                cluster.kubectl("label", "node", f"gpu-node-{i}", f"{SIMULATED_POOL_LABEL}=gpu", "--overwrite")
-            cluster.apply([dra.device_class_manifest()] + [
-                dra.resource_slice_manifest(f"gpu-node-{i}", kwok_gpus, model) for i in range(kwok["desiredSize"])])
-            names = [f"kubelet-node-{i}" for i in range(kubelet["desiredSize"])]
-            specs = [nt.NodeSpec(n, dra.resource_slice_manifest(n, facts.count, model)["spec"]["devices"],
-                                 labels={SIMULATED_POOL_LABEL: "kubelet", INSTANCE_TYPE_LABEL: kubelet["instanceType"]})
-                     for n in names]
-            tier = nt.NodeTier(work / "nodes", Path(cluster.kubeconfig), specs, bin_dir=bin_dir)
+            tier, _ = kubelet_tier(work, bin_dir, cluster, settings)
             marks = [str(nt.short_root(tier.workdir)), str(work / "nodes")]
             with TierMemory(marks) as mem:
                 tier.up()
                 m["tier_start"] = tier.start_seconds
                 settings["smokeTest"]["image"] = tier.probe.reference
                 project = copy_project(work / "project")
-                (project / "Pulumi.bench.yaml").write_text(yaml.safe_dump({"config": {KEY: settings}}))
+                (project / "Pulumi.bench.yaml").write_text(yaml.safe_dump({"config": {SETTINGS_KEY: settings}}))
                 stack = auto.create_stack("bench", work_dir=str(project),
                                           opts=tools.workspace(work, project, PASSPHRASE))
                 stack.set_config("ck8s-gpu:kubeconfig",

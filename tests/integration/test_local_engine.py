@@ -45,6 +45,7 @@ from components.plan.timeline import build_steps
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL
 from components.smoke.report import passed
 from tests.helpers import chart_repo
+from tests.helpers.node_tier import gpu_model
 from tests.helpers.tools import copy_project
 from tests.integration.conftest import (
     ROOT,
@@ -120,13 +121,6 @@ def pool_nodes(settings: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
         for _ in range(pool["desiredSize"]):
             out[f"gpu-node-{len(out)}"] = (pool["name"], pool["instanceType"], facts.count)
     return out
-
-
-def gpu_model(instance_type: str) -> Any:
-    facts = gpu_facts(instance_type)
-    assert facts is not None
-    return dra.GpuModel(product_name=facts.product_name, architecture=facts.architecture,
-                        memory=f"{facts.memory_mib}Mi")
 
 
 def start_cluster(workdir: Path, bin_dir: Path, nodes: dict[str, tuple[str, str, int]]) -> Any:

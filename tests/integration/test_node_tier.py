@@ -31,29 +31,20 @@ from typing import Any
 import pytest
 import yaml
 
-from components.labels import SIMULATED_POOL_LABEL
-from components.smoke.expectations import INSTANCE_TYPE_LABEL, RUN_LABEL
+from components.smoke.expectations import RUN_LABEL
 from components.smoke.report import passed
+from tests.helpers.node_tier import SETTINGS_KEY, kubelet_tier, stack_settings, start_kwok_pool
 from tests.helpers.tools import copy_project, skip_or_fail
-from tests.integration.conftest import ROOT, EngineTools, inline_kubeconfig, load_tool
-from tests.integration.test_local_engine import gpu_model, publish
+from tests.integration.conftest import EngineTools, inline_kubeconfig, load_tool
 
 pytestmark = pytest.mark.integration
 
-STACK_FILE = ROOT / "stacks" / "Pulumi.local-kubelet.yaml"
-SETTINGS_KEY = "ck8s-gpu:settings"
 PASSPHRASE = "node-tier-integration-test"
 # Every hop, the in-container ones included, must have run and passed (none skipped).
 MUST_PASS = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
              "container-device", "distinct-gpus", "jobs-complete")
 
-lc = load_tool("localcluster")
 nt = load_tool("nodetier")
-dra = load_tool("dra_publisher")
-
-
-def stack_settings() -> dict[str, Any]:
-    return dict(yaml.safe_load(STACK_FILE.read_text())["config"][SETTINGS_KEY])
 
 
 @dataclass
@@ -68,10 +59,6 @@ class Tier:
     outputs: dict[str, Any]
     up_seconds: float
     start_seconds: float
-
-
-def pool(settings: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(p for p in settings["nodePools"] if p["name"] == name)
 
 
 def set_smoke(tier: Tier, **values: Any) -> None:
@@ -91,25 +78,11 @@ def tier(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory) ->
         skip_or_fail("node tier cannot run here: " + "; ".join(lacking))
     work = tmp_path_factory.mktemp("node-tier")
     settings = stack_settings()
-    kwok, kubelet = pool(settings, "gpu"), pool(settings, "kubelet")
-    model = gpu_model(kubelet["instanceType"])
-    gpus = gpu_model_count(kubelet["instanceType"])
-    kwok_nodes = {f"gpu-node-{i}": gpu_model_count(kwok["instanceType"]) for i in range(kwok["desiredSize"])}
-    kubelet_nodes = {f"kubelet-node-{i}": gpus for i in range(kubelet["desiredSize"])}
     t0 = time.monotonic()
-    cluster = lc.LocalCluster(work / "cluster", nodes=len(kwok_nodes), instance_type=kwok["instanceType"],
-                              bin_dir=engine_tools.bin_dir, name=f"ck8s-{uuid.uuid4().hex[:6]}")
-    cluster.up()
+    cluster, kwok_nodes = start_kwok_pool(work, engine_tools.bin_dir, settings)
     nodes = stack = None
     try:
-        for node in kwok_nodes:
-            cluster.kubectl("label", "node", node, f"{SIMULATED_POOL_LABEL}={kwok['name']}", "--overwrite")
-        publish(cluster, kwok_nodes, kwok["instanceType"])  # the DeviceClass too
-        specs = [nt.NodeSpec(n, dra.resource_slice_manifest(n, g, model)["spec"]["devices"],
-                             labels={SIMULATED_POOL_LABEL: kubelet["name"],
-                                     INSTANCE_TYPE_LABEL: kubelet["instanceType"]})
-                 for n, g in kubelet_nodes.items()]
-        nodes = nt.NodeTier(work / "nodes", Path(cluster.kubeconfig), specs, bin_dir=engine_tools.bin_dir)
+        nodes, kubelet_nodes = kubelet_tier(work, engine_tools.bin_dir, cluster, settings)
         nodes.up()
         start_seconds = time.monotonic() - t0
         print(f"\ncluster + node tier start: {start_seconds:.1f}s (node tier {nodes.start_seconds:.1f}s)")
@@ -141,14 +114,6 @@ def tier(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory) ->
                     nodes.down()
             finally:
                 cluster.down()
-
-
-def gpu_model_count(instance_type: str) -> int:
-    from components.instance_types import gpu_facts
-
-    facts = gpu_facts(instance_type)
-    assert facts is not None, instance_type
-    return facts.count
 
 
 def report_tests(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
