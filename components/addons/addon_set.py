@@ -3,7 +3,8 @@
 A thin shell over pure functions (graph.install_graph, each add-on's values). Every release is a
 `helm.v3.Release` (hooks run; see docs/adr on Release vs Chart) with an explicit timeout, atomic
 (a failed upgrade is rolled back by Helm and stops `pulumi up` naming the release); the GPU
-Operator's release is followed by a gate on ClusterPolicy `cluster-policy` being `ready`. Pulumi
+Operator's release is followed by a gate on ClusterPolicy `cluster-policy` reconciled onto the GPU
+nodes (components/addons/cluster_policy_ready.py). Pulumi
 updates a resource only after what it depends on, so a changed pin upgrades releases in the
 graph's order, and the smoke test, which depends on every release on the GPU path, runs after
 them (docs/addons.md).
@@ -22,13 +23,13 @@ import pulumi_kubernetes as k8s
 
 from components.addons.base import Addon, AddonContext, deep_merge
 from components.addons.catalog import BY_NAME, WIRED_VALUES
+from components.addons.cluster_policy_ready import ClusterPolicyReady
 from components.addons.crds import BY_CHART
 from components.addons.crds_first import CrdsFirst
-from components.addons.gpu_operator import CLUSTER_POLICY
+from components.addons.gpu_operator import CLUSTER_POLICY, expected_gpu_nodes, operator_digest
 from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
 from components.charts import release_chart_path
 from components.cluster import ClusterHandle
-from components.k8s_wait import WaitFor
 from components.settings.model import Settings
 
 PSA = "pod-security.kubernetes.io"
@@ -225,17 +226,15 @@ class AddonSet(pulumi.ComponentResource):
             self.releases[addon.name] = release
             self.ready[addon.name] = release
             if addon.readiness == "cluster-policy":
-                self.ready[addon.name] = WaitFor(
+                self.ready[addon.name] = ClusterPolicyReady(
                     f"{name}-{addon.name}-cluster-policy-ready",
                     cluster.kubeconfig,
-                    api_version="nvidia.com/v1",
-                    kind="ClusterPolicy",
                     object_name=CLUSTER_POLICY,
-                    namespace=None,
-                    jsonpath="{.status.state}",
-                    equals="ready",
+                    operator_namespace=addon.namespace,
+                    min_gpu_nodes=expected_gpu_nodes(settings),
                     timeout_seconds=addon.timeout_seconds,
-                    trigger=ctx.version,  # an operator upgrade waits again (so do its dependants)
+                    # Anything the operator consumes: a values-only change waits again too.
+                    trigger=operator_digest(ctx.version, release_values(addon, ctx)),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
                 )
 

@@ -6,6 +6,8 @@ deployments/gpu-operator/values.yaml and templates/clusterpolicy.yaml).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from components import pins
@@ -41,6 +43,40 @@ K8S_SNAP_TOOLKIT_ENV: tuple[tuple[str, str], ...] = (
 )
 
 
+# The NFD subchart's worker keeps its own tolerations: `daemonsets.tolerations` reaches only the
+# operator's operands (deployments/gpu-operator/templates/clusterpolicy.yaml), and a list under
+# `node-feature-discovery.worker.tolerations` replaces the chart's, so its two are repeated here
+# (deployments/gpu-operator/values.yaml at v26.7.0; the worker DaemonSet renders
+# `.Values.worker.tolerations`: charts/node-feature-discovery/templates/worker.yaml, NFD 0.19.0).
+# Without them a GPU node whose pool has its own taint is never labelled a GPU node, and the
+# operator installs nothing there.
+NFD_CHART_WORKER_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+)
+
+
+def nfd_worker_tolerations(settings: Settings) -> list[dict[str, str]]:
+    """The chart's NFD worker tolerations plus one for every taint of every GPU pool."""
+    out = [dict(t) for t in NFD_CHART_WORKER_TOLERATIONS]
+    out += [t for t in gpu_tolerations(settings) if t not in out]
+    return out
+
+
+def expected_gpu_nodes(settings: Settings) -> int:
+    """GPU nodes the ClusterPolicy gate waits for: every pool at the size `up` sets (an
+    autoscaler-owned pool at its minimum), and at least one: a ready operator with no GPU node
+    (reason NoGPUNodes) has installed nothing."""
+    sizes = [p.min_size if p.ignore_scaling_changes else p.desired_size for p in settings.node_pools]
+    return max(1, sum(sizes))
+
+
+def operator_digest(version: str, values: dict[str, Any]) -> str:
+    """One digest of what the operator consumes from this program: a change re-runs its gate."""
+    doc = json.dumps({"version": version, "values": values}, sort_keys=True, default=str)
+    return hashlib.sha256(doc.encode()).hexdigest()[:16]
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     dra = s.gpu_stack.allocation == "dra"
@@ -74,6 +110,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "mig": {"strategy": mig},
         "migManager": {"enabled": mig != "none"},
         "daemonsets": {"tolerations": gpu_tolerations(s)},
+        "node-feature-discovery": {"worker": {"tolerations": nfd_worker_tolerations(s)}},
         # Helm never upgrades a chart's crds/ (ClusterPolicy, NVIDIADriver...): this pre-upgrade
         # hook applies the new version's CRDs before the upgrade (templates/upgrade_crd.yaml).
         # The chart's default, set so that no later default can turn it off unseen.

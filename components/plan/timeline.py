@@ -30,6 +30,7 @@ from components.settings.platforms import traits
 SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
 API_READY = "pulumi-python:dynamic/ck8s-gpu:ApiReady"
 WAIT_FOR = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
+CLUSTER_POLICY_READY = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"
 INSTANCE = "aws:ec2/instance:Instance"
 ASG = "aws:autoscaling/group:Group"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -60,6 +61,7 @@ _AWS_KEYS = {
 _DYNAMIC_KEYS = {
     API_READY: "api-ready-poll",
     WAIT_FOR: "wait-for-poll",
+    CLUSTER_POLICY_READY: "wait-for-poll",  # first install: fresh at once, no settle window
     NODE_UPGRADE: "upgrade-noop",
     "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade": "upgrade-noop",
     "pulumi-python:dynamic/ck8s-gpu:UpgradeComplete": "upgrade-noop",
@@ -245,7 +247,7 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         gpu_ready.append(synthetic(f"{name} node Ready", "node-ready-cni", [join]))
 
     drivers: list[str] = []
-    for wait in (r for r in custom if r.type == WAIT_FOR and r.inputs.get("kind") == "ClusterPolicy"):
+    for wait in (r for r in custom if r.type == CLUSTER_POLICY_READY):
         driver = synthetic(f"GPU Operator driver ({driver_mode})", f"gpu-driver-{driver_mode}",
                            [*deps[wait.urn], *gpu_ready])
         drivers.append(driver)

@@ -13,7 +13,14 @@ from typing import Any
 
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL, Expectations
 from components.smoke.gateway import Gateway, KubeError, KubeUnreachable, Obj
-from components.smoke.snapshot import Snapshot, allocation_results, name, pod_claim_name, pod_containers
+from components.smoke.snapshot import (
+    Snapshot,
+    allocation_results,
+    claim_of,
+    name,
+    pod_claim_name,
+    pod_containers,
+)
 
 DCGM_SERVICE = "nvidia-dcgm-exporter"  # the GPU operator's and fake-gpu-operator's Service name
 DCGM_PORT = "gpu-metrics"
@@ -103,6 +110,15 @@ class ClaimRecorder:
             return list(self._history)
 
 
+def record_pod_claims(recorded: dict[str, str], pods: list[Obj]) -> None:
+    """Note each pod's claim the first time it is seen naming one. The runner lists its pods while
+    they start and while the barrier holds them, so that is the claim the pod ran with; after it
+    finishes the claim controller may replace the claim and re-point the status (Snapshot.pod_claims)."""
+    for pod in pods:
+        if name(pod) not in recorded and (cname := pod_claim_name(pod)):
+            recorded[name(pod)] = cname
+
+
 def _safe_list(gw: Gateway, api: str, kind: str, namespace: str | None = None, **kw: str) -> list[Obj]:
     try:
         return gw.list(api, kind, namespace, **kw)[0]
@@ -142,7 +158,7 @@ def dcgm_metrics(gw: Gateway, nodes: set[str]) -> tuple[dict[str, str] | None, s
 
 
 def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = None,
-            on_step: Callable[[str], None] = lambda _s: None) -> Snapshot:
+            on_step: Callable[[str], None] = lambda _s: None, pod_claims: dict[str, str] | None = None) -> Snapshot:
     ns, api, run = exp.namespace, exp.resource_api, f"{RUN_LABEL}={exp.run_id}"
     snap = Snapshot()
     on_step("device classes, slices, nodes")
@@ -152,13 +168,15 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
     on_step("pods, jobs, claims, events")
     snap.pods = gw.list("v1", "Pod", ns, label_selector=run)[0]
     snap.jobs = gw.list("batch/v1", "Job", ns, label_selector=run)[0]
+    snap.pod_claims = dict(pod_claims or {})
+    record_pod_claims(snap.pod_claims, snap.pods)  # pods the runner never listed: their status now
     if any(c.pod_group for c in exp.cases):
         snap.pod_groups = _safe_list(gw, PODGROUP_API, "PodGroup", ns, label_selector=run)
     if recorder is not None:
         recorder.sync()
         # Claims of scheduled pods were allocated: wait until the watch delivered them. Pending
         # pods' claims never were (waiting for those would only stall a failing run).
-        wanted = {c for p in snap.pods if p.get("spec", {}).get("nodeName") and (c := pod_claim_name(p))}
+        wanted = {c for p in snap.pods if p.get("spec", {}).get("nodeName") and (c := claim_of(snap, p))}
         recorder.wait_for(wanted, CLAIM_WAIT_SECONDS)
         snap.claims = recorder.claims()
         snap.claim_history = recorder.history()

@@ -12,11 +12,11 @@ from components.smoke.snapshot import (
     Obj,
     allocation_results,
     attribute,
+    claim_of,
     condition,
     container_state,
     labels,
     name,
-    pod_claim_name,
     reporter,
 )
 from components.smoke.verifier import FAILED, PASSED, SKIPPED, CheckResult, Snapshot
@@ -121,12 +121,12 @@ def _event(e: Obj) -> dict[str, Any]:
             "reporter": reporter(e), "count": e.get("count", 1), "message": e.get("message") or e.get("note") or ""}
 
 
-def _pod(p: Obj) -> dict[str, Any]:
+def _pod(p: Obj, snap: Snapshot) -> dict[str, Any]:
     st = p.get("status", {})
     containers = [c.get("name", "") for c in p.get("spec", {}).get("containers") or []]
     return {"name": name(p), "case": labels(p).get("ck8s-gpu.io/smoke-case", ""), "phase": st.get("phase", ""),
             "node": p.get("spec", {}).get("nodeName", ""), "scheduler": p.get("spec", {}).get("schedulerName", ""),
-            "claim": pod_claim_name(p),
+            "claim": claim_of(snap, p),
             "conditions": [{k: c.get(k) for k in ("type", "status", "reason", "message") if c.get(k)}
                            for c in st.get("conditions") or []],
             "containers": {c: container_state(p, c) for c in containers}}
@@ -164,7 +164,7 @@ def diagnostics(snap: Snapshot, exp: Expectations) -> dict[str, Any]:
 
     return {
         "events": sorted((_event(e) for e in snap.events), key=lambda e: str(e["time"])),
-        "pods": [_pod(p) for p in sorted(snap.pods, key=name)],
+        "pods": [_pod(p, snap) for p in sorted(snap.pods, key=name)],
         "logs": {k: tail(v) for k, v in sorted(snap.logs.items())},
         "logErrors": dict(sorted(snap.log_errors.items())),
         "claims": [_claim(c) for c in sorted(snap.claims, key=name)],

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from components.settings.model import SmokeTestSettings
 from components.smoke import report
-from components.smoke.collect import ClaimRecorder, collect
+from components.smoke.collect import ClaimRecorder, collect, record_pod_claims
 from components.smoke.expectations import (
     CASE_LABEL,
     RELEASE_ANNOTATION,
@@ -152,6 +152,9 @@ class Runner:
         self.timeout_seconds = spec.timeout_seconds if timeout_seconds is None else timeout_seconds
         self.deadline = self.t0 + self.timeout_seconds
         self.phases: list[dict[str, Any]] = []
+        # Pod -> the claim it named while it ran (collect.record_pod_claims): the verdict reads this,
+        # never the status a controller may rewrite after the pod finished.
+        self.pod_claims: dict[str, str] = {}
 
     def say(self, hop: str, message: str) -> None:
         self.progress(Progress(round(self.clock.monotonic() - self.t0, 1), hop, message))
@@ -184,7 +187,9 @@ class Runner:
 
     def pods_of(self, case: CaseExpectation) -> list[Obj]:
         selector = f"{RUN_LABEL}={self.exp.run_id},{CASE_LABEL}={case.case}"
-        return self.gw.list("v1", "Pod", self.spec.namespace, label_selector=selector)[0]
+        pods = self.gw.list("v1", "Pod", self.spec.namespace, label_selector=selector)[0]
+        record_pod_claims(self.pod_claims, pods)
+        return pods
 
     def reset(self, job: Obj) -> Obj:
         """A re-run with the same run id (a failed `pulumi up` retried): start from a fresh Job."""
@@ -292,7 +297,8 @@ class Runner:
                     continue
                 if self.run_case(case) in ("timeout", "stuck"):
                     break
-            snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s))
+            snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s),
+                           pod_claims=self.pod_claims)
         finally:
             self.recorder.stop()
         self.settle()

@@ -24,6 +24,11 @@ class Snapshot:
     # shows which claims held a device at the same time where no barrier makes pods overlap.
     claim_history: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
+    # Pod -> the claim (request `gpu`) it named while it ran, as the runner recorded it. After a pod
+    # finishes, the claim controller may delete its claim, create another and re-point the pod's
+    # status at it (pkg/controller/resourceclaim/controller.go at v1.34.4: it works from the pod's
+    # spec, not its phase): the final status can then name a claim that never held a device.
+    pod_claims: dict[str, str] = field(default_factory=dict)
     jobs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
     pod_groups: list[Obj] = field(default_factory=list)
@@ -94,6 +99,11 @@ def pod_claim_name(pod: Obj, claim: str = "gpu") -> str | None:
         if ref.get("name") == claim and ref.get("resourceClaimName"):
             return str(ref["resourceClaimName"])
     return None
+
+
+def claim_of(snap: Snapshot, pod: Obj) -> str | None:
+    """The claim a pod ran with: what the runner recorded while it ran, else its status now."""
+    return snap.pod_claims.get(name(pod)) or pod_claim_name(pod)
 
 
 def allocation_results(claim: Obj) -> list[Obj]:

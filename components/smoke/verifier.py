@@ -35,13 +35,13 @@ from components.smoke.snapshot import (
     allocation_results,
     annotations_of,
     attribute,
+    claim_of,
     condition,
     container_state,
     containers_started,
     event_message,
     labels,
     name,
-    pod_claim_name,
     reporter,
     slice_devices,
     start_failure,
@@ -114,7 +114,7 @@ class _View:
         return [(c, p) for c in self.exp.cases for p in self.by_case[c.case]]
 
     def claim(self, pod: Obj) -> tuple[str | None, Obj | None]:
-        cname = pod_claim_name(pod)
+        cname = claim_of(self.snap, pod)
         return cname, self.claims.get(cname) if cname else None
 
     def allocated(self, pod: Obj) -> list[tuple[Obj, SliceDevice | None]]:
@@ -514,7 +514,7 @@ def check_distinct(v: _View) -> CheckResult:
     for case in cases:
         holders: dict[tuple[str, str, str], str] = {}
         saw: dict[str, str] = {}
-        claims = {cn: name(p) for p in v.by_case[case.case] if (cn := pod_claim_name(p))}
+        claims = {cn: name(p) for p in v.by_case[case.case] if (cn := claim_of(v.snap, p))}
         if v.exp.in_container:
             for pod in v.by_case[case.case]:
                 p = name(pod)

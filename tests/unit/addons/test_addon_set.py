@@ -13,7 +13,7 @@ from components.settings import Settings
 from tests.unit.addons.helpers import StandInCluster, ancestors, by_name, settings
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
-WAIT = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
+WAIT = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"
 
 
 def run(s: Settings) -> PlanRun:
@@ -36,8 +36,8 @@ def test_operator_then_cluster_policy_gate_and_the_dra_driver_beside_them(aws: P
     res = by_name(aws)
     gate = res["gpu-gpu-operator-cluster-policy-ready"]
     assert gate.type == WAIT
-    assert gate.inputs["kind"] == "ClusterPolicy" and gate.inputs["objectName"] == "cluster-policy"
-    assert gate.inputs["jsonpath"] == "{.status.state}" and gate.inputs["equals"] == "ready"
+    assert gate.inputs["objectName"] == "cluster-policy" and gate.inputs["operatorNamespace"] == "gpu-operator"
+    assert gate.inputs["minGpuNodes"] == 1  # settings("aws"): one pool of one node
     assert gate.inputs["kubeconfig"] == MASK
     assert res["gpu-gpu-operator"].urn in gate.dependencies
     # docs/adr/0019: the DRA kubelet plugin's init container waits for the driver itself

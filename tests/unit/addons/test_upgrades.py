@@ -12,6 +12,7 @@ from components import pins
 from components.addons.addon_set import ENGINE_GRACE_SECONDS, AddonSet, release_source, set_fingerprint
 from components.addons.catalog import ADDONS, BY_NAME
 from components.addons.crds import BY_CHART, CRD_HANDLING
+from components.addons.gpu_operator import operator_digest
 from components.addons.graph import AddonGraphError, install_graph
 from components.charts import chart_version
 from components.plan.mockengine import PlanRun, run_program
@@ -23,7 +24,7 @@ from components.settings.load import SettingsError
 from components.smoke.component import SmokeTest
 from tests.unit.addons.helpers import StandInCluster, ancestors, by_name, context, final_values, settings
 
-WAIT = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
+WAIT = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"
 SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
 GATE = "gpu-gpu-operator-cluster-policy-ready"
 OPERATOR_B = "v26.3.3"
@@ -75,7 +76,8 @@ def test_an_operator_pin_change_touches_the_operator_its_gate_and_the_smoke_test
     }, changed
     assert (a["gpu-gpu-operator"].inputs["version"], b["gpu-gpu-operator"].inputs["version"]) == (
         pins.chart("gpu-operator").version, OPERATOR_B)
-    assert b[GATE].inputs["trigger"] == OPERATOR_B
+    assert b[GATE].inputs["trigger"] == operator_digest(OPERATOR_B, b["gpu-gpu-operator"].inputs["values"])
+    assert a[GATE].inputs["trigger"] != b[GATE].inputs["trigger"]
     for n in a:  # and no dependency moves
         assert a[n].dependencies == b[n].dependencies, n
 

@@ -42,7 +42,7 @@ def test_every_key_the_mapping_can_return_is_a_row() -> None:
              "aws:ec2/instance:Instance", "aws:autoscaling/group:Group", "aws:iam/role:Role",
              "aws:secretsmanager/secret:Secret", "kubernetes:core/v1:Namespace", "tls:index/privateKey:PrivateKey",
              "pulumi:providers:aws", "pulumi-python:dynamic/ck8s-gpu:ApiReady",
-             "pulumi-python:dynamic/ck8s-gpu:WaitFor",
+             "pulumi-python:dynamic/ck8s-gpu:WaitFor", "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady",
              "pulumi-python:dynamic/ck8s-gpu:SmokeRun", "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade",
              "command:local:Command", "something:else:Entirely"]
     for platform in ("aws", "kind", "local", "existing"):

@@ -13,12 +13,12 @@ from components.plan.durations import DURATIONS, SOURCE_PREFIXES
 from components.plan.timeline import (
     API_READY,
     ASG,
+    CLUSTER_POLICY_READY,
     INSTANCE,
     LAUNCH_TEMPLATE,
     NLB,
     NODE_UPGRADE,
     SMOKE_RUN,
-    WAIT_FOR,
     Timeline,
     driver_mode_totals,
 )
@@ -125,7 +125,7 @@ def test_nothing_waits_in_the_graph_for_what_only_a_join_loop_needs(stack: str) 
     for s in by_type[INSTANCE] + by_type[LAUNCH_TEMPLATE] + by_type[ASG]:
         assert not gates & _ancestors(tl, s.id), f"{s.name} waits for a control plane's gate"
     releases = {s.chart: s for s in by_type[RELEASE]}
-    policy_gate = {s.id for s in by_type[WAIT_FOR]}
+    policy_gate = {s.id for s in by_type[CLUSTER_POLICY_READY]}
     assert policy_gate and not policy_gate & _ancestors(tl, releases["dra-driver-nvidia-gpu"].id)
     smoke = _ancestors(tl, releases["gpu-smoke-test"].id)
     assert policy_gate <= smoke and releases["dra-driver-nvidia-gpu"].id in smoke

@@ -1,13 +1,15 @@
 """A scripted stand-in for a Kubernetes API server on loopback (plain HTTP), for the poll tests.
 
 Each path answers from a script: a list of (status, body) replies consumed in order, the last
-one repeated. Requests are recorded with their Authorization header.
+one repeated, or a callable returning (status, body) for each request (a stand-in's live state).
+Requests are recorded with their Authorization header.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -17,8 +19,8 @@ Reply = tuple[int, Any]
 
 
 class FakeApi:
-    def __init__(self, routes: dict[str, list[Reply]]) -> None:
-        self.routes = {path: list(replies) for path, replies in routes.items()}
+    def __init__(self, routes: dict[str, list[Reply] | Callable[[], Reply]]) -> None:
+        self.routes = {path: replies if callable(replies) else list(replies) for path, replies in routes.items()}
         self.requests: list[tuple[str, str]] = []  # (path, authorization header)
         self._lock = threading.Lock()
         api = self
@@ -29,7 +31,10 @@ class FakeApi:
                 with api._lock:
                     api.requests.append((path, self.headers.get("Authorization", "")))
                     script = api.routes.get(path)
-                    status, body = (script.pop(0) if len(script) > 1 else script[0]) if script else (404, {})
+                    if callable(script):
+                        status, body = script()
+                    else:
+                        status, body = (script.pop(0) if len(script) > 1 else script[0]) if script else (404, {})
                 data = body if isinstance(body, str) else json.dumps(body)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json" if not isinstance(body, str) else "text/plain")
