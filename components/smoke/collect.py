@@ -172,6 +172,7 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
     record_pod_claims(snap.pod_claims, snap.pods)  # pods the runner never listed: their status now
     if any(c.pod_group for c in exp.cases):
         snap.pod_groups = _safe_list(gw, PODGROUP_API, "PodGroup", ns, label_selector=run)
+    snap.claims_after = gw.list(api, "ResourceClaim", ns)[0]
     if recorder is not None:
         recorder.sync()
         # Claims of scheduled pods were allocated: wait until the watch delivered them. Pending

@@ -58,8 +58,10 @@ class Gateway(Protocol):
 
     def create(self, obj: Obj) -> Obj: ...
 
-    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
-        """JSON merge patch."""
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+              subresource: str = "") -> Obj:
+        """JSON merge patch (of the object, or of a subresource such as `status`). A
+        `metadata.resourceVersion` in the patch makes it conditional: 409 when the object moved on."""
         ...
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
@@ -124,9 +126,10 @@ class KubeGateway:
         meta = obj.get("metadata", {})
         return self._json("POST", path(obj["apiVersion"], obj["kind"], meta.get("namespace")), body=obj)
 
-    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
-        return self._json("PATCH", path(api_version, kind, namespace, name), body=patch,
-                          content_type="application/merge-patch+json")
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+              subresource: str = "") -> Obj:
+        target = path(api_version, kind, namespace, name) + (f"/{subresource}" if subresource else "")
+        return self._json("PATCH", target, body=patch, content_type="application/merge-patch+json")
 
     def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, *,
                propagation: str = "Background") -> bool:

@@ -25,6 +25,9 @@ NEXT_STEP: dict[str, str] = {
     "distinct-gpus": "two pods hold one GPU: a device plugin and the DRA driver both advertise the node's GPUs "
                      "(one advertiser per node), or a claim was shared by mistake",
     "jobs-complete": "kubectl -n {ns} logs -l ck8s-gpu.io/smoke-run --all-containers: the probe says what it saw",
+    "claims-released": "kubectl -n {ns} get resourceclaims -o yaml: a claim still allocated after its pods finished "
+                       "keeps its GPU from every other workload (a scheduler that allocates without the "
+                       "resource.kubernetes.io/delete-protection finalizer: docs/adr/0027)",
     "case-shared-claim": "kubectl -n {ns} logs the shared pod's two containers: both must list the same GPU",
     "case-named-claim": "kubectl -n {ns} get resourceclaim -o yaml: the named claim must be allocated once "
                                "and reserved for both pods",

@@ -26,7 +26,7 @@ from components.smoke.expectations import (
 )
 from components.smoke.gateway import Gateway, KubeError, Obj
 from components.smoke.snapshot import condition, events_for, name, slice_devices, start_failure
-from components.smoke.verifier import verify
+from components.smoke.verifier import leftover_claims, verify
 
 JOB_API = "batch/v1"
 STARTED = ("Running", "Succeeded", "Failed")
@@ -34,6 +34,7 @@ STARTED = ("Running", "Succeeded", "Failed")
 JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name",
                          "batch.kubernetes.io/job-name")
 RESET_WAIT_SECONDS = 120
+RELEASE_WAIT_SECONDS = 15
 # For specs recorded before stuckSeconds existed: the setting's own default.
 DEFAULT_STUCK_SECONDS: int = SmokeTestSettings.model_fields["stuck_seconds"].default
 
@@ -273,9 +274,59 @@ class Runner:
                       lambda: job_state(self.gw.get(JOB_API, "Job", case.job, ns)) in ("Complete", "Failed")):
             state = job_state(self.gw.get(JOB_API, "Job", case.job, ns))
         self.say(case.case, f"Job {case.job}: {state}")
+        if case.claim:
+            self.release_named_claim(case)
         self.phases.append({"case": case.case, "job": case.job, "state": state,
                             "seconds": round(self.clock.monotonic() - t, 1)})
         return state
+
+    def release_named_claim(self, case: CaseExpectation) -> None:
+        """Free a named claim once every pod of its case finished, if nobody else did.
+
+        kube-scheduler adds the resource.kubernetes.io/delete-protection finalizer when it
+        allocates, and the claim controller then deallocates the claim with its last reservation;
+        KAI's binder allocates without it (pkg/binder/plugins/k8s-plugins/dynamicresources/dra.go
+        at v0.17.0), so the claim keeps its device for as long as it exists, and the controller
+        re-reserves it for the finished pods and drops them again, two writes a cycle, without end
+        (pkg/controller/resourceclaim/controller.go at v1.34.4: syncPod never looks at the phase;
+        kubernetes#141274). Clearing the allocation (what the claim controller itself writes, the
+        same status update) ends both; the object stays, so a retried run allocates it again."""
+        ns = self.spec.namespace
+        if any(p.get("status", {}).get("phase") not in ("Succeeded", "Failed") for p in self.pods_of(case)):
+            self.say(case.case, f"claim {case.claim} left allocated: a pod of the case still runs")
+            return
+        until = min(self.deadline, self.clock.monotonic() + RESET_WAIT_SECONDS)
+        while True:
+            claim = self.gw.get(self.exp.resource_api, "ResourceClaim", case.claim, ns)
+            if claim is None or not (claim.get("status") or {}).get("allocation"):
+                self.say(case.case, f"claim {case.claim} released")
+                return
+            self.recorder.record(claim)  # the allocation the verdict judges, before it is cleared
+            try:
+                # Unconditional: the claim controller rewrites reservedFor many times a second, and
+                # every pod of the case is done, so there is no reservation left to keep.
+                self.gw.patch(self.exp.resource_api, "ResourceClaim", case.claim, ns,
+                              {"status": {"allocation": None, "reservedFor": None, "devices": None}},
+                              subresource="status")
+            except KubeError as exc:
+                if exc.status not in (404, 409, 422):  # gone, or raced with a controller write: read again
+                    raise
+            if self.clock.monotonic() >= until:
+                self.say(case.case, f"gave up releasing claim {case.claim}")
+                return
+            self.clock.sleep(min(self.poll, 0.2))
+
+    def wait_released(self) -> None:
+        """Give the claim controller its moment: generated claims go once their pod finished."""
+        ns, api = self.spec.namespace, self.exp.resource_api
+        until = min(self.deadline, self.clock.monotonic() + RELEASE_WAIT_SECONDS)
+
+        def released() -> bool:
+            pods = self.gw.list("v1", "Pod", ns, label_selector=f"{RUN_LABEL}={self.exp.run_id}")[0]
+            return not leftover_claims(self.gw.list(api, "ResourceClaim", ns)[0], pods)
+
+        if not self._wait("claims to be released", until, released):
+            self.say("cleanup", "claims still allocated after the run: see claims-released")
 
     def settle(self) -> None:
         """Suspend Jobs still running after a timeout: their pods give the GPUs back."""
@@ -297,6 +348,7 @@ class Runner:
                     continue
                 if self.run_case(case) in ("timeout", "stuck"):
                     break
+            self.wait_released()
             snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s),
                            pod_claims=self.pod_claims)
         finally:

@@ -29,6 +29,8 @@ class Snapshot:
     # status at it (pkg/controller/resourceclaim/controller.go at v1.34.4: it works from the pod's
     # spec, not its phase): the final status can then name a claim that never held a device.
     pod_claims: dict[str, str] = field(default_factory=dict)
+    # The namespace's claims as they are after the run (None: not listed): nothing may still hold a GPU.
+    claims_after: list[Obj] | None = None
     jobs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
     pod_groups: list[Obj] = field(default_factory=list)

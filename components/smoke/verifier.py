@@ -834,6 +834,35 @@ def check_dcgm(v: _View) -> CheckResult:
     return _outcome("dcgm-metrics", hop, _unique(problems), f"DCGM exporter reports all {found} allocated GPU(s)")
 
 
+def leftover_claims(claims: list[Obj], pods: list[Obj]) -> list[str]:
+    """Claims that still hold a device although no pod of theirs runs: reserved for nobody, or
+    only for pods that finished or are gone. (Claims of a pod still running are not left over.)"""
+    running = {name(p) for p in pods if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")}
+    out = []
+    for c in claims:
+        if not allocation_results(c):
+            continue
+        holders = [r.get("name") for r in c.get("status", {}).get("reservedFor") or [] if r.get("resource") == "pods"]
+        if not set(holders) & running:
+            out.append(f"claim {name(c)} still holds " + ", ".join(f"{r.get('pool')}/{r.get('device')}"
+                                                                   for r in allocation_results(c))
+                       + (f" (reserved for finished pod(s) {', '.join(sorted(set(holders)))})" if holders else
+                          " (reserved for nobody)"))
+    return out
+
+
+def check_released(v: _View) -> CheckResult:
+    """After the run, no claim of it holds a GPU: generated claims deleted with their pods, named
+    claims deallocated (by the claim controller where the scheduler set the delete-protection
+    finalizer, else by the runner: Runner.release_named_claim)."""
+    check, hop = "claims-released", "cleanup"
+    if v.snap.claims_after is None:
+        return CheckResult(check, hop, SKIPPED, "the claims were not listed after the run")
+    left = leftover_claims(v.snap.claims_after, v.snap.pods)
+    return _outcome(check, hop, left, f"no claim of the run holds a GPU ({len(v.snap.claims_after)} claim(s) left, "
+                                      "none allocated)")
+
+
 CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
     check_device_class,
     check_slices,
@@ -844,6 +873,7 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
     check_container_device,
     check_distinct,
     check_jobs,
+    check_released,
     check_shared,
     check_shared_named,
     check_gang,
@@ -854,11 +884,11 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
 
 
 CHECK_NAMES = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
-               "container-device", "distinct-gpus", "jobs-complete", "case-shared-claim", "case-named-claim",
-               "case-gang", "case-mig", "gpu-sharing", "dcgm-metrics")
+               "container-device", "distinct-gpus", "jobs-complete", "claims-released", "case-shared-claim",
+               "case-named-claim", "case-gang", "case-mig", "gpu-sharing", "dcgm-metrics")
 HOPS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "scheduler", "node placement", "kubelet", "kubelet/CDI",
         "allocation",
-        "Job", "shared claim", "named claim", "gang", "MIG", "GPU sharing", "DCGM exporter")
+        "Job", "cleanup", "shared claim", "named claim", "gang", "MIG", "GPU sharing", "DCGM exporter")
 
 
 def _malformed(exc: Exception) -> str:

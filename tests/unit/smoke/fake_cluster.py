@@ -3,6 +3,17 @@ runner: the Job controller (pods on resume), a DRA scheduler (claims allocated f
 kubelet (Running until the barrier is released) or KWOK (Succeeded at once, no logs), and the
 resource-claim controller (generated claims deleted when their pod finishes; a named claim released
 by each pod, deallocated once none holds it).
+
+`kai_binder=True` allocates as KAI v0.17.0's binder does: one status update with the allocation
+and the reservation, no `resource.kubernetes.io/delete-protection` finalizer
+(pkg/binder/plugins/k8s-plugins/dynamicresources/dra.go). The claim controller of k8s v1.34.4
+(pkg/controller/resourceclaim/controller.go) then behaves as it does with such claims:
+- syncClaim drops finished pods from reservedFor but deallocates only a claim with the finalizer,
+  so a named claim keeps its device; syncPod re-reserves an allocated claim for any pod bound to
+  a node that names it, finished or not, and syncClaim drops it again: two writes a cycle for as
+  long as the claim stays allocated (kubernetes#141274);
+- a finished pod whose generated claim was deleted gets a new, unallocated one, and its
+  status.resourceClaimStatuses is re-pointed at it (syncPod works from the spec, not the phase).
 """
 
 from __future__ import annotations
@@ -33,12 +44,14 @@ class FakeCluster:
     # A hop after scheduling that never succeeds (the kubelet's words): pods stay Pending on their node.
     prepare_error: str = ""  # event FailedPrepareDynamicResources with this message
     waiting: tuple[str, str] | None = None  # containers waiting (reason, message), e.g. ErrImagePull
+    kai_binder: bool = False  # claims allocated without the delete-protection finalizer (see above)
     objects: dict[Key, Obj] = field(default_factory=dict)
     events_log: list[tuple[int, str, Obj]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     rv: int = 100
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _serial: int = 0
+    claim_writes: int = 0  # the claim controller's re-reserve / un-reserve writes (kai_binder)
 
     def __post_init__(self) -> None:
         for n in self.nodes:
@@ -112,12 +125,19 @@ class FakeCluster:
                 raise KubeError(422, "spec.selector: `selector` not auto-generated")
             return copy.deepcopy(self._put(obj))
 
-    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj) -> Obj:
-        self._check(f"patch {kind}/{name}")
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: Obj, *,
+              subresource: str = "") -> Obj:
+        self._check(f"patch {kind}/{name}" + (f"/{subresource}" if subresource else ""))
         with self._lock:
             obj = self.objects.get((kind, namespace or "", name))
             if obj is None:
                 raise KubeError(404, f"{kind} {name} not found")
+            patch = copy.deepcopy(patch)
+            want_rv = patch.get("metadata", {}).pop("resourceVersion", None)
+            if want_rv is not None and want_rv != obj["metadata"].get("resourceVersion"):
+                raise KubeError(409, f"the object has been modified; resourceVersion {want_rv} is stale")
+            if subresource == "status":  # the status subresource changes status alone
+                patch = {"status": patch.get("status", {})}
             _merge(obj, patch)
             if kind == "Job" and patch.get("spec", {}).get("suspend") is False:
                 self._start_job(obj)
@@ -198,6 +218,36 @@ class FakeCluster:
                 self._finish_pod(pod)
         for job in self.of("Job"):
             self._job_status(job)
+        if self.kai_binder:
+            self._claim_controller_without_finalizer()
+
+    def _claim_controller_without_finalizer(self) -> None:
+        """syncPod and syncClaim on claims KAI allocated (module docstring)."""
+        for pod in self.of("Pod"):
+            if pod["status"]["phase"] not in ("Succeeded", "Failed") or not pod["spec"].get("nodeName"):
+                continue
+            ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            for ref in pod["spec"].get("resourceClaims", []):
+                named = self.objects.get(("ResourceClaim", ns, ref.get("resourceClaimName") or ""))
+                if named is None or not named.get("status", {}).get("allocation"):
+                    continue
+                reserved = [r["name"] for r in named["status"].get("reservedFor", [])]
+                if pname in reserved:  # syncClaim: a done pod is no valid consumer
+                    named["status"]["reservedFor"] = [r for r in named["status"]["reservedFor"] if r["name"] != pname]
+                else:  # syncPod: allocated, not reserved for a pod bound to a node: reserve it
+                    named["status"]["reservedFor"] = [*named["status"].get("reservedFor", []),
+                                                      {"resource": "pods", "name": pname, "uid": f"uid-{pname}"}]
+                self.claim_writes += 1
+                self._put(named, "MODIFIED")
+            for status in pod["status"].get("resourceClaimStatuses", []):
+                if ("ResourceClaim", ns, status["resourceClaimName"]) not in self.objects:
+                    self._serial += 1  # a new generated claim, never allocated: the pod is done
+                    fresh = fx.claim(pname, "", "")
+                    fresh["metadata"].update(name=f"{pname}-gpu-{self._serial:05d}", namespace=ns)
+                    fresh["status"] = {}
+                    status["resourceClaimName"] = fresh["metadata"]["name"]
+                    self._put(fresh)
+                    self._put(pod, "MODIFIED")
 
     def _schedule(self, pod: Obj) -> None:
         ns, pname = pod["metadata"]["namespace"], pod["metadata"]["name"]
@@ -313,7 +363,7 @@ class FakeCluster:
             # A named claim outlives its pods: the claim controller drops the pod from reservedFor
             # and deallocates the claim once nobody holds it.
             named = self.objects.get(("ResourceClaim", ns, ref.get("resourceClaimName") or ""))
-            if named is not None and named.get("status", {}).get("allocation"):
+            if named is not None and named.get("status", {}).get("allocation") and not self.kai_binder:
                 left = [r for r in named["status"].get("reservedFor", []) if r["name"] != pname]
                 named["status"] = {"allocation": named["status"]["allocation"], "reservedFor": left} if left else {}
                 self._put(named, "MODIFIED")

@@ -407,6 +407,9 @@ def real_world(*, gpus_per_node: int = 1, nodes: tuple[str, ...] = NODES, cases:
                                 "spec": {"minMember": 2, "queue": "smoke-test"}, "status": {"phase": "Running"}})
     if dcgm is not False:
         snap.metrics = {n: dcgm_metrics(n, [gpu_uuid(n, i) for i in range(gpus_per_node)]) for n in nodes}
+    # After the run: the generated claims went with their pods; a named claim stays, deallocated.
+    named = object_name(RELEASE, "shared-named", RUN)
+    snap.claims_after = [{**c, "status": {}} for c in snap.claims if c["metadata"]["name"] == named]
     return w
 
 
