@@ -16,10 +16,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
 ck8s-gpu.io/smoke-run: {{ .Values.runId | quote }}
 {{- end -}}
 
-{{/* Queue label KAI reads from the Job (podgrouper) and the pods. */}}
+{{/*
+Labels KAI reads from the Job (podgrouper) and the pods: the queue, and non-preemptible: without a
+priority class KAI gives a Job priority 50 ("train"), which any workload of priority >= 100 may
+preempt mid-run (KAI v0.17.0 pkg/podgrouper/podgrouper/plugins/defaultgrouper/default_grouper.go
+reads kai.scheduler/preemptibility from the owner, then the pod). A label, not a priority class:
+the class names are the KAI chart's, and a pod naming a missing class is refused at admission.
+*/}}
 {{- define "gpu-smoke-test.queueLabel" -}}
 {{- if eq .Values.scheduler.name "kai-scheduler" -}}
 kai.scheduler/queue: {{ .Values.scheduler.queue | quote }}
+kai.scheduler/preemptibility: non-preemptible
 {{- end -}}
 {{- end -}}
 
