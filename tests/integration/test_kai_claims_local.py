@@ -59,7 +59,8 @@ def gw(cluster: Any) -> KubeGateway:
 
 def plan() -> Any:
     # The stand-in plays the KAI the cluster provides (its CRDs are not needed: no Queue object is read).
-    return sf.plan({**sf.LOCAL, "gpuStack": {"clusterProvides": ["kai-crds"]}}, scheduler="kai", queue="smoke-test", sharedNamedClaim=True, timeoutSeconds=120)
+    return sf.plan({**sf.LOCAL, "gpuStack": {"clusterProvides": ["kai-crds"]}}, scheduler="kai",
+                   queue="smoke-test", sharedNamedClaim=True, timeoutSeconds=120)
 
 
 def one_run(gw: KubeGateway, stand_in: KaiStandIn,
@@ -134,9 +135,12 @@ def test_twenty_runs_under_kai_pass_and_leave_nothing_allocated(gw: KubeGateway,
     for i in range(RUNS):
         t0 = time.monotonic()
         quiet: list[int] = []
-        report, claims = one_run(gw, stand_in, lambda cs: quiet.extend(
-            claim_writes(gw, plan().namespace, c["metadata"]["name"], 0.5) for c in cs
-            if c["metadata"].get("labels", {}).get("ck8s-gpu.io/smoke-case") == "shared-named"))
+
+        def settled(cs: list[dict[str, Any]], quiet: list[int] = quiet) -> None:
+            quiet.extend(claim_writes(gw, plan().namespace, c["metadata"]["name"], 0.5) for c in cs
+                         if c["metadata"].get("labels", {}).get("ck8s-gpu.io/smoke-case") == "shared-named")
+
+        report, claims = one_run(gw, stand_in, settled)
         durations.append(time.monotonic() - t0)
         assert not failures(report), f"run {i + 1}: {failures(report)}"
         assert not leftover_claims(claims, []), f"run {i + 1} left {leftover_claims(claims, [])}"

@@ -135,10 +135,10 @@ class KaiStandIn:
             claim = self.gw.get(API, "ResourceClaim", cname, self.namespace)
             if claim is None:
                 return f"claim {cname} does not exist"
-            if ref.get("resourceClaimName") and any("gpu" in (r.get("exactly") or {}).get("deviceClassName", "")
-                                                     for r in claim["spec"]["devices"].get("requests") or []):
-                if claim["metadata"].get("labels", {}).get(QUEUE_LABEL) != queue:
-                    return f"shared GPU claim {cname} lacks label {QUEUE_LABEL}={queue}"
+            gpu = any("gpu" in (r.get("exactly") or {}).get("deviceClassName", "")
+                      for r in claim["spec"]["devices"].get("requests") or [])
+            if ref.get("resourceClaimName") and gpu and claim["metadata"].get("labels", {}).get(QUEUE_LABEL) != queue:
+                return f"shared GPU claim {cname} lacks label {QUEUE_LABEL}={queue}"
             out.append(claim)
         return out
 
