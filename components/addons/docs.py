@@ -22,7 +22,8 @@ from components.settings import parse_settings
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "addons.md"
 
 CAPABILITY_MEANING = {
-    "gpu-driver": "NVIDIA driver and container toolkit ready on GPU nodes (ClusterPolicy `ready`)",
+    "gpu-driver": "NVIDIA driver and container toolkit ready on GPU nodes (ClusterPolicy `ready` with reason "
+                  "`Reconciled` on the pools' GPU nodes, ADR 0026)",
     "dra-gpus": "whole GPUs published as DRA devices of driver `gpu.nvidia.com`",
     "kai-crds": "KAI's CRDs exist (Queue `scheduling.run.ai/v2`, PodGroup...)",
     "monitoring-crds": "Prometheus Operator CRDs exist (ServiceMonitor, PrometheusRule)",
@@ -69,7 +70,7 @@ def render() -> str:
     for a in ADDONS:
         chart, repo, version = _chart(a)
         needs = ", ".join([*(f"`{n}`" for n in a.needs), *(f"`{n}` (at run time)" for n in a.uses)]) or "-"
-        gate = " + ClusterPolicy ready" if a.readiness == "cluster-policy" else ""
+        gate = " + ClusterPolicy reconciled on the GPU nodes" if a.readiness == "cluster-policy" else ""
         timeout = f"{a.timeout_seconds // 60} min{gate}"
         cells = [f"`{a.name}`", chart, version, repo, f"`{a.namespace}` ({a.pod_security})", needs,
                  _provides(a), timeout, *(_default(a, p) for p in PLATFORMS)]
@@ -122,7 +123,7 @@ def _upgrades() -> list[str]:
         "`repository` serves them; `version` on them needs one.",
         "",
         "Order: Pulumi updates a resource only after every resource it depends on is updated, so a",
-        "change upgrades along the dependency graph above: GPU Operator, then its ClusterPolicy `ready`",
+        "change upgrades along the dependency graph above: GPU Operator, then its ClusterPolicy gate",
         "gate (which waits again whenever the operator's version changes); the DRA driver beside it (its",
         "kubelet plugin waits for the driver, ADR 0019); KAI, then its queues; kube-prometheus-stack,",
         "then observability. The smoke test depends on every release and gate on the GPU path (not",

@@ -181,6 +181,8 @@ class QueueResource(_Model):
 
 
 class QueueSettings(_Model):
+    # KAI counts a DRA claim against `gpu` only when its DeviceClass name contains "gpu"
+    # (v0.17.0 pkg/common/resources/dra.go): MIG claims (mig.nvidia.com) escape this quota.
     name: str = Field(pattern=DNS_LABEL)
     parent: str | None = None
     display_name: str | None = None
