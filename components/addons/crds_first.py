@@ -63,7 +63,27 @@ def pull(repo: str, chart: str, version: str) -> bytes:
         return archives[0].read_bytes()
 
 
-def apply(kubeconfig: str, crds: list[dict[str, Any]]) -> list[str]:
+def crd_not_established(crd: dict[str, Any]) -> str:
+    """Why a CRD does not serve its kind yet ("" when it does): the API server's apiextensions
+    controllers set NamesAccepted, then Established; until then a custom resource of it is refused
+    with "no matches for kind" (k8s.io/apiextensions-apiserver pkg/controller/establish)."""
+    conds = {c.get("type"): c for c in (crd.get("status") or {}).get("conditions") or []}
+    for kind in ("NamesAccepted", "Established"):
+        c = conds.get(kind) or {}
+        if c.get("status") != "True":
+            return f"{crd.get('metadata', {}).get('name')}: {kind} is {c.get('status', 'unset')}" + (
+                f" ({c['reason']}: {c.get('message', '')})" if c.get("reason") else "")
+    return ""
+
+
+ESTABLISH_SECONDS = 60
+
+
+def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float = ESTABLISH_SECONDS) -> list[str]:
+    """Server-side apply each CRD, then wait until all of them serve their kinds: a release or a
+    custom resource that depends on this resource may be created the next moment."""
+    import time
+
     from kubernetes import client
 
     from components.kube.client import api_client
@@ -75,7 +95,16 @@ def apply(kubeconfig: str, crds: list[dict[str, Any]]) -> list[str]:
         api.patch_custom_resource_definition(name, crd, field_manager=FIELD_MANAGER, force=True,
                                              _content_type="application/apply-patch+yaml")
         names.append(name)
-    return names
+    deadline = time.monotonic() + establish_seconds
+    while True:
+        waiting = [why for n in names if (why := crd_not_established(
+            api.api_client.sanitize_for_serialization(api.read_custom_resource_definition(n))))]
+        if not waiting:
+            return names
+        if time.monotonic() >= deadline:
+            raise CrdError(f"not established after {establish_seconds:.0f}s: {'; '.join(waiting)}")
+        time.sleep(0.5)
+
 
 
 def _run(props: dict[str, Any]) -> dict[str, Any]:

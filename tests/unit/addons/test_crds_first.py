@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from components.addons.crds import BY_CHART
-from components.addons.crds_first import CrdError, chart_crds
+from components.addons.crds_first import CrdError, chart_crds, crd_not_established
 from tests.helpers import chart_repo
 from tests.unit.addons.helpers import by_name, settings
 from tests.unit.addons.test_upgrades import run
@@ -53,3 +54,15 @@ def test_chart_crds_reads_every_crd_document(tmp_path: Path) -> None:
 def test_anything_but_a_crd_under_crds_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CrdError, match=r"a\.yaml: ConfigMap v1 under crds/ is not a CustomResourceDefinition"):
         chart_crds(_chart(tmp_path, yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap"})))
+
+
+def test_a_crd_serves_its_kind_only_once_names_accepted_and_established() -> None:
+    def crd(*conds: tuple[str, str]) -> dict[str, Any]:
+        return {"metadata": {"name": "queues.scheduling.run.ai"},
+                "status": {"conditions": [{"type": t, "status": s, **({"reason": "InProgress"} if s != "True" else {})}
+                                          for t, s in conds]}}
+
+    assert crd_not_established(crd()) == "queues.scheduling.run.ai: NamesAccepted is unset"
+    assert crd_not_established(crd(("NamesAccepted", "True"))) == "queues.scheduling.run.ai: Established is unset"
+    assert crd_not_established(crd(("NamesAccepted", "False"))).endswith("NamesAccepted is False (InProgress: )")
+    assert crd_not_established(crd(("NamesAccepted", "True"), ("Established", "True"))) == ""
