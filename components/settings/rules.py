@@ -400,6 +400,28 @@ def leaf_queues(s: Settings) -> set[str]:
     return {q.name for q in s.queues if q.name not in parents}
 
 
+def _smoke_queue_quota(s: Settings, path: str) -> Iterator[Problem]:
+    """The smoke Jobs are non-preemptible under KAI (charts/gpu-smoke-test, ADR 0027), and KAI
+    schedules a non-preemptible job only within the quota of its queue and of every ancestor
+    (v0.17.0 pkg/scheduler/plugins/proportion/capacity_policy/quota_check.go,
+    resultsWithNonPreemptibleOverQuota): a smaller finite GPU quota keeps the run Pending."""
+    t = s.smoke_test
+    needed = t.gpus if (t.whole_gpu or t.gang) else 1
+    by_name = {q.name: q for q in s.queues}
+    seen: set[str] = set()
+    name: str | None = t.queue
+    while name is not None and name in by_name and name not in seen:
+        seen.add(name)
+        q = by_name[name]
+        if q.gpu.quota != -1 and q.gpu.quota < needed:
+            i = s.queues.index(q)
+            yield (f"{ROOT}.queues[{i}].gpu.quota",
+                   f"queue '{q.name}' has a GPU quota of {q.gpu.quota:g}, but the smoke test ({path}.queue "
+                   f"'{t.queue}') holds {needed} non-preemptible GPU(s) at once, which KAI schedules only within "
+                   "the quota of the queue and each parent: raise the quota (-1 = unlimited) or lower smokeTest.gpus")
+        name = q.parent
+
+
 def _smoke(s: Settings) -> Iterator[Problem]:
     t = s.smoke_test
     if not t.enabled:
@@ -422,6 +444,8 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     # Whether KAI is there (installed here or declared present) is the add-on graph's rule.
     if t.scheduler == "kai" and t.queue not in leaf_queues(s):
             yield f"{path}.queue", f"'{t.queue}' is not a leaf queue of settings.queues (only leaf queues schedule)"
+    if t.scheduler == "kai":
+        yield from _smoke_queue_quota(s, path)
     if t.gang and t.scheduler != "kai":
         yield f"{path}.gang", "gang scheduling needs scheduler: kai"
     if s.gpu_stack.allocation != "dra":

@@ -60,10 +60,24 @@ def test_declared_gpu_facts_make_an_unknown_instance_type_acceptable() -> None:
 
 
 def test_children_quota_must_fit_the_parent_and_unlimited_children_do_not() -> None:
-    base = [{"name": "root", "gpu": {"quota": 4}}, {"name": "smoke-test", "parent": "root", "gpu": {"quota": 1}}]
+    base = [{"name": "root", "gpu": {"quota": 4}}, {"name": "smoke-test", "parent": "root", "gpu": {"quota": 2}}]
     assert parse_settings({"platform": "kind", "queues": base}).queues[0].gpu.quota == 4
     p = problems({"platform": "kind", "queues": [*base, {"name": "team", "parent": "root"}]})
     assert "unlimited children ['team']" in p["settings.queues[0].gpu.quota"]
+
+
+def test_the_non_preemptible_smoke_test_must_fit_its_queues_gpu_quota() -> None:
+    """KAI schedules a non-preemptible job only within the quota of its queue and every parent."""
+    queues = [{"name": "root", "gpu": {"quota": 1}}, {"name": "smoke-test", "parent": "root", "gpu": {"quota": 1}}]
+    p = problems({"platform": "kind", "queues": queues, "smokeTest": {"gpus": 2}})
+    assert {k for k in p if k.startswith("settings.queues")} == {"settings.queues[0].gpu.quota",
+                                                                 "settings.queues[1].gpu.quota"}
+    assert "holds 2 non-preemptible GPU(s) at once" in p["settings.queues[1].gpu.quota"]
+    one = problems({"platform": "kind", "queues": queues, "smokeTest": {"gpus": 2, "wholeGpu": False,
+                                                                         "sharedNamedClaim": True}})
+    assert not {k for k in one if k.startswith("settings.queues")}  # only the one-GPU named-claim case runs
+    default = problems({"platform": "kind", "queues": queues, "smokeTest": {"gpus": 2, "scheduler": "default"}})
+    assert not {k for k in default if k.startswith("settings.queues")}  # kube-scheduler knows no KAI quota
 
 
 def test_smoke_queue_must_be_a_leaf_and_kai_must_be_on() -> None:
