@@ -35,6 +35,9 @@ JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid",
                          "batch.kubernetes.io/job-name")
 RESET_WAIT_SECONDS = 120
 RELEASE_WAIT_SECONDS = 15
+# k8s.io/api resource/v1 Finalizer: set by kube-scheduler's DRA plugin when it allocates; the claim
+# controller deallocates only claims that carry it (ADR 0027).
+DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 # For specs recorded before stuckSeconds existed: the setting's own default.
 DEFAULT_STUCK_SECONDS: int = SmokeTestSettings.model_fields["stuck_seconds"].default
 
@@ -281,7 +284,8 @@ class Runner:
         return state
 
     def release_named_claim(self, case: CaseExpectation) -> None:
-        """Free a named claim once every pod of its case finished, if nobody else did.
+        """Free a named claim once every pod of its case finished: one with the delete-protection
+        finalizer is the claim controller's to free (the runner waits for it), one without is freed here.
 
         kube-scheduler adds the resource.kubernetes.io/delete-protection finalizer when it
         allocates, and the claim controller then deallocates the claim with its last reservation;
@@ -295,13 +299,20 @@ class Runner:
         if any(p.get("status", {}).get("phase") not in ("Succeeded", "Failed") for p in self.pods_of(case)):
             self.say(case.case, f"claim {case.claim} left allocated: a pod of the case still runs")
             return
-        until = min(self.deadline, self.clock.monotonic() + RESET_WAIT_SECONDS)
+        until = min(self.deadline, self.clock.monotonic() + RELEASE_WAIT_SECONDS)
         while True:
             claim = self.gw.get(self.exp.resource_api, "ResourceClaim", case.claim, ns)
             if claim is None or not (claim.get("status") or {}).get("allocation"):
                 self.say(case.case, f"claim {case.claim} released")
                 return
             self.recorder.record(claim)  # the allocation the verdict judges, before it is cleared
+            if DELETE_PROTECTION in (claim.get("metadata", {}).get("finalizers") or []):
+                # kube-scheduler's claim: the claim controller deallocates it itself, in a moment.
+                if self.clock.monotonic() >= until:
+                    self.say(case.case, f"claim {case.claim} still allocated: its claim controller did not free it")
+                    return
+                self.clock.sleep(min(self.poll, 0.2))
+                continue
             try:
                 # Unconditional: the claim controller rewrites reservedFor many times a second, and
                 # every pod of the case is done, so there is no reservation left to keep.

@@ -59,3 +59,14 @@ def test_a_claim_left_allocated_fails_claims_released(monkeypatch: pytest.Monkey
     report, _ = smoke(cluster, plan)
     assert statuses(report)["claims-released"] == "failed"
     assert "still holds" in message(report, "claims-released")
+
+
+def test_a_claim_kube_scheduler_protects_is_left_to_the_claim_controller() -> None:
+    """With the delete-protection finalizer the controller frees the claim; the runner only waits."""
+    cluster = FakeCluster(gpus_per_node=4)
+    plan = sf.plan(sf.AWS, sharedNamedClaim=True)
+    deploy(cluster, plan)
+    report, seen = smoke(cluster, plan)
+    assert statuses(report)["claims-released"] == "passed"
+    assert not [c for c in cluster.calls if c.endswith("/status")], "the runner wrote a claim's status"
+    assert any(p.message.endswith("released") for p in seen if p.hop == "shared-named")
