@@ -509,7 +509,7 @@ def status_writes(w: TimedWatch, since: float) -> list[tuple[float, Obj]]:
     out = []
     for t, _typ, obj in w.since(since):
         k = status_key(obj)
-        if k != prev:
+        if k != prev and prev is not None:
             out.append((t, obj))
         prev = k
     return out
@@ -770,7 +770,7 @@ def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitS
             wait_until("NFD worker pods gone", lambda: not [
                 p for p in cl.get_json("pods", "-n", OPERATOR_NS)["items"]
                 if "worker" in p["metadata"]["name"] and "feature-discovery" in p["metadata"]["name"]], timeout=60)
-    tainted_variant = [k for k in landed if "tainted" in k]
+    tainted_variant = [k for k in landed if "with the pool tainted" in k]
     ok5 = bool(tainted_variant) and landed[tainted_variant[0]]
     c5.done(ok5, "; ".join(f"{k}: {'lands on' if v else 'does not land on'} the tainted node"
                            for k, v in landed.items()))
@@ -794,6 +794,55 @@ def claim_rates(events: list[tuple[float, str, Obj]], window: float = 5.0) -> di
                 j += 1
             peak = max(peak, i - j + 1)
         out[k] = (len(ts), peak / window)
+    return out
+
+
+def unallocated_bound(claim_events: list[tuple[float, str, Obj]], pod_events: list[tuple[float, str, Obj]],
+                      t0: float) -> list[str]:
+    """Claims whose pod got a node while no watched version of the claim ever held an allocation."""
+    history: dict[tuple[str, str], list[tuple[float, str, Obj]]] = {}
+    for t, typ, o in claim_events:
+        history.setdefault((o["metadata"].get("namespace"), o["metadata"].get("name")), []).append((t, typ, o))
+    bound: dict[tuple[str, str], tuple[float, str, str]] = {}
+    for t, _typ, pod in pod_events:
+        node = pod["spec"].get("nodeName")
+        if not node:
+            continue
+        ns = pod["metadata"].get("namespace")
+        for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            key = (ns, st.get("resourceClaimName"))
+            if key not in bound:
+                bound[key] = (t, pod["metadata"]["name"], node)
+        for ref in pod["spec"].get("resourceClaims") or []:
+            if ref.get("resourceClaimName") and (ns, ref["resourceClaimName"]) not in bound:
+                bound[(ns, ref["resourceClaimName"])] = (t, pod["metadata"]["name"], node)
+    out = []
+    for key, (tb, pod_name, node) in sorted(bound.items(), key=lambda kv: kv[1][0]):
+        versions = history.get(key, [])
+        if any((o.get("status") or {}).get("allocation") for _t, _typ, o in versions):
+            continue
+        seen = ", ".join(f"+{t - t0:.2f}s {typ} rv {o['metadata'].get('resourceVersion')} reservedFor "
+                         f"{[r.get('name') for r in (o.get('status') or {}).get('reservedFor') or []]}"
+                         for t, typ, o in versions[:6])
+        statuses: list[str] = []
+        for _t, _typ, pod in pod_events:
+            if pod["metadata"].get("name") == pod_name:
+                names = ",".join(str(x.get("resourceClaimName")) for x in
+                                 (pod.get("status") or {}).get("resourceClaimStatuses") or [])
+                if names and (not statuses or statuses[-1] != names):
+                    statuses.append(names)
+        siblings = []
+        for (ns, cname), vs in history.items():
+            owners = {r.get("name") for _t, _typ, o in vs for r in o["metadata"].get("ownerReferences") or []}
+            if ns == key[0] and cname != key[1] and pod_name in owners:
+                alloc = [allocation_manager(o) for _t, _typ, o in vs if (o.get("status") or {}).get("allocation")]
+                gone = [t for t, typ, _o in vs if typ == "DELETED"]
+                siblings.append(f"{cname} (" + (f"allocated by {alloc[0]}" if alloc else "never allocated")
+                                + (f", deleted +{gone[0] - t0:.2f}s" if gone else "") + ")")
+        out.append(f"claim {key[1]}: pod {pod_name} (bound to {node}) names it from +{tb - t0:.2f}s, but no "
+                   f"watched version of the claim was allocated; versions: {seen or 'none seen'}; the pod's "
+                   f"status.resourceClaimStatuses over time: {' -> '.join(statuses) or 'never set'}; other claims "
+                   f"owned by the pod: {', '.join(siblings) or 'none'}")
     return out
 
 
@@ -941,6 +990,7 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
     for w in (claims_w, pg_w, pods_w):
         stack.callback(w.stop)
     passed_runs, leftovers_any, peak_any, streak, done_runs = 0, False, 0.0, 0, 0
+    recreated_runs: set[int] = set()
     for i in range(1, a.runs + 1):
         if a.stop_after and streak >= a.stop_after:
             c7.say(f"stopped after {streak} failed runs in a row (--stop-after {a.stop_after}): "
@@ -965,6 +1015,10 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
         if rc not in (0, 1):
             failed.append(f"exit {rc}: " + short(out[-800:], 800))
         during = claim_rates(claims_w.since(t0, t1))
+        for line in unallocated_bound(claims_w.since(t0, t1 + 2), pods_w.since(t0, t1 + 2), t0):
+            c7.say(f"run {i}: {line}")
+            if "allocated by" in line and rc != 0:
+                recreated_runs.add(i)
         time.sleep(5)
         after_events = claims_w.since(t1, t1 + 5)
         allocated = [f"{o['metadata']['namespace']}/{o['metadata']['name']} (reservedFor "
@@ -989,7 +1043,10 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
     c7.done(passed_runs == a.runs and not leftovers_any,
             f"{passed_runs}/{a.runs} runs passed ({done_runs} run); allocated claims left after a run: "
             f"{'yes' if leftovers_any else 'none'};"
-            f" peak claim write rate during runs {peak_any:.1f}/s (5 s window)")
+            f" peak claim write rate during runs {peak_any:.1f}/s (5 s window)"
+            + (f"; in {len(recreated_runs)} failed run(s) ({', '.join(map(str, sorted(recreated_runs)))}) a finished "
+               "pod's allocated claim was deleted and the claim controller made it a new, never allocated one, "
+               "re-pointing status.resourceClaimStatuses to it" if recreated_runs else ""))
 
     # --- priority and finalizers ---------------------------------------------------------------
     pgs: dict[str, Obj] = {}
@@ -1003,9 +1060,9 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
     c8.say(f"{len(pgs)} PodGroup(s) seen; (priorityClassName, preemptibility, queue): {prios}")
     c8.say(f"smoke pods' own (priorityClassName, priority): {pod_prio}")
     pc_values = {p["metadata"]["name"]: p.get("value") for p in pcs}
-    names_seen = {x[0] for x in prios}
-    c8.done(bool(pgs), f"PodGroups get priorityClassName {sorted(map(str, names_seen))} "
-                       f"(value {[pc_values.get(n) for n in names_seen]}); pods ask for {pod_prio}; KAI counts "
+    c8.done(bool(pgs), "PodGroups get (priorityClassName, preemptibility, queue) "
+                       f"{[(n, pc_values.get(n), pre, q) for n, pre, q in prios]} (name, value, preemptibility, "
+                       f"queue); the smoke pods themselves ask for no priority class {pod_prio}; KAI counts a "
                        "priority < 100 as preemptible unless spec.preemptibility says otherwise"
             if pgs else "no PodGroup was seen (the podgrouper made none)")
     allocated_versions = [(o, allocation_manager(o)) for _t, _typ, o in claims_w.since(0)
@@ -1185,6 +1242,9 @@ def main(argv: list[str] | None = None) -> int:
                 except KeyboardInterrupt:
                     interrupted = True
                     part.notes.append("INTERRUPTED: the run was stopped before it finished")
+                    pending = [c for c in part.checks if c.status == "not run"]
+                    if pending:
+                        pending[0].status, pending[0].summary = "error", "interrupted while it ran (SIGTERM or Ctrl-C)"
                     raise
                 except Exception as exc:
                     log(traceback.format_exc())

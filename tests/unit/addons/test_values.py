@@ -115,8 +115,8 @@ def test_queues_parents_first_with_all_fields() -> None:
     s = settings(queues=[
         {"name": "team-b", "parent": "org", "gpu": {"quota": 2, "limit": 4, "overQuotaWeight": 2}},
         {"name": "org", "gpu": {"quota": 8}, "priority": 10, "displayName": "Org"},
-        {"name": "team-a", "parent": "org", "gpu": {"quota": 6}},
-        {"name": "smoke-test", "parent": "org", "gpu": {"quota": 0}},
+        {"name": "team-a", "parent": "org", "gpu": {"quota": 5}},
+        {"name": "smoke-test", "parent": "org", "gpu": {"quota": 1}},  # fits the non-preemptible run
     ])
     queues = final_values(kai_queues.ADDON, s)["queues"]
     # KAI's fallback leaf (components/addons/kai_scheduler.py FALLBACK_QUEUE) joins under the root.
