@@ -175,12 +175,13 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
     snap.claims_after = gw.list(api, "ResourceClaim", ns)[0]
     if recorder is not None:
         recorder.sync()
+        snap.claims, snap.claim_history = recorder.claims(), recorder.history()
         # Claims of scheduled pods were allocated: wait until the watch delivered them. Pending
         # pods' claims never were (waiting for those would only stall a failing run).
         wanted = {c for p in snap.pods if p.get("spec", {}).get("nodeName") and (c := claim_of(snap, p))}
         recorder.wait_for(wanted, CLAIM_WAIT_SECONDS)
-        snap.claims = recorder.claims()
-        snap.claim_history = recorder.history()
+        snap.claims, snap.claim_history = recorder.claims(), recorder.history()
+        snap._owned = None  # claim_of's index follows the final history
     else:
         snap.claims = gw.list(api, "ResourceClaim", ns)[0]
     # Every object of the run carries the run id in its name, also pods already deleted.

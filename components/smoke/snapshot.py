@@ -31,6 +31,7 @@ class Snapshot:
     pod_claims: dict[str, str] = field(default_factory=dict)
     # The namespace's claims as they are after the run (None: not listed): nothing may still hold a GPU.
     claims_after: list[Obj] | None = None
+    _owned: dict[tuple[str, str], list[tuple[str, str]]] | None = field(default=None, repr=False, compare=False)
     jobs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
     pod_groups: list[Obj] = field(default_factory=list)
@@ -103,8 +104,46 @@ def pod_claim_name(pod: Obj, claim: str = "gpu") -> str | None:
     return None
 
 
-def claim_of(snap: Snapshot, pod: Obj) -> str | None:
-    """The claim a pod ran with: what the runner recorded while it ran, else its status now."""
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"  # on claims made from a pod's template
+
+
+def owned_allocated(snap: Snapshot) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(pod name, pod claim name) -> [(claim name, pod uid)] of generated claims that held an
+    allocation in some recorded version: the claim controller names the owning pod (a controller
+    ownerReference) and the pod's claim entry (POD_CLAIM_ANNOTATION) on every claim it makes
+    (pkg/controller/resourceclaim/controller.go at v1.34.4). Computed once per snapshot."""
+    if snap._owned is None:
+        owned: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        versions = [e.get("object") or {} for e in snap.claim_history if e.get("type") != "DELETED"]
+        for c in [*versions, *snap.claims]:
+            if not allocation_results(c):
+                continue
+            meta = c.get("metadata", {})
+            request = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+            for ref in meta.get("ownerReferences") or []:
+                if ref.get("kind") == "Pod" and ref.get("controller") and request:
+                    entry = (name(c), str(ref.get("uid") or ""))
+                    found = owned.setdefault((str(ref.get("name", "")), str(request)), [])
+                    if entry not in found:
+                        found.append(entry)
+        snap._owned = owned
+    return snap._owned
+
+
+def claim_of(snap: Snapshot, pod: Obj, claim: str = "gpu") -> str | None:
+    """The claim a pod ran with. A named claim is in the pod's spec. A generated one is the claim
+    owned by the pod that held an allocation: after the pod finished, the claim controller may
+    delete it, create another that is never allocated and re-point the pod's status at that, within
+    milliseconds (seen with KAI v0.17.0 on KWOK nodes: docs/compatibility.md). Else what the runner
+    recorded while the pod ran, else the status now."""
+    for ref in pod.get("spec", {}).get("resourceClaims") or []:
+        if ref.get("name") == claim and ref.get("resourceClaimName"):
+            return str(ref["resourceClaimName"])
+    uid = str(pod.get("metadata", {}).get("uid") or "")
+    held = [c for c, owner_uid in owned_allocated(snap).get((name(pod), claim), []) if not uid or not owner_uid
+            or owner_uid == uid]
+    if held:
+        return held[0]
     return snap.pod_claims.get(name(pod)) or pod_claim_name(pod)
 
 

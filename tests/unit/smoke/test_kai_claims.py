@@ -70,3 +70,19 @@ def test_a_claim_kube_scheduler_protects_is_left_to_the_claim_controller() -> No
     assert statuses(report)["claims-released"] == "passed"
     assert not [c for c in cluster.calls if c.endswith("/status")], "the runner wrote a claim's status"
     assert any(p.message.endswith("released") for p in seen if p.hop == "shared-named")
+
+
+def test_a_pod_re_pointed_before_the_runner_saw_it_is_judged_by_the_claim_it_owned() -> None:
+    """What real KAI does on KWOK nodes (docs/compatibility.md): the pod finishes within a poll,
+    its claim is deleted, a new one made and the status re-pointed before the runner ever lists
+    it. The allocated claim the pod owned (ownerReference + pod-claim-name) is the one it ran with."""
+    from components.smoke.verifier import verify
+    from tests.unit.smoke import fixtures as fx
+
+    w = fx.real_world()
+    for pod in w.snap.pods:
+        fresh = f"{pod['metadata']['name']}-new"  # never allocated
+        pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": fresh}]
+    w.snap.pod_claims = {}
+    results = {r.name: r for r in verify(w.exp, w.snap)}
+    assert results["claims-allocated"].status == "passed", results["claims-allocated"].message
