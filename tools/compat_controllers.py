@@ -200,7 +200,7 @@ def binary_info(name: str, part: Part, path: Path) -> Path:
         info = subprocess.run(["go", "version", "-m", str(path)], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         info = f"go version -m unavailable: {exc}"
-    lines = [ln.strip() for ln in info.splitlines()]
+    lines = [" ".join(ln.split()) for ln in info.splitlines()]
     keep = [ln for ln in lines[:1] + [x for x in lines if x.startswith(("path", "mod\t", "build\tvcs.revision",
                                                                               "build\tGOFLAGS"))]]
     part.builds.append({"name": name, "path": str(path), "sha256": digest[:16], "info": "; ".join(keep)[:400]})
@@ -1070,25 +1070,30 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
 INTRO = """# Compatibility with the real upstream controllers
 
 This page records what the project's gates and smoke test do against the **real** GPU Operator and
-KAI scheduler, built from the pinned upstream source and run against a loopback control plane with
-KWOK GPU nodes (`tools/localcluster.py`). CI cannot fetch upstream sources: a maintainer reruns it
-at every pin change (`components/pins.py` CHARTS) and commits the result. Everything between the
-markers below is written by `tools/compat_controllers.py`; edit only outside them.
+KAI scheduler at the pins, run against a loopback control plane with KWOK GPU nodes
+(`tools/localcluster.py`). CI runs stand-ins built from their source (tests/fakes/gpu_operator,
+tests/fakes/kai): neither upstream module is served by the Go module proxy (403 for
+`github.com/NVIDIA/gpu-operator` v26.7.0 and for KAI at any version), so CI can neither fetch nor
+build them. A maintainer reruns this at every pin change (`components/pins.py` CHARTS) and commits
+the result. Everything between the markers below is written by `tools/compat_controllers.py`;
+edit only outside them.
 
-Rerun (trees: a checkout of the pinned tag, or `git archive <tag> | tar -x`; the `--*-git` options
-name a git dir holding the tag, to prove the tree is the tag and record its commit):
+Rerun with the trees at the pinned tags (a checkout, or `git archive <tag> | tar -x`; the `--*-git`
+options name a git dir holding the tag, to prove the tree is the tag and record its commit) and the
+binaries built from them with upstream's own build (the script compiles nothing; it records each
+binary's digest and the build information Go embeds):
 
 ```bash
 bash tools/build.sh   # the control plane binaries, once
 .venv/bin/python tools/compat_controllers.py \\
-    --gpu-operator-src SRC/gpu-operator --gpu-operator-git GPU_OPERATOR.git \\
-    --kai-src SRC/KAI-Scheduler --kai-git KAI-Scheduler.git \\
+    --gpu-operator-src SRC/gpu-operator --gpu-operator-git GPU_OPERATOR.git --gpu-operator-bin BIN/gpu-operator \\
+    --kai-src SRC/KAI-Scheduler --kai-git KAI-Scheduler.git --kai-bin-dir BIN/kai \\
     --out docs/compatibility.md --runs 20
 ```
 
-Binaries are cached per tree content under `~/.cache/ck8s-gpu/compat/` (a cold GPU Operator build
-takes about 6 minutes on 2 cores, KAI about 11). KWOK nodes run no containers: operand pods and
-smoke pods are marked Running (and Job pods Succeeded) by KWOK, so what is checked is the
+Seen here on 2 cores: the operator builds in about 6 minutes (its vendor/ tree), KAI's four
+binaries in about 11 (modules from the Go module proxy). KWOK nodes run no containers: operand
+pods and smoke pods are marked Running (and Job pods Succeeded) by KWOK, so what is checked is the
 controllers' API behaviour (status writes, labels, scheduling, binding, claim allocation), never
 a GPU.
 
