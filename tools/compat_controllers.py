@@ -201,8 +201,8 @@ def binary_info(name: str, part: Part, path: Path) -> Path:
     except (OSError, subprocess.CalledProcessError) as exc:
         info = f"go version -m unavailable: {exc}"
     lines = [" ".join(ln.split()) for ln in info.splitlines()]
-    keep = [ln for ln in lines[:1] + [x for x in lines if x.startswith(("path", "mod\t", "build\tvcs.revision",
-                                                                              "build\tGOFLAGS"))]]
+    keep = [ln for ln in lines[:1] + [x for x in lines if x.startswith(("path ", "mod ", "build vcs.revision",
+                                                                              "build GOFLAGS"))]]
     part.builds.append({"name": name, "path": str(path), "sha256": digest[:16], "info": "; ".join(keep)[:400]})
     log(f"{name}: {path} sha256 {digest[:16]}")
     return path
