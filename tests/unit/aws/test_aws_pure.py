@@ -61,6 +61,8 @@ def test_control_planes_round_robin_over_subnets() -> None:
     ("p6-b200.48xlarge", "amd64"), ("m7i.xlarge", "amd64"), ("g4dn.xlarge", "amd64"), ("m7a.large", "amd64"),
     ("g5g.xlarge", "arm64"), ("m7g.large", "arm64"), ("c7gn.large", "arm64"), ("x2gd.large", "arm64"),
     ("a1.large", "arm64"), ("im4gn.large", "arm64"), ("r8g.large", "arm64"),
+    # NVIDIA Grace (AWS's accelerated computing specifications: "NVIDIA Grace (arm64)")
+    ("p6e-gb200.36xlarge", "arm64"), ("p6e-gb300.36xlarge", "arm64"),
 ])
 def test_architecture_of_instance_types(itype: str, arch: str) -> None:
     assert instance_types.arch_for_instance_type(itype) == arch
