@@ -98,6 +98,17 @@ def skip_failure(path: str, reason: str) -> str | None:
 PROJECT_PARTS = ("__main__.py", "components", "charts")
 
 
+def cluster_bin_dir() -> Path:
+    """The tools cache's bin folder when it holds the local control plane's binaries
+    (tools/localcluster.py); else skip, or fail where skips must not pass (CI)."""
+    lc = load_tool("localcluster")
+    bin_dir: Path = lc.tools_bin_dir()
+    if missing := lc.missing_binaries(bin_dir):
+        skip_or_fail(f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with "
+                     "`bash tools/build.sh`")
+    return bin_dir
+
+
 def copy_project(dest: Path) -> Path:
     """A runnable copy of the program (no stack files) at `dest`."""
     return copy_parts(dest, PROJECT_PARTS)

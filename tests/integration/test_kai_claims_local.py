@@ -28,7 +28,7 @@ from components.smoke.gateway import KubeGateway
 from components.smoke.run import Ref, Runner, RunSpec, cleanup, install, run_smoke
 from components.smoke.verifier import leftover_claims
 from tests.fakes.kai.binder import KaiStandIn
-from tests.helpers.tools import load_tool, skip_or_fail
+from tests.helpers.tools import cluster_bin_dir, load_tool
 from tests.unit.smoke import settings_fixtures as sf
 
 pytestmark = pytest.mark.integration
@@ -41,10 +41,7 @@ API = "resource.k8s.io/v1"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    bin_dir = lc.tools_bin_dir()
-    if missing := lc.missing_binaries(bin_dir):
-        skip_or_fail(f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with "
-                     "`bash tools/build.sh`")
+    bin_dir = cluster_bin_dir()
     c = lc.LocalCluster(tmp_path_factory.mktemp("kai-claims"), nodes=2, instance_type="g6.12xlarge",
                         bin_dir=bin_dir)
     with c:

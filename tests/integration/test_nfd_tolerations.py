@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from components.addons.gpu_operator import NFD_CHART_WORKER_TOLERATIONS, values
-from tests.helpers.tools import load_tool, skip_or_fail
+from tests.helpers.tools import cluster_bin_dir, load_tool
 from tests.unit.addons.helpers import context, settings
 
 pytestmark = pytest.mark.integration
@@ -30,10 +30,7 @@ TAINT = {"key": "dedicated", "value": "training", "effect": "NoSchedule"}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    bin_dir = lc.tools_bin_dir()
-    if missing := lc.missing_binaries(bin_dir):
-        skip_or_fail(f"tools not built: missing {', '.join(missing)} in {bin_dir}; build them with "
-                     "`bash tools/build.sh`")
+    bin_dir = cluster_bin_dir()
     c = lc.LocalCluster(tmp_path_factory.mktemp("nfd-tolerations"), nodes=2, bin_dir=bin_dir)
     with c:
         c.kubectl("taint", "node", c.node_names[1], "dedicated=training:NoSchedule")
