@@ -66,6 +66,8 @@ for _p in (REPO, REPO / "tools"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
+from localcluster import Watch  # noqa: E402  (tools/ is on the path only from here)
+
 BEGIN, END = "<!-- compat:begin -->", "<!-- compat:end -->"
 LOOPBACK = "127.0.0.1"
 OPERATOR_NS = "gpu-operator"
@@ -282,50 +284,23 @@ def non_loopback(addrs: list[str]) -> list[str]:
     return [a for a in addrs if not (a.startswith("127.") or a.startswith("::1:") or a.startswith("[::1]"))]
 
 
-class TimedWatch:
-    """`kubectl get --watch` of one resource; every event with the local monotonic time it arrived."""
+class TimedWatch(Watch):
+    """`kubectl get --watch` of one resource (localcluster.Watch); `timed` pairs every event with
+    the local monotonic time it arrived, as (time, event type, object)."""
 
     def __init__(self, kubectl: str, kubeconfig: Path, resource: str, namespace: str | None = None) -> None:
         cmd = [kubectl, "--kubeconfig", str(kubeconfig), "get", resource, "--watch", "--output-watch-events",
                "-o", "json", "--show-managed-fields"]
         cmd += ["-n", namespace] if namespace else ["-A"]
-        self.events: list[tuple[float, str, Obj]] = []
-        self._lock = threading.Lock()
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                      start_new_session=True)
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
+        super().__init__(cmd, dict(os.environ))
 
-    def _read(self) -> None:
-        assert self._proc.stdout is not None
-        dec, buf = json.JSONDecoder(), ""
-        for line in self._proc.stdout:
-            buf += line
-            while True:
-                s = buf.lstrip()
-                if not s:
-                    buf = ""
-                    break
-                try:
-                    ev, end = dec.raw_decode(s)
-                except json.JSONDecodeError:
-                    break
-                with self._lock:
-                    self.events.append((time.monotonic(), str(ev.get("type", "")), ev.get("object") or {}))
-                buf = s[end:]
+    @property
+    def timed(self) -> list[tuple[float, str, Obj]]:
+        with self._lock:
+            return [(t, str(ev.get("type", "")), ev.get("object") or {}) for t, ev in zip(self.arrived, self.events)]
 
     def since(self, t: float, until: float | None = None) -> list[tuple[float, str, Obj]]:
-        with self._lock:
-            return [e for e in self.events if e[0] >= t and (until is None or e[0] <= until)]
-
-    def stop(self) -> None:
-        if self._proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGTERM)
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
+        return [e for e in self.timed if e[0] >= t and (until is None or e[0] <= until)]
 
 
 def wait_until(what: str, pred: Callable[[], Any], timeout: float, interval: float = 1.0) -> Any:
@@ -482,8 +457,7 @@ def run_gate(kubeconfig: Path, *, min_gpu_nodes: int, timeout: float, settle: fl
 def status_writes(w: TimedWatch, since: float) -> list[tuple[float, Obj]]:
     """Watch events after `since` whose status differs from the previous event's (status writes)."""
     prev: str | None = None
-    with w._lock:
-        before = [e for e in w.events if e[0] < since]
+    before = [e for e in w.timed if e[0] < since]
     if before:
         prev = status_key(before[-1][2])
     out = []

@@ -385,6 +385,7 @@ class Watch:
 
     def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
         self.events: list[dict[str, Any]] = []
+        self.arrived: list[float] = []  # time.monotonic() when each event came, index for index
         self._lock = threading.Lock()
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                       text=True, env=env)
@@ -408,6 +409,7 @@ class Watch:
                     break
                 with self._lock:
                     self.events.append(obj)
+                    self.arrived.append(time.monotonic())
                 buf = s[end:]
 
     def objects(self) -> list[dict[str, Any]]:
