@@ -106,7 +106,6 @@ def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float 
         time.sleep(0.5)
 
 
-
 def _run(props: dict[str, Any]) -> dict[str, Any]:
     try:
         crds = chart_crds(pull(props["repository"], props["chart"], props["version"]))
