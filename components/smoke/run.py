@@ -25,7 +25,7 @@ from components.smoke.expectations import (
     Expectations,
 )
 from components.smoke.gateway import Gateway, KubeError, Obj
-from components.smoke.snapshot import condition, events_for, name, slice_devices, start_failure
+from components.smoke.snapshot import FINISHED_PHASES, condition, events_for, name, slice_devices, start_failure
 from components.smoke.verifier import leftover_claims, verify
 
 JOB_API = "batch/v1"
@@ -296,7 +296,7 @@ class Runner:
         kubernetes#141274). Clearing the allocation (what the claim controller itself writes, the
         same status update) ends both; the object stays, so a retried run allocates it again."""
         ns = self.spec.namespace
-        if any(p.get("status", {}).get("phase") not in ("Succeeded", "Failed") for p in self.pods_of(case)):
+        if any(p.get("status", {}).get("phase") not in FINISHED_PHASES for p in self.pods_of(case)):
             self.say(case.case, f"claim {case.claim} left allocated: a pod of the case still runs")
             return
         until = min(self.deadline, self.clock.monotonic() + RELEASE_WAIT_SECONDS)

@@ -42,6 +42,9 @@ class Snapshot:
     metrics_note: str = ""
 
 
+FINISHED_PHASES = ("Succeeded", "Failed")  # a pod in one of these holds no device any more
+
+
 def name(obj: Obj) -> str:
     return str(obj.get("metadata", {}).get("name", ""))
 

@@ -29,6 +29,7 @@ from components.smoke.expectations import (
     Expectations,
 )
 from components.smoke.snapshot import (
+    FINISHED_PHASES,
     Obj,
     SliceDevice,
     allocation_nodes,
@@ -837,7 +838,7 @@ def check_dcgm(v: _View) -> CheckResult:
 def leftover_claims(claims: list[Obj], pods: list[Obj]) -> list[str]:
     """Claims that still hold a device although no pod of theirs runs: reserved for nobody, or
     only for pods that finished or are gone. (Claims of a pod still running are not left over.)"""
-    running = {name(p) for p in pods if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")}
+    running = {name(p) for p in pods if p.get("status", {}).get("phase") not in FINISHED_PHASES}
     out = []
     for c in claims:
         if not allocation_results(c):
