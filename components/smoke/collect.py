@@ -181,7 +181,6 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
         wanted = {c for p in snap.pods if p.get("spec", {}).get("nodeName") and (c := claim_of(snap, p))}
         recorder.wait_for(wanted, CLAIM_WAIT_SECONDS)
         snap.claims, snap.claim_history = recorder.claims(), recorder.history()
-        snap._owned = None  # claim_of's index follows the final history
     else:
         snap.claims = gw.list(api, "ResourceClaim", ns)[0]
     # Every object of the run carries the run id in its name, also pods already deleted.

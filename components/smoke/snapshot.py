@@ -31,7 +31,9 @@ class Snapshot:
     pod_claims: dict[str, str] = field(default_factory=dict)
     # The namespace's claims as they are after the run (None: not listed): nothing may still hold a GPU.
     claims_after: list[Obj] | None = None
-    _owned: dict[tuple[str, str], list[tuple[str, str]]] | None = field(default=None, repr=False, compare=False)
+    # owned_allocated's index and what it was computed from (the claim lists, by identity and length)
+    _owned: tuple[tuple[int, int, int, int], dict[tuple[str, str], list[tuple[str, str]]]] | None = field(
+        default=None, repr=False, compare=False)
     jobs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
     pod_groups: list[Obj] = field(default_factory=list)
@@ -114,8 +116,10 @@ def owned_allocated(snap: Snapshot) -> dict[tuple[str, str], list[tuple[str, str
     """(pod name, pod claim name) -> [(claim name, pod uid)] of generated claims that held an
     allocation in some recorded version: the claim controller names the owning pod (a controller
     ownerReference) and the pod's claim entry (POD_CLAIM_ANNOTATION) on every claim it makes
-    (pkg/controller/resourceclaim/controller.go at v1.34.4). Computed once per snapshot."""
-    if snap._owned is None:
+    (pkg/controller/resourceclaim/controller.go at v1.34.4). Computed once per state of the
+    snapshot's claim lists (a verdict asks for every pod), again when collect replaces them."""
+    key = (id(snap.claims), len(snap.claims), id(snap.claim_history), len(snap.claim_history))
+    if snap._owned is None or snap._owned[0] != key:
         owned: dict[tuple[str, str], list[tuple[str, str]]] = {}
         versions = [e.get("object") or {} for e in snap.claim_history if e.get("type") != "DELETED"]
         for c in [*versions, *snap.claims]:
@@ -129,8 +133,8 @@ def owned_allocated(snap: Snapshot) -> dict[tuple[str, str], list[tuple[str, str
                     found = owned.setdefault((str(ref.get("name", "")), str(request)), [])
                     if entry not in found:
                         found.append(entry)
-        snap._owned = owned
-    return snap._owned
+        snap._owned = (key, owned)
+    return snap._owned[1]
 
 
 def claim_of(snap: Snapshot, pod: Obj, claim: str = "gpu") -> str | None:
