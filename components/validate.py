@@ -19,8 +19,10 @@ from components.addons import advertisers
 from components.addons.catalog import BY_NAME
 from components.addons.dra_driver import SHARING_FEATURE_GATES
 from components.addons.graph import AddonGraphError, install_graph
+from components.addons.kai_queues import topology_enabled, topology_problems
 from components.addons.kai_scheduler import FALLBACK_QUEUE
 from components.aws.inventory import planned_names
+from components.aws.launch_rules import launch_problems
 from components.aws.naming import NAME_RULES, tag_problems
 from components.aws.tags import node_tags
 from components.settings.facts import nested, truthy
@@ -44,6 +46,7 @@ from components.settings.rules import (
     leaf_queues,
     region_problem,
 )
+from components.smoke.all_reduce_rules import all_reduce_problems
 
 
 def _smoke_sharing(s: Settings) -> Iterator[Problem]:
@@ -109,6 +112,18 @@ def _aws_names(s: Settings) -> Iterator[Problem]:
     sets += [node_tags(s, "worker", f"{s.cluster_name}-{pool.name}", pool=pool.name) for pool in s.node_pools]
     for problem in dict.fromkeys(reason for tags in sets for reason in tag_problems(tags)):
         yield f"{ROOT}.tags", problem
+
+
+def _topology(s: Settings) -> Iterator[Problem]:
+    """What KAI refuses in the Topology the program would apply (components/addons/kai_queues.py)."""
+    if topology_enabled(s):
+        yield from topology_problems(s)
+
+
+def _aws_launch(s: Settings) -> Iterator[Problem]:
+    """AWS's rules for the pools' launches: EFA interfaces, placement groups, reserved capacity and
+    zones (components/aws/launch_rules.py): RunInstances would refuse them inside the group, late."""
+    yield from launch_problems(s)
 
 
 def _longest_environment(s: Settings) -> int:
@@ -182,7 +197,8 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
-    _one_advertiser, _fallback_queue, _smoke_sharing, _aws_names, _graph, _platform, _smoke_plan,
+    _one_advertiser, _fallback_queue, _smoke_sharing, _aws_names, _aws_launch, _topology, all_reduce_problems,
+    _graph, _platform, _smoke_plan,
 )
 TWO_ADVERTISERS = "two GPU advertisers"  # components/addons/advertisers.py problems(): the graph's wording
 
@@ -190,14 +206,14 @@ TWO_ADVERTISERS = "two GPU advertisers"  # components/addons/advertisers.py prob
 def validate(settings: Settings) -> list[Problem]:
     """Every problem of these settings, as (field path, reason); [] when the program can run them."""
     found = check(settings)
-    own = bool(found)
     for rule in BEYOND_SETTINGS:
         try:
             found += list(rule(settings))
         except (ValueError, KeyError, LookupError, TypeError):
-            # A rule above the settings may assume what their own rules guarantee (a pool with GPU
-            # facts, an existing mirror pool): when those already failed, they are the message.
-            if own:
+            # A rule above the settings may assume what the rules before it guarantee (a pool with
+            # GPU facts, an existing mirror pool, an allReduce pool): when those already failed,
+            # they are the message.
+            if found:
                 continue
             raise
     if any(path.startswith(f"{ROOT}.gpuStack.addons.") and "handed out twice" in why for path, why in found):

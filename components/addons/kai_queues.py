@@ -1,11 +1,14 @@
-"""The settings' queue tree as KAI `scheduling.run.ai/v2` Queue objects (chart `charts/kai-queues`).
+"""The settings' queue tree as KAI `scheduling.run.ai/v2` Queue objects, and the KAI Topology
+workloads name to be placed close together (chart `charts/kai-queues`).
 
 Queue spec fields verified against KAI v0.17.0 crds/scheduling.run.ai_queues.yaml (cluster-scoped;
-resources.{cpu,gpu,memory}.{quota,limit,overQuotaWeight}; memory in MB; -1 = unlimited).
+resources.{cpu,gpu,memory}.{quota,limit,overQuotaWeight}; memory in MB; -1 = unlimited). Topology:
+kai.scheduler/v1alpha1 (pkg/apis/kai/v1alpha1/topology_types.go; its rules in topology_problems).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from components.addons.base import Addon, AddonContext
@@ -63,14 +66,62 @@ def effective_queues(settings: Settings) -> tuple[QueueSettings, ...]:
     return with_fallback(settings.queues)
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def topology_enabled(settings: Settings) -> bool:
+    """gpuStack.topology.enabled, or on aws (whose cloud controller manager writes the levels'
+    labels) wherever KAI schedules."""
+    t = settings.gpu_stack.topology
+    if t.enabled is not None:
+        return t.enabled
+    from components.addons.selected import installs
+
+    return settings.platform == "aws" and installs(settings, "kai-scheduler")
+
+
+def topology_values(settings: Settings) -> list[dict[str, Any]]:
+    t = settings.gpu_stack.topology
+    if not topology_enabled(settings):
+        return []
+    levels = [{"nodeLabel": lv.node_label, **({"alias": lv.alias} if lv.alias else {})} for lv in t.levels]
+    return [{"name": t.name, "levels": levels}]
+
+
+def topology_problems(settings: Settings) -> Iterator[tuple[str, str]]:
+    """What KAI v0.17.0 refuses in a Topology: the CRD's CEL rules (topology_types.go: nodeLabel
+    unique; kubernetes.io/hostname only as the last level) and its validating webhook
+    (pkg/admission/webhook/topologyhooks/topology_validator.go: aliases unique, no alias equal to a
+    nodeLabel). Label syntax and lengths are the CRD's patterns (charts/kai-queues schema)."""
+    path = "settings.gpuStack.topology.levels"
+    levels = settings.gpu_stack.topology.levels
+    labels = [lv.node_label for lv in levels]
+    for i, lv in enumerate(levels):
+        if labels.index(lv.node_label) != i:
+            yield f"{path}[{i}].nodeLabel", f"'{lv.node_label}' is already level {labels.index(lv.node_label)}"
+        if lv.node_label == HOSTNAME and i != len(levels) - 1:
+            yield f"{path}[{i}].nodeLabel", f"{HOSTNAME} can only be the lowest (last) level"
+    seen: set[str] = set()
+    for i, lv in enumerate(levels):
+        if not lv.alias:
+            continue
+        if lv.alias in seen:
+            yield f"{path}[{i}].alias", f"'{lv.alias}' is the alias of another level (aliases are unique)"
+        seen.add(lv.alias)
+        if lv.alias in labels:
+            yield f"{path}[{i}].alias", f"'{lv.alias}' is a level's nodeLabel (an alias must not equal one)"
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
-    return {"queues": [queue_values(q) for q in _order(effective_queues(ctx.settings))]}
+    return {"queues": [queue_values(q) for q in _order(effective_queues(ctx.settings))],
+            "topologies": topology_values(ctx.settings)}
 
 
 ADDON = Addon(
     name="kai-queues",
     settings_key="kai_queues",
-    description="the settings' queue tree as KAI Queue objects (this repository's chart)",
+    description="the settings' queue tree as KAI Queue objects, and the KAI Topology of the nodes' network "
+                "(this repository's chart)",
     namespace=NAMESPACE,  # Queues are cluster-scoped; the release lives next to KAI
     pod_security="baseline",
     values=values,

@@ -43,6 +43,7 @@ from components.aws.userdata import (
 )
 from components.cluster import ClusterHandleBase
 from components.cluster_facts import cluster_facts
+from components.efa import efa_enabled
 from components.instance_types import Arch, arch_for_instance_type
 from components.k8s_ready import ApiReady
 from components.settings.model import Settings
@@ -199,8 +200,9 @@ class AwsCluster(ClusterHandleBase):
                     settings,
                     pool,
                     ami=ami(pool.instance_type, pool.ami),
-                    subnet_ids=network.private_subnet_ids,
+                    subnet_ids=network.private_subnets_in(pool.availability_zone),
                     security_group_ids=[groups.nodes.id],
+                    efa_security_group_ids=[groups.efa.id] if groups.efa is not None and efa_enabled(pool) else [],
                     instance_profile=worker_role.instance_profile,
                     grants=[*worker_role.grants, mint],
                     user_data=boot.apply(lambda b, w=worker: render_gpu_worker(b, w)),

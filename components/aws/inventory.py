@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from components.addons.selected import backup_target_needed
 from components.aws.naming import name_problems, physical_name
 from components.backup_names import bucket_name, key_alias, user_name
+from components.efa import placement
 from components.settings.model import Settings
 
 BACKUP = "backup"  # __main__.py: BackupTarget("backup", settings)
@@ -46,10 +47,7 @@ class PlannedName:
         return name_problems(self.token, self.logical, self.explicit)
 
 
-def _cluster(cluster: str) -> list[PlannedName]:
-    # Imported here: these modules import the package that imports this one (cycle otherwise).
-    from components.aws.security_groups import GROUPS
-
+def _cluster(cluster: str, groups: tuple[str, ...]) -> list[PlannedName]:
     env = "settings.environment"  # cluster_name is ck8s-{environment}-{region}
     api = f"{cluster}-api"  # ApiLoadBalancer component
     out = [
@@ -64,7 +62,7 @@ def _cluster(cluster: str) -> list[PlannedName]:
             PlannedName("aws:iam/instanceProfile:InstanceProfile", f"{cluster}-{role}-profile", None, env),
         ]
     out += [PlannedName("aws:secretsmanager/secret:Secret", f"{cluster}-secrets-{s}", None, env) for s in SECRETS]
-    out += [PlannedName("aws:ec2/securityGroup:SecurityGroup", f"{cluster}-sg-{g}", None, env) for g in GROUPS]
+    out += [PlannedName("aws:ec2/securityGroup:SecurityGroup", f"{cluster}-sg-{g}", None, env) for g in groups]
     return out
 
 
@@ -77,6 +75,9 @@ def _pools(settings: Settings) -> list[PlannedName]:
             PlannedName("aws:ec2/launchTemplate:LaunchTemplate", f"{base}-lt", None, field),
             PlannedName("aws:autoscaling/group:Group", f"{base}-asg", None, field),
         ]
+        pg = placement(pool)
+        if pg is not None and pg.group_name is None:
+            out.append(PlannedName("aws:ec2/placementGroup:PlacementGroup", f"{base}-pg", None, field))
     return out
 
 
@@ -94,7 +95,10 @@ def planned_names(settings: Settings) -> list[PlannedName]:
     """Exactly the name-bearing AWS resources `__main__.py` registers for `settings`."""
     if settings.platform != "aws" or settings.region is None:
         return []
-    out = _cluster(settings.cluster_name) + _pools(settings)
+    # Imported here: these modules import the package that imports this one (cycle otherwise).
+    from components.aws.security_groups import groups_for
+
+    out = _cluster(settings.cluster_name, groups_for(settings)) + _pools(settings)
     if backup_target_needed(settings):
         out += _backup(settings.cluster_name)
     return out

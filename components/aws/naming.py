@@ -86,6 +86,10 @@ NAME_RULES: dict[str, NameRule] = {
         "name", 255, "TF ec2/vpc_security_group.go (length, sg-); AWS CreateSecurityGroup GroupName (charset)",
         charset=r"[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]+",
         charset_text="alphanumerics, spaces and ._-:/()#,@[]+=&;{}!$*", prefixes=("sg-",)),
+    "aws:ec2/placementGroup:PlacementGroup": NameRule(
+        "name", 255, "AWS CreatePlacementGroup GroupName (up to 255 ASCII characters); TF "
+        "ec2/ec2_placement_group.go (Required: autonamed with the default 255)",
+        charset=r"[\x20-\x7e]+", charset_text="printable ASCII characters"),
     "aws:autoscaling/group:Group": NameRule(
         "name", 255, "TF autoscaling/group.go StringLenBetween(0, 255); AWS CreateAutoScalingGroup (1-255)"),
     "aws:secretsmanager/secret:Secret": NameRule(

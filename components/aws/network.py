@@ -58,6 +58,7 @@ class AwsNetwork(pulumi.ComponentResource):
             self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
         else:
             self._create(name, settings)
+        self._settings = settings
         self.register_outputs({
             "vpcId": self.vpc_id,
             "privateSubnetIds": self.private_subnet_ids,
@@ -94,7 +95,9 @@ class AwsNetwork(pulumi.ComponentResource):
         private: list[aws.ec2.Subnet] = []
         nats: list[aws.ec2.NatGateway] = []
         for i, (priv_cidr, pub_cidr) in enumerate(zip(plan.private, plan.public, strict=True)):
-            az = zones.names.apply(lambda names, i=i: names[i])
+            named_zones = settings.network.availability_zones
+            az = (pulumi.Output.from_input(named_zones[i]) if named_zones
+                  else zones.names.apply(lambda names, i=i: names[i]))
             pub = aws.ec2.Subnet(
                 f"{name}-public-{i}",
                 vpc_id=vpc.id,
@@ -146,3 +149,26 @@ class AwsNetwork(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = [s.id for s in private]
         self.public_subnet_ids = [s.id for s in public]
+
+    def private_subnets_in(self, zone: str | None) -> list[pulumi.Output[str]]:
+        """The private subnets a pool launches in: every one, or the one in `zone` (a pool in one zone:
+        a capacity reservation, EFA, a cluster placement group). The new VPC's zones are named in
+        settings (network.availabilityZones, checked by components/aws/launch_rules.py); an existing
+        VPC's subnets are asked for theirs."""
+        if zone is None:
+            return list(self.private_subnet_ids)
+        existing = self._settings.network.existing
+        if existing is None:
+            zones = self._settings.network.availability_zones or ()
+            return [self.private_subnet_ids[zones.index(zone)]]
+        found = aws.ec2.get_subnets_output(
+            filters=[aws.ec2.GetSubnetsFilterArgs(name="subnet-id", values=list(existing.private_subnet_ids)),
+                     aws.ec2.GetSubnetsFilterArgs(name="availability-zone", values=[zone])],
+            opts=pulumi.InvokeOutputOptions(parent=self))
+        return [found.ids.apply(lambda ids: _one_subnet(ids, zone))]
+
+
+def _one_subnet(ids: list[str], zone: str) -> str:
+    if not ids:
+        raise ValueError(f"none of network.existing.privateSubnetIds is in zone {zone} (a pool's availabilityZone)")
+    return sorted(ids)[0]

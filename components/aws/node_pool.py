@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.hardening import IMDS, ROOT_DEVICE, root_volume
+from components.aws.launch import interface_args, launch_plan, placement_args
 from components.aws.tags import node_tags
 from components.settings.model import NodePoolSettings, Settings
 
@@ -29,7 +30,9 @@ def encode_user_data(text: str) -> str:
 
 
 class GpuNodePool(pulumi.ComponentResource):
-    """Outputs: `launch_template`, `group`."""
+    """Outputs: `launch_template`, `group`, `placement_group` (or None). `subnet_ids`: the subnets
+    it may launch in (one, for a pool in one zone); EFA interfaces carry `security_group_ids`
+    plus `efa_security_group_ids` (components/aws/launch.py says what each launch argument is)."""
 
     def __init__(
         self,
@@ -40,6 +43,7 @@ class GpuNodePool(pulumi.ComponentResource):
         ami: pulumi.Input[str],
         subnet_ids: Sequence[pulumi.Input[str]],
         security_group_ids: Sequence[pulumi.Input[str]],
+        efa_security_group_ids: Sequence[pulumi.Input[str]] = (),
         instance_profile: aws.iam.InstanceProfile,
         grants: Sequence[pulumi.Resource],
         user_data: pulumi.Input[str],
@@ -49,12 +53,32 @@ class GpuNodePool(pulumi.ComponentResource):
         and the mint document refuses a worker whose minor is above a control plane's."""
         super().__init__("ck8s-gpu:index:GpuNodePool", name, None, opts)
         tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
+        plan = launch_plan(settings, pool)
+        # Several interfaces: each carries the groups; the template's own list must stay empty (RunInstances).
+        interfaces = [aws.ec2.LaunchTemplateNetworkInterfaceArgs(**kw) for kw in interface_args(
+            plan, [*security_group_ids, *efa_security_group_ids])]
+        reservation = None
+        if plan.reservation_target is not None:
+            reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    **plan.reservation_target))
+        market = (aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=plan.market_type)
+                  if plan.market_type is not None else None)
+        self.placement_group: aws.ec2.PlacementGroup | None = None
+        group_name: pulumi.Input[str] | None = plan.placement.group_name if plan.placement else None
+        if plan.placement is not None and group_name is None:
+            self.placement_group = aws.ec2.PlacementGroup(
+                f"{name}-pg", **placement_args(plan.placement), tags=tags,
+                opts=pulumi.ResourceOptions(parent=self))
         self.launch_template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             image_id=ami,
             instance_type=pool.instance_type,
             iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile.arn),
-            vpc_security_group_ids=list(security_group_ids),
+            vpc_security_group_ids=None if interfaces else list(security_group_ids),
+            network_interfaces=interfaces or None,
+            capacity_reservation_specification=reservation,
+            instance_market_options=market,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(**IMDS),
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
@@ -104,7 +128,9 @@ class GpuNodePool(pulumi.ComponentResource):
             mixed_instances_policy=mixed,
             capacity_rebalance=spot,
             health_check_type="EC2",
-            wait_for_capacity_timeout=CAPACITY_TIMEOUT,
+            # The group's id IS its name (terraform-provider-aws ec2_placement_group.go: d.SetId(name)).
+            placement_group=self.placement_group.id if self.placement_group is not None else group_name,
+            wait_for_capacity_timeout=plan.wait_for_capacity_timeout or CAPACITY_TIMEOUT,
             tags=[
                 aws.autoscaling.GroupTagArgs(key=k, value=v, propagate_at_launch=False)
                 for k, v in sorted(tags.items())
@@ -113,4 +139,5 @@ class GpuNodePool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(grants),
                                         ignore_changes=["desiredCapacity"] if pool.ignore_scaling_changes else None),
         )
-        self.register_outputs({"group": self.group.name, "launchTemplate": self.launch_template.id})
+        self.register_outputs({"group": self.group.name, "launchTemplate": self.launch_template.id,
+                               "placementGroup": self.placement_group.id if self.placement_group else group_name})

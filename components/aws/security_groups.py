@@ -9,6 +9,10 @@ Three groups:
 - `api-lb` on the API load balancer: 6443 from the allow-list (for an internal load balancer with an
   empty allow-list: the VPC), egress 6443 to the control planes. Targets allow the load balancer's
   group, which AWS honours with client-IP preservation on.
+- `efa` (only when a pool has EFA) on the EFA interfaces of EFA nodes: all traffic from and to
+  the group itself, inbound and outbound, as EFA requires (AWS EC2 User Guide efa-start.html,
+  "Prepare an EFA-enabled security group"; its OS-bypass traffic uses no port), and nothing else:
+  nodes without EFA never accept it.
 Nothing is open to 0.0.0.0/0 unless the allow-list says so. No SSH: nodes are reached with SSM.
 """
 
@@ -23,10 +27,12 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.tags import named, ownership_tag
+from components.efa import efa_enabled
 from components.settings.model import Settings
 
-Group = Literal["nodes", "control-plane", "api-lb"]
+Group = Literal["nodes", "control-plane", "api-lb", "efa"]
 GROUPS: tuple[Group, ...] = ("nodes", "control-plane", "api-lb")
+EFA_GROUP: Group = "efa"
 VPC = "vpc"  # peer placeholder: the VPC's CIDR, known only once the VPC exists
 
 
@@ -73,6 +79,17 @@ def cluster_rules(sources: Sequence[str]) -> list[Rule]:
     return rules
 
 
+EFA_RULES = (
+    Rule("efa", "ingress", "-1", -1, -1, "sg:efa", "EFA: all traffic from EFA interfaces"),
+    Rule("efa", "egress", "-1", -1, -1, "sg:efa", "EFA: all traffic to EFA interfaces"),
+)
+
+
+def groups_for(settings: Settings) -> tuple[Group, ...]:
+    """The groups this stack makes: `efa` only when some pool has EFA interfaces."""
+    return GROUPS + ((EFA_GROUP,) if any(efa_enabled(p) for p in settings.node_pools) else ())
+
+
 def _cidr_args(cidr: str) -> dict[str, str]:
     return {"cidr_ipv6": cidr} if ipaddress.ip_network(cidr).version == 6 else {"cidr_ipv4": cidr}
 
@@ -92,7 +109,8 @@ class ClusterSecurityGroups(pulumi.ComponentResource):
         cluster = settings.cluster_name
         child = pulumi.ResourceOptions(parent=self)
         groups: dict[str, aws.ec2.SecurityGroup] = {}
-        for group in GROUPS:
+        made = groups_for(settings)
+        for group in made:
             tags = named(f"{cluster}-{group}", ownership_tag(cluster) if group == "nodes" else None)
             groups[group] = aws.ec2.SecurityGroup(
                 f"{name}-{group}",
@@ -101,7 +119,8 @@ class ClusterSecurityGroups(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
-        for rule in cluster_rules(api_sources(settings)):
+        rules = cluster_rules(api_sources(settings)) + (list(EFA_RULES) if EFA_GROUP in made else [])
+        for rule in rules:
             args: dict[str, pulumi.Input[str]] = {}
             if rule.peer.startswith("sg:"):
                 args["referenced_security_group_id"] = groups[rule.peer[3:]].id
@@ -123,4 +142,5 @@ class ClusterSecurityGroups(pulumi.ComponentResource):
         self.nodes = groups["nodes"]
         self.control_plane = groups["control-plane"]
         self.api_lb = groups["api-lb"]
-        self.register_outputs({g: groups[g].id for g in GROUPS})
+        self.efa: aws.ec2.SecurityGroup | None = groups.get(EFA_GROUP)
+        self.register_outputs({g: groups[g].id for g in made})

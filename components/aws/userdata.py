@@ -22,7 +22,8 @@ from components import pins
 from components.addons.aws_cloud_controller_manager import NAME as CCM
 from components.addons.selected import installs
 from components.aws.inventory import api_lb_name
-from components.labels import POOL_TAG
+from components.efa import HUGEPAGES_2MI, efa_enabled
+from components.labels import EFA_NODE_LABEL, POOL_TAG
 from components.nodes import gpu_node_labels
 from components.settings.facts import DRA_GATE
 from components.settings.model import NodePoolSettings, Settings, Taint
@@ -75,6 +76,9 @@ class WorkerBoot:
     pool: str
     labels: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     taints: tuple[str, ...] = ()  # kubelet --register-with-taints items: key=value:Effect
+    # 2 MiB huge pages reserved before the kubelet starts (it reads them once, at start, into the
+    # node's hugepages-2Mi capacity): EFA's libfabric provider maps its buffers from them.
+    hugepages_2mi: int = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,7 +151,8 @@ def taint_arg(taint: Taint) -> str:
 
 def pool_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
     """The stack's labels, the pool name, and the labels the GPU add-ons select on (those win)."""
-    return {**pool.labels, POOL_LABEL: pool.name, **gpu_node_labels(settings, pool.name)}
+    efa = {EFA_NODE_LABEL: "true"} if efa_enabled(pool) else {}
+    return {**pool.labels, POOL_LABEL: pool.name, **efa, **gpu_node_labels(settings, pool.name)}
 
 
 def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
@@ -155,6 +160,7 @@ def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
         pool=pool.name,
         labels=tuple(sorted(pool_labels(settings, pool).items())),
         taints=tuple(taint_arg(t) for t in pool.taints),
+        hugepages_2mi=HUGEPAGES_2MI if efa_enabled(pool) else 0,
     )
 
 
@@ -286,15 +292,22 @@ def _file(path: str, content: str, permissions: str = "0600") -> dict[str, str]:
     return {"path": path, "owner": "root:root", "permissions": permissions, "content": content}
 
 
-def cloud_config(role: NodeRole, c: ClusterBoot, configs: Mapping[str, dict[str, Any]], env: str) -> str:
+HUGEPAGES_SYSCTL = "/etc/sysctl.d/60-ck8s-gpu-hugepages.conf"
+
+
+def cloud_config(role: NodeRole, c: ClusterBoot, configs: Mapping[str, dict[str, Any]], env: str,
+                 hugepages_2mi: int = 0) -> str:
+    sysctl = [_file(HUGEPAGES_SYSCTL, f"vm.nr_hugepages = {hugepages_2mi}\n", "0644")] if hugepages_2mi else []
     doc = {
         "write_files": [
             _file(f"{CONFIG_DIR}/node.env", env),
             # An empty config is an empty file, not `{}`: a control plane appends `extra-sans` to it.
             *(_file(f"{CONFIG_DIR}/{name}", dump_yaml(cfg) if cfg else "") for name, cfg in configs.items()),
             _file(SCRIPT_PATH, node_script(), "0700"),
+            *sysctl,
         ],
-        "runcmd": [[SCRIPT_PATH]],
+        # systemd-sysctl ran before cloud-init wrote the file: apply it before the node joins.
+        "runcmd": [*([["sysctl", "-p", HUGEPAGES_SYSCTL]] if hugepages_2mi else []), [SCRIPT_PATH]],
     }
     header = f"#cloud-config\n# ck8s-gpu {role} node of cluster {c.cluster_name} (components/aws/userdata.py)\n"
     text = header + dump_yaml(doc)
@@ -320,4 +333,4 @@ def render_joining_control_plane(c: ClusterBoot) -> str:
 def render_gpu_worker(c: ClusterBoot, w: WorkerBoot) -> str:
     labels = " ".join(f"{k}={v}" for k, v in w.labels)
     env = node_env("worker", c, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
-    return cloud_config("worker", c, {"join.yaml": worker_join_config(c, w)}, env)
+    return cloud_config("worker", c, {"join.yaml": worker_join_config(c, w)}, env, w.hugepages_2mi)

@@ -190,6 +190,12 @@ class PlanMocks(pmocks.Mocks):
             return {"id": args.args.get("id", "vpc-0mock"), "cidrBlock": "10.99.0.0/16"}
         if token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region}
+        if token == "aws:ec2/getSubnets:getSubnets":
+            # An existing subnet's zone is AWS's to know: offline, every subnet named by id matches
+            # (`ck8s-gpu preflight` reads the real zones: components/preflight).
+            ids = [v for f in args.args.get("filters") or [] if f.get("name") == "subnet-id"
+                   for v in f.get("values") or []]
+            return {"id": args.args.get("id", "mock"), "ids": ids}
         return {}
 
 

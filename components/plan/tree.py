@@ -12,8 +12,31 @@ from components.plan.portable import portable
 KEY_INPUTS = (
     "chart", "version", "namespace", "instanceType", "minSize", "desiredCapacity", "maxSize",
     "cidrBlock", "availabilityZone", "fromPort", "toPort", "protocol", "loadBalancerType", "internal",
-    "region", "kind", "timeout",
+    "region", "kind", "timeout", "strategy", "partitionCount", "placementGroup", "waitForCapacityTimeout",
 )
+
+
+def _derived(inputs: dict[str, Any]) -> list[str]:
+    """Facts nested in inputs that decide how GPU nodes launch and are placed: EFA interfaces,
+    reserved capacity and its market, the KAI Topology a release applies."""
+    out: list[str] = []
+    nics = inputs.get("networkInterfaces")
+    if isinstance(nics, list) and nics:
+        types = Counter(str(n.get("interfaceType", "interface")) for n in nics if isinstance(n, dict))
+        out.append("interfaces=" + "+".join(f"{n} {t}" for t, n in sorted(types.items())))
+    spec = inputs.get("capacityReservationSpecification")
+    target = spec.get("capacityReservationTarget") if isinstance(spec, dict) else None
+    if isinstance(target, dict):
+        for key in ("capacityReservationId", "capacityReservationResourceGroupArn"):
+            if isinstance(target.get(key), str):
+                out.append(f"reservation={target[key]}")
+    market = inputs.get("instanceMarketOptions")
+    if isinstance(market, dict) and isinstance(market.get("marketType"), str):
+        out.append(f"market={market['marketType']}")
+    values = inputs.get("values")
+    if isinstance(values, dict) and isinstance(values.get("topologies"), list):
+        out += [f"topology={t['name']}" for t in values["topologies"] if isinstance(t, dict) and "name" in t]
+    return out
 
 
 def _key_inputs(r: Recorded) -> str:
@@ -22,6 +45,7 @@ def _key_inputs(r: Recorded) -> str:
         value = r.inputs.get(key)
         if isinstance(value, (str, int, float, bool)) and value != "":
             shown.append(f"{key}={portable(value)}")
+    shown += _derived(r.inputs)
     meta = r.inputs.get("metadata")
     if isinstance(meta, dict) and isinstance(meta.get("name"), str):
         shown.append(f"name={meta['name']}")

@@ -108,6 +108,39 @@ class GpuFactsSettings(_Model):
 
 DEFAULT_GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
 
+PlacementStrategy = Literal["cluster", "partition", "spread"]
+AZ_NAME = r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$"  # us-east-1a, Local Zone us-east-1-dfw-2a
+
+
+class PlacementSettings(_Model):
+    """An EC2 placement group of the pool's own (aws). AWS's limits on it are refused by
+    components/settings/rules.py (docs/distributed-training.md lists them with their sources)."""
+
+    strategy: PlacementStrategy = "cluster"
+    # partition: how many partitions (AWS: at most 7 per Availability Zone); null: 7.
+    partition_count: int | None = Field(default=None, ge=1, le=7)
+    # spread: `rack` (the only level outside Outposts); null: AWS's default (rack).
+    spread_level: Literal["rack", "host"] | None = None
+    # An existing placement group to launch in instead of making one: the cluster placement group
+    # an On-Demand Capacity Reservation was created in (AWS reserves cluster-group capacity only in
+    # that group). Its strategy is then `strategy` as declared here (preflight reads the real one).
+    group_name: str | None = Field(default=None, min_length=1, max_length=255, pattern=r"^[\x20-\x7e]+$")
+
+
+class CapacityReservationSettings(_Model):
+    """Reserved capacity the pool launches into (aws): an On-Demand Capacity Reservation (`id`, or a
+    Capacity Reservation resource group `resourceGroupArn`) or a Capacity Block for ML
+    (`marketType: capacity-block`, `id` of the block). Reservations live in one Availability Zone:
+    the pool then launches only in `nodePools[].availabilityZone`."""
+
+    id: str | None = Field(default=None, pattern=r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
+    resource_group_arn: str | None = Field(
+        default=None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[A-Za-z0-9_.-]{1,300}$")
+    market_type: Literal["on-demand", "capacity-block"] = "on-demand"
+    # A Capacity Block's start (ISO 8601, UTC): what `plan --timeline` waits for. The real start
+    # is read by `ck8s-gpu preflight`; null: the block is active already.
+    starts_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$")
+
 
 class NodePoolSettings(_Model):
     name: str = Field(pattern=DNS_LABEL)
@@ -129,6 +162,16 @@ class NodePoolSettings(_Model):
     # aws: leave the group's desired capacity to an autoscaler (Cluster Autoscaler, Karpenter-like
     # tools, people): `up` sets it on create and never resets it (pulumi-eks' ignoreScalingChanges).
     ignore_scaling_changes: bool = False
+    # aws: EFA interfaces in AWS's layout for the type (components/efa.py); null: on where the
+    # type has EFA and an NVLink interconnect (the training types) and the pool may hold > 1 node.
+    efa: bool | None = None
+    # aws: the pool's own placement group; null: `cluster` where EFA is on (and no Capacity Block,
+    # which AWS places itself), else none.
+    placement: PlacementSettings | None = None
+    capacity_reservation: CapacityReservationSettings | None = None
+    # aws: launch only in this Availability Zone (its private subnet); required with a capacity
+    # reservation or a cluster placement group, which live in one zone. null: every zone.
+    availability_zone: str | None = Field(default=None, pattern=AZ_NAME)
 
 
 class AddonSettings(_Model):
@@ -153,11 +196,41 @@ class AddonsSettings(_Model):
     fake_gpu_operator: AddonSettings = AddonSettings()
     aws_cloud_controller_manager: AddonSettings = AddonSettings()
     velero: AddonSettings = AddonSettings()
+    efa_device_plugin: AddonSettings = AddonSettings()
 
     def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
         """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""
         for name in type(self).model_fields:
             yield to_camel(name), getattr(self, name)
+
+
+class TopologyLevelSettings(_Model):
+    node_label: str = Field(min_length=1, max_length=316)
+    alias: str | None = Field(default=None, min_length=1, max_length=316)
+
+
+# What the AWS cloud controller manager labels nodes with (cloud-provider-aws v1.34.0, the pinned
+# chart's appVersion: pkg/providers/v1/well_known_labels.go LabelNetworkNodePrefix, written by
+# instances_v2.go getAdditionalLabels from ec2:DescribeInstanceTopology, one label per layer the
+# answer has) plus the standard zone and hostname labels, broadest first. KAI counts a node in a
+# Topology only when it carries EVERY level's label (KAI v0.17.0 pkg/scheduler/plugins/topology/
+# common.go isNodePartOfTopology): no optional fourth layer here, which most types lack.
+AWS_TOPOLOGY_LEVELS: tuple[TopologyLevelSettings, ...] = (
+    TopologyLevelSettings(node_label="topology.kubernetes.io/zone", alias="zone"),
+    TopologyLevelSettings(node_label="topology.k8s.aws/network-node-layer-1", alias="network-layer-1"),
+    TopologyLevelSettings(node_label="topology.k8s.aws/network-node-layer-2", alias="network-layer-2"),
+    TopologyLevelSettings(node_label="topology.k8s.aws/network-node-layer-3", alias="network-layer-3"),
+    TopologyLevelSettings(node_label="kubernetes.io/hostname", alias="host"),
+)
+
+
+class TopologySettings(_Model):
+    """The KAI `Topology` (kai.scheduler/v1alpha1) workloads name to be placed close together."""
+
+    # null: on with KAI on aws (the CCM writes the labels).
+    enabled: bool | None = None
+    name: str = Field(default="aws-network", pattern=DNS_LABEL)
+    levels: tuple[TopologyLevelSettings, ...] = Field(default=AWS_TOPOLOGY_LEVELS, min_length=1, max_length=16)
 
 
 class GpuStackSettings(_Model):
@@ -167,6 +240,7 @@ class GpuStackSettings(_Model):
     # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver; off unless asked.
     compute_domains: bool = False
     addons: AddonsSettings = AddonsSettings()
+    topology: TopologySettings = TopologySettings()
     # Capabilities the cluster has from outside this stack, e.g. [monitoring-crds] where a
     # Prometheus Operator already runs: add-ons that need them (observability) then install.
     cluster_provides: tuple[ClusterCapability, ...] = ()
@@ -197,6 +271,33 @@ DEFAULT_QUEUES: tuple[QueueSettings, ...] = (
     QueueSettings(name="default", parent="gpu-root", display_name="Default"),
     QueueSettings(name="smoke-test", parent="gpu-root", display_name="Platform smoke test", priority=100),
 )
+
+
+# A message size as nccl-tests' -b/-e take it (v2.18.3 src/common.cu parsesize: a number, then K, M or G
+# in powers of 1024); whole numbers only here, so the sizes compare exactly.
+NCCL_SIZE = r"^[1-9][0-9]{0,11}[KMG]?$"
+
+
+class AllReduceSettings(_Model):
+    """Smoke case `allReduce` (docs/smoke-test.md): all_reduce_perf (nccl-tests) across `nodes` whole
+    nodes of one pool, over EFA, gang-scheduled by KAI within one topology domain. Off unless asked."""
+
+    enabled: bool = False
+    # The pool whose nodes run it; null: the first pool with EFA on.
+    pool: str | None = Field(default=None, pattern=DNS_LABEL)
+    nodes: int = Field(default=2, ge=2, le=64)
+    # nccl-tests with MPI and the AWS OFI NCCL plugin, pinned by digest; null: the pin (components/pins.py).
+    image: str | None = Field(default=None, pattern=IMAGE_BY_DIGEST)
+    # GB/s (gigabytes, nccl-tests' busbw unit); null: the instance type's floor in
+    # components/smoke/all_reduce.py, each with its published source.
+    min_bus_bandwidth_gbps: float | None = Field(default=None, gt=0, le=100000, allow_inf_nan=False,
+                                                 alias="minBusBandwidthGBps")
+    # A level of the KAI Topology (gpuStack.topology), by alias or node label.
+    topology_level: str = Field(default="network-layer-3", min_length=1, max_length=316)
+    placement: Literal["required", "preferred"] = "required"
+    # all_reduce_perf -b/-e (factor 2 between): large sizes only, where busbw reaches the network's rate.
+    min_bytes: str = Field(default="1G", pattern=NCCL_SIZE)
+    max_bytes: str = Field(default="2G", pattern=NCCL_SIZE)
 
 
 class SmokeTestSettings(_Model):
@@ -254,6 +355,7 @@ class SmokeTestSettings(_Model):
     # container refused by the runtime) ends the run at once, naming the hop, instead of waiting
     # out timeoutSeconds. Short blips (a plugin restarting) recover well within the default.
     stuck_seconds: int = Field(default=120, ge=5, le=3600)
+    all_reduce: AllReduceSettings = AllReduceSettings()
 
     @model_validator(mode="after")
     def _mig_from_profile(self) -> SmokeTestSettings:
@@ -272,6 +374,9 @@ class ExistingNetwork(_Model):
 class NetworkSettings(_Model):
     vpc_cidr: str = "10.0.0.0/16"
     az_count: int = Field(default=2, ge=2, le=3)
+    # The zones of the new VPC's subnets, by name (`azCount` of them); null: the region's first
+    # `azCount` available zones. A pool's `availabilityZone` must be one of them.
+    availability_zones: tuple[str, ...] | None = None
     existing: ExistingNetwork | None = None
     # CIDRs that may reach the Kubernetes API (6443) through the load balancer.
     api_allow_list: tuple[str, ...] = ()

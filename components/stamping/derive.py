@@ -7,7 +7,11 @@ parity test holds the program to that):
 - `network.existing` (VPC and subnet ids exist in one region only: required per region);
 - `backup.region`: the template's when it is another region of the same geography, else it
   must be given (a silent cross-geography default would move data across residency borders);
-- `backup.restoreFrom` for a rebuild: the template cluster's bucket, read-only.
+- `backup.restoreFrom` for a rebuild: the template cluster's bucket, read-only;
+- zone-scoped fields (`network.availabilityZones`, a pool's `availabilityZone`, its
+  `capacityReservation` and `placement.groupName`): zones, reservations and placement groups
+  exist in one region only, so a stamped stack that keeps the template's is refused: give the
+  region's own (or null).
 Secrets are never copied: they are encrypted per stack (see stackfile.py).
 """
 
@@ -88,6 +92,34 @@ def _backup(raw: dict[str, Any], template: Settings, region: str, override: Mapp
     return problems, notes
 
 
+def _zone_scoped(raw: dict[str, Any], template: Settings, where: str) -> list[Problem]:
+    """Template values that name one region's zones, reservations or placement groups, still there."""
+    problems: list[Problem] = []
+    network: dict[str, Any] = raw["network"] if isinstance(raw.get("network"), dict) else {}
+    zones = template.network.availability_zones
+    if zones is not None and tuple(network.get("availabilityZones") or ()) == zones:
+        problems.append((f"{where}.network.availabilityZones",
+                         f"the template's zones ({', '.join(zones)}) are {template.region}'s: give this region's"))
+    stamped = {p.get("name"): p for p in raw.get("nodePools") or [] if isinstance(p, dict)}
+    for pool in template.node_pools:
+        got = stamped.get(pool.name) or {}
+        kept = []
+        if pool.availability_zone is not None and got.get("availabilityZone") == pool.availability_zone:
+            kept.append(f"availabilityZone {pool.availability_zone}")
+        cr = pool.capacity_reservation
+        if cr is not None and got.get("capacityReservation") == cr.model_dump(by_alias=True, exclude_defaults=True):
+            kept.append(f"capacityReservation {cr.id or cr.resource_group_arn}")
+        pg = pool.placement
+        stamped_group = (got.get("placement") or {}).get("groupName")
+        if pg is not None and pg.group_name is not None and stamped_group == pg.group_name:
+            kept.append(f"placement.groupName {pg.group_name}")
+        if kept:
+            problems.append((f"{where}.nodePools",
+                             f"pool '{pool.name}': {', '.join(kept)} exist only in {template.region}: give this "
+                             f"region's (nodePools: [{{name: {pool.name}, ...}}]), or null"))
+    return problems
+
+
 def derive(
     template: str,
     template_config: Mapping[str, Any],
@@ -129,6 +161,7 @@ def derive(
                              f"pool '{pool.name}': the template's image {pool.ami} exists only in "
                              f"{template_settings.region}: give this region's (nodePools: [{{name: {pool.name}, "
                              f"ami: ...}}]), or name an SSM parameter path present in every region"))
+    problems += _zone_scoped(raw, template_settings, where)
     backup_problems, notes = _backup(raw, template_settings, region, override, backup_region, restore, where)
     problems += backup_problems
 

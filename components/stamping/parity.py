@@ -5,6 +5,8 @@ two are diffed by resource key; whatever remains is a parity violation. Region-s
 - the region and the backup region (AZ names `<region>a`, ARNs, endpoints follow from them);
 - the cluster name (`ck8s-<env>-<region>`), so every name and URN derived from it;
 - AZ ids (`use1-az1`), AMI ids, provider-computed ids (the plan's fake ids, hashes);
+- zone-scoped values each region gives its own (stamping refuses the template's): capacity
+  reservation ids (hashes), placement group names (carry the cluster name), AZ names;
 - the VPC CIDR and the CIDRs inside it, ONLY when the two regions configure different VPC CIDRs
   (compared as offsets inside their VPC, so a changed subnet layout still shows).
 """

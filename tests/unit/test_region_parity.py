@@ -24,12 +24,24 @@ from components.validate import from_config as settings_from_config
 
 STACKS = PROJECT_DIR / "stacks"
 
+
+
+def _zones(region: str, **extra: Any) -> dict[str, Any]:
+    """aws-prod's zone-scoped fields for `region`: its zones, the same zone letter, its own
+    reservation (an id, normalised like every hash) and placement group (named after the cluster)."""
+    network = {"availabilityZones": [f"{region}{z}" for z in "abc"], **extra.pop("network", {})}
+    pool = {"name": "h100", "availabilityZone": f"{region}a", "capacityReservation": {"id": "cr-0f1e2d3c4b5a69788"},
+            "placement": {"groupName": f"ck8s-prod-{region}-h100"}}
+    return {"network": network, "nodePools": [pool], **extra}
+
+
 # (template, target region, overrides for that region)
 CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("aws-dev", "us-east-2", {}),  # same VPC CIDR: every CIDR must be identical
     ("aws-dev", "ap-northeast-1", {"network": {"vpcCidr": "10.21.0.0/16"}}),
-    ("aws-prod", "us-east-2", {"network": {"vpcCidr": "10.41.0.0/16"}}),  # backups stay in us-west-2
-    ("aws-prod", "eu-central-1", {"network": {"vpcCidr": "10.42.0.0/16"}, "backup": {"region": "eu-west-1"}}),
+    ("aws-prod", "us-east-2", _zones("us-east-2", network={"vpcCidr": "10.41.0.0/16"})),  # backups stay in us-west-2
+    ("aws-prod", "eu-central-1", _zones("eu-central-1", network={"vpcCidr": "10.42.0.0/16"},
+                                        backup={"region": "eu-west-1"})),
 ]
 
 
@@ -87,8 +99,9 @@ def test_stamped_region_differs_only_in_region_scoped_values(
 def test_a_non_regional_difference_is_a_violation() -> None:
     """An instance type changed in one region is exactly what parity must catch."""
     base_config, base_settings = _template("aws-prod")
-    new_config, new_settings = _stamped("aws-prod", "us-east-2", {"nodePools": [{"name": "l40s",
-                                                                                 "instanceType": "g6e.24xlarge"}]})
+    override = _zones("us-east-2")
+    override["nodePools"].append({"name": "l40s", "instanceType": "g6e.24xlarge"})
+    new_config, new_settings = _stamped("aws-prod", "us-east-2", override)
     diff = violations(_real(base_config, "aws-prod"), base_settings,
                       _real(new_config, "aws-prod-us-east-2"), new_settings)
     assert not diff.empty
@@ -131,15 +144,15 @@ def test_written_plans_of_two_regions_compare_without_their_settings() -> None:
     from components.stamping.parity import document_violations, scope_of
 
     base_config, _ = _template("aws-prod")
-    new_config, _ = _stamped("aws-prod", "eu-central-1", {"network": {"vpcCidr": "10.42.0.0/16"},
-                                                          "backup": {"region": "eu-west-1"}})
+    new_config, _ = _stamped("aws-prod", "eu-central-1", _zones("eu-central-1", network={"vpcCidr": "10.42.0.0/16"},
+                                                                backup={"region": "eu-west-1"}))
     old = resources_document(plan_config(base_config, "aws-prod", "aws-prod"))
     new = resources_document(plan_config(new_config, "aws-prod-eu-central-1", "stamped"))
     assert scope_of(old).region == "us-east-1" and scope_of(new).vpc_cidr == "10.42.0.0/16"
     diff = document_violations(old, new)
     assert diff.empty, "\n".join(format_violations(diff))
-    changed = resources_document(plan_config(_stamped("aws-prod", "eu-central-1", {
-        "network": {"vpcCidr": "10.42.0.0/16"}, "controlPlane": {"instanceType": "m7i.4xlarge"},
-        "backup": {"region": "eu-west-1"}})[0],
+    changed = resources_document(plan_config(_stamped("aws-prod", "eu-central-1", _zones(
+        "eu-central-1", network={"vpcCidr": "10.42.0.0/16"}, controlPlane={"instanceType": "m7i.4xlarge"},
+        backup={"region": "eu-west-1"}))[0],
         "aws-prod-eu-central-1", "stamped"))
     assert not document_violations(old, changed).empty  # a bigger control plane is not a regional difference

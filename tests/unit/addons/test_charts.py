@@ -21,7 +21,8 @@ from tests.helpers.k8s_schema import VERSIONS, schema_errors
 from tests.unit.addons.helpers import settings
 
 # Custom resources with no upstream schema; every other kind must validate strictly.
-CRD_KINDS = {("scheduling.run.ai/v2", "Queue"), ("monitoring.coreos.com/v1", "PrometheusRule"),
+CRD_KINDS = {("scheduling.run.ai/v2", "Queue"), ("kai.scheduler/v1alpha1", "Topology"),
+             ("monitoring.coreos.com/v1", "PrometheusRule"),
              ("monitoring.coreos.com/v1", "ServiceMonitor")}
 
 
@@ -91,13 +92,31 @@ def test_queue_objects_follow_the_settings() -> None:
         {"name": "org", "gpu": {"quota": 4}},
         {"name": "smoke-test", "parent": "org", "priority": 100, "gpu": {"quota": 1, "limit": 2}},
     ]), release="kai-queues", namespace="kai-scheduler")
-    by_name = {o["metadata"]["name"]: o for o in objects}
+    by_name = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Queue"}
     assert set(by_name) == {"org", "smoke-test", "default-queue"}  # KAI's fallback leaf joins the tree
     assert by_name["default-queue"]["spec"]["parentQueue"] == "org"
     assert by_name["smoke-test"]["spec"]["parentQueue"] == "org"
     assert by_name["smoke-test"]["spec"]["priority"] == 100
     assert by_name["smoke-test"]["spec"]["resources"]["gpu"] == {"quota": 1, "limit": 2, "overQuotaWeight": 1}
     assert "parentQueue" not in by_name["org"]["spec"]
+
+
+def test_the_topology_follows_the_settings_broadest_level_first() -> None:
+    """On aws with KAI: one Topology of the levels the CCM labels; off, or elsewhere, none."""
+    objects = render("kai-queues", _stack_values("kai-queues", platform="aws", region="us-east-1"),
+                     release="kai-queues", namespace="kai-scheduler")
+    [topology] = [o for o in objects if o["kind"] == "Topology"]
+    assert topology["apiVersion"] == "kai.scheduler/v1alpha1" and topology["metadata"]["name"] == "aws-network"
+    labels = [lv["nodeLabel"] for lv in topology["spec"]["levels"]]
+    assert labels[0] == "topology.kubernetes.io/zone" and labels[-1] == "kubernetes.io/hostname"
+    assert "topology.k8s.aws/network-node-layer-3" in labels
+    off = render("kai-queues", _stack_values("kai-queues", platform="aws", region="us-east-1",
+                                             gpuStack={"topology": {"enabled": False}}),
+                 release="kai-queues", namespace="kai-scheduler")
+    assert not [o for o in off if o["kind"] == "Topology"]
+    kind = render("kai-queues", _stack_values("kai-queues", platform="kind"), release="kai-queues",
+                  namespace="kai-scheduler")
+    assert not [o for o in kind if o["kind"] == "Topology"]
 
 
 def test_dashboard_and_alerts_cover_the_metrics() -> None:

@@ -105,6 +105,11 @@ def test_an_internal_api_without_allow_list_serves_the_vpc_only() -> None:
 
 def test_no_ssh(run: PlanRun) -> None:
     for rule in of_type(run, INGRESS):
+        if rule.inputs["ipProtocol"] == "-1":
+            # All traffic only inside the EFA group, from itself (EFA requires it: efa-start.html).
+            assert rule.name.endswith("-sg-efa-in-all--1-efa"), rule.name
+            assert rule.inputs["referencedSecurityGroupId"] == rule.inputs["securityGroupId"]
+            continue
         assert not rule.inputs["fromPort"] <= 22 <= rule.inputs["toPort"]
     for r in of_type(run, INSTANCE) + of_type(run, LAUNCH_TEMPLATE):
         assert "keyName" not in r.inputs
@@ -240,7 +245,8 @@ def test_pools_match_settings(stack: str, stack_run: Callable[[str], PlanRun]) -
             pool.min_size, pool.desired_size, pool.max_size)
         assert lt.inputs["instanceType"] == pool.instance_type
         assert lt.inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == pool.root_volume_gib
-        assert len(asg.inputs["vpcZoneIdentifiers"]) == settings.network.az_count
+        # A pool in one zone (EFA, a reservation) launches in that zone's subnet only.
+        assert len(asg.inputs["vpcZoneIdentifiers"]) == (1 if pool.availability_zone else settings.network.az_count)
         kinds = {t["resourceType"] for t in lt.inputs["tagSpecifications"]}
         assert kinds == {"instance", "volume", "network-interface"}
         tags = lt.inputs["tagSpecifications"][0]["tags"]
@@ -376,6 +382,12 @@ def test_names_derive_from_the_cluster_so_regions_never_collide(stack_run: Calla
     def west(raw: dict[str, Any]) -> None:
         raw["region"] = "us-west-2"
         raw["backup"] = {"region": "us-east-2"}
+        raw["network"]["availabilityZones"] = ["us-west-2a", "us-west-2b", "us-west-2c"]
+        for pool in raw["nodePools"]:
+            if "availabilityZone" in pool:
+                pool["availabilityZone"] = "us-west-2a"
+                pool.pop("capacityReservation")
+                pool.pop("placement")
 
     east = {r.name for r in stack_run("aws-prod").resources}
     west_names = {r.name for r in run_cluster(settings_for("aws-prod", west)).resources}

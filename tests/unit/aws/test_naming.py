@@ -141,6 +141,8 @@ BAD = [
     ("aws:ec2/securityGroup:SecurityGroup", "x", "nodes%", "only alphanumerics, spaces"),
     ("aws:ec2/securityGroup:SecurityGroup", "a" * 248, None, "maximum length 255"),
     ("aws:autoscaling/group:Group", "x", "a" * 256, "cannot be longer than 255"),
+    ("aws:ec2/placementGroup:PlacementGroup", "a" * 248, None, "maximum length 255"),
+    ("aws:ec2/placementGroup:PlacementGroup", "x", "h100 pg \u00e9", "only printable ASCII characters"),
     ("aws:autoscaling/group:Group", "x", "", "cannot be shorter than 1"),
     ("aws:secretsmanager/secret:Secret", "x", "join auth", "only alphanumerics and /_+=.@-"),
     ("aws:s3/bucket:Bucket", "x", "Ck8s-Velero", "only lowercase alphanumerics"),
@@ -185,6 +187,7 @@ GOOD = [
     ("aws:ec2/launchTemplate:LaunchTemplate", "a" * 117, None),
     ("aws:ec2/securityGroup:SecurityGroup", "a" * 247, None),
     ("aws:autoscaling/group:Group", "a" * 247, None),
+    ("aws:ec2/placementGroup:PlacementGroup", "ck8s-prod-us-east-1-pool-h100-pg", None),
     ("aws:secretsmanager/secret:Secret", "ck8s/dev+join=auth@x", None),
     ("aws:s3/bucket:Bucket", "Backup-Bucket", None),  # autoname lowercases (PA ToLower transform)
     ("aws:s3/bucket:Bucket", "x", "ck8s-prod-us-east-1-velero"),

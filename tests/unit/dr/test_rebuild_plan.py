@@ -23,6 +23,7 @@ def stacks(tmp_path: Path) -> Path:
     d = tmp_path / "stacks"
     d.mkdir()
     shutil.copy(STACKS / "Pulumi.aws-prod.yaml", d)
+    shutil.copy(STACKS / "aws-prod.regions.yaml", d)  # the DR region's zones (zone-scoped fields)
     return d
 
 
@@ -58,7 +59,9 @@ def test_rebuild_in_the_backup_region_plans_the_same_stack_moved(
 
 def test_a_changed_setting_in_the_new_region_is_listed(stacks: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (stacks / "aws-prod.regions.yaml").write_text(
-        "regions:\n  us-west-2:\n    nodePools: [{name: h100, instanceType: p5.4xlarge}]\n")
+        "regions:\n  us-west-2:\n    network: {availabilityZones: [us-west-2a, us-west-2b, us-west-2c]}\n"
+        "    nodePools: [{name: h100, instanceType: p5.4xlarge, availabilityZone: null, capacityReservation: null,"
+        " placement: null}]\n")
     assert main(["rebuild-plan", "--from", "aws-prod", "--to", "us-west-2", "--backup-region", "us-east-2",
                  "--stacks-dir", str(stacks)]) == 0
     text = capsys.readouterr().out

@@ -59,3 +59,22 @@ class FakeBackend:
 
     def up(self, stack: str, on_output: OnOutput) -> OpResult:
         return self._op("up", stack, on_output)
+
+
+def zoned(region: str, override: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`override` plus what every stamp of aws-prod must give: its zone-scoped fields are us-east-1's
+    (components/stamping/derive.py _zone_scoped), here this region's zones and no reservation."""
+    out: dict[str, Any] = {"network": {"availabilityZones": [f"{region}{z}" for z in "abc"]},
+                           "nodePools": [{"name": "h100", "availabilityZone": f"{region}a",
+                                          "capacityReservation": None, "placement": None}]}
+    for key, value in (override or {}).items():
+        if key == "nodePools":
+            pools = {p["name"]: p for p in out["nodePools"]}
+            for pool in value:
+                pools[pool["name"]] = {**pools.get(pool["name"], {}), **pool}
+            out["nodePools"] = list(pools.values())
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out

@@ -10,7 +10,7 @@ import pytest
 from components.settings.load import SETTINGS_KEY, SettingsError
 from components.stamping.derive import derive, derive_all, geography, stack_name, unused_overrides
 from components.stamping.overrides import load_overrides, parse_overrides
-from tests.unit.stamping.helpers import DATA, template
+from tests.unit.stamping.helpers import DATA, template, zoned
 
 
 def _prod_with(**extra: Any) -> tuple[dict[str, Any], Any]:
@@ -24,26 +24,30 @@ def _prod_with(**extra: Any) -> tuple[dict[str, Any], Any]:
 
 def test_region_and_provider_region_are_derived_secrets_are_not_copied() -> None:
     config, settings = _prod_with(**{"aws:region": "us-east-1", "ck8s-gpu:kubeconfig": {"secure": "v1:abc"}})
-    s = derive("aws-prod", config, settings, "us-east-2")
+    s = derive("aws-prod", config, settings, "us-east-2", zoned("us-east-2"))
     assert s.stack == "aws-prod-us-east-2" == stack_name("aws-prod", "us-east-2")
     assert s.settings.region == "us-east-2" and s.config[SETTINGS_KEY]["region"] == "us-east-2"
     assert s.config["aws:region"] == "us-east-2"
     assert "ck8s-gpu:kubeconfig" not in s.config and s.secrets_to_set == ("ck8s-gpu:kubeconfig",)
     assert s.settings.cluster_name == "ck8s-prod-us-east-2"
-    # Everything else is the template's.
-    assert s.settings.node_pools == settings.node_pools and s.settings.protection == settings.protection
+    # Everything else is the template's (the zone-scoped fields are this region's: zoned()).
+    zone_scoped = {"availability_zone", "capacity_reservation", "placement"}
+    assert ([p.model_dump(exclude=zone_scoped) for p in s.settings.node_pools]
+            == [p.model_dump(exclude=zone_scoped) for p in settings.node_pools])
+    assert s.settings.protection == settings.protection
 
 
 def test_template_is_not_modified() -> None:
     config, settings = template("aws-prod")
     before = copy.deepcopy(config)
-    derive("aws-prod", config, settings, "us-east-2", {"nodePools": [{"name": "h100", "maxSize": 1}]})
+    derive("aws-prod", config, settings, "us-east-2",
+           zoned("us-east-2", {"nodePools": [{"name": "h100", "maxSize": 3}]}))
     assert config == before
 
 
 def test_backup_region_inherited_within_the_geography_and_noted() -> None:
     config, settings = template("aws-prod")
-    s = derive("aws-prod", config, settings, "us-east-2")
+    s = derive("aws-prod", config, settings, "us-east-2", zoned("us-east-2"))
     assert s.settings.backup is not None and s.settings.backup.region == "us-west-2"
     assert any("us-west-2" in n for n in s.notes)
 
@@ -62,9 +66,9 @@ def test_backup_region_must_be_given_when_inheriting_would_be_wrong(region: str,
 
 def test_backup_region_from_override_or_flag() -> None:
     config, settings = template("aws-prod")
-    s = derive("aws-prod", config, settings, "eu-central-1", {"backup": {"region": "eu-west-1"}})
+    s = derive("aws-prod", config, settings, "eu-central-1", zoned("eu-central-1", {"backup": {"region": "eu-west-1"}}))
     assert s.settings.backup is not None and s.settings.backup.region == "eu-west-1"
-    s = derive("aws-prod", config, settings, "eu-central-1", {"backup": {"region": "eu-west-1"}},
+    s = derive("aws-prod", config, settings, "eu-central-1", zoned("eu-central-1", {"backup": {"region": "eu-west-1"}}),
                backup_region="eu-north-1")
     assert s.settings.backup is not None and s.settings.backup.region == "eu-north-1"  # the flag wins
     with pytest.raises(SettingsError, match="--backup-region"):
@@ -123,7 +127,7 @@ def test_a_pool_ami_id_must_be_replaced_per_region_and_a_parameter_path_carries_
 
 def test_restore_points_at_the_template_clusters_backups() -> None:
     config, settings = template("aws-prod")
-    s = derive("aws-prod", config, settings, "us-west-2", backup_region="us-east-2", restore=True)
+    s = derive("aws-prod", config, settings, "us-west-2", zoned("us-west-2"), backup_region="us-east-2", restore=True)
     assert s.settings.backup is not None and s.settings.backup.restore_from is not None
     assert s.settings.backup.restore_from.cluster_name == "ck8s-prod-us-east-1"
     assert s.settings.backup.restore_from.region == "us-west-2"
@@ -135,14 +139,16 @@ def test_restore_points_at_the_template_clusters_backups() -> None:
 def test_merged_settings_are_validated_like_any_stack() -> None:
     config, settings = template("aws-prod")
     with pytest.raises(SettingsError) as err:
-        derive("aws-prod", config, settings, "us-east-2", {"nodePools": [{"name": "h100", "maxSize": 0}]})
+        derive("aws-prod", config, settings, "us-east-2",
+               zoned("us-east-2", {"nodePools": [{"name": "h100", "maxSize": 0}]}))
     assert "settings.nodePools[1].desiredSize" in err.value.message
 
 
 def test_all_regions_problems_in_one_error_and_nothing_stamped() -> None:
     config, _ = template("aws-prod")
     with pytest.raises(SettingsError) as err:
-        derive_all("aws-prod", config, ["us-east-2", "eu-central-1", "us-west-2", "us-east-2"], {})
+        derive_all("aws-prod", config, ["us-east-2", "eu-central-1", "us-west-2", "us-east-2"],
+                   {r: zoned(r) for r in ("us-east-2", "eu-central-1", "us-west-2")})
     paths = [p for p, _ in err.value.problems]
     assert "--regions" in paths  # listed twice
     assert any(p.startswith("[eu-central-1]") for p in paths)
@@ -177,3 +183,19 @@ def test_stamped_overrides_apply_per_region() -> None:
                                              ("ap-southeast-4", "ap")])
 def test_geography(region: str, geo: str) -> None:
     assert geography(region) == geo
+
+
+def test_zone_scoped_fields_must_be_given_per_region() -> None:
+    """Zones, reservations and placement groups exist in one region: kept, they are refused, each named."""
+    config, settings = template("aws-prod")
+    with pytest.raises(SettingsError) as err:
+        derive("aws-prod", config, settings, "us-east-2")
+    reasons = dict(err.value.problems)
+    assert "us-east-1a, us-east-1b, us-east-1c" in reasons["overrides: regions.us-east-2.network.availabilityZones"]
+    pools = reasons["overrides: regions.us-east-2.nodePools"]
+    for kept in ("availabilityZone us-east-1a", "capacityReservation cr-0a1b2c3d4e5f60718",
+                 "placement.groupName ck8s-prod-us-east-1-h100"):
+        assert kept in pools
+    s = derive("aws-prod", config, settings, "us-east-2", zoned("us-east-2"))
+    [h100] = [p for p in s.settings.node_pools if p.name == "h100"]
+    assert h100.availability_zone == "us-east-2a" and h100.capacity_reservation is None

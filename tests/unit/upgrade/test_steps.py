@@ -19,9 +19,9 @@ def test_control_planes_one_at_a_time_then_pools_then_addons_then_smoke() -> Non
     plan = steps.upgrade_steps(s, "1.34-classic", "1.35-classic")
     titles = [p.title for p in plan]
     cps = [f"control plane ck8s-prod-us-east-1-cp-{i}" for i in range(3)]
-    assert titles == ["preflight", *cps, "pool l40s", "pool l40s", "pool h100", "launch templates and add-ons",
-                      "smoke test"]
-    assert all(len(p.nodes) == 1 for p in plan[1:7])
+    assert titles == ["preflight", *cps, "pool l40s", "pool l40s", "pool h100", "pool h100",
+                      "launch templates and add-ons", "smoke test"]
+    assert all(len(p.nodes) == 1 for p in plan[1:8])
     assert [p.number for p in plan] == list(range(1, len(plan) + 1))
 
 
@@ -30,7 +30,7 @@ def test_max_unavailable_batches_a_pool() -> None:
     plan = steps.upgrade_steps(s, "1.34-classic", "1.35-classic")
     pools = [p for p in plan if p.title.startswith("pool ")]
     assert [(p.title, p.nodes) for p in pools] == [("pool l40s", ("l40s-node-1", "l40s-node-2")),
-                                                   ("pool h100", ("h100-node-1",))]
+                                                   ("pool h100", ("h100-node-1", "h100-node-2"))]
 
 
 def test_known_nodes_replace_the_placeholders() -> None:
