@@ -105,6 +105,11 @@ CHARTS: dict[str, ChartPin] = {
         "aws-cloud-controller-manager", "https://kubernetes.github.io/cloud-provider-aws", "0.0.10"
     ),
     "velero": ChartPin("velero", "https://vmware-tanzu.github.io/helm-charts", "11.1.1"),
+    # Chart v0.5.30 (eks-charts 5239609, 2026-08-03): its appVersion v0.5.20 is the image tag the
+    # add-on runs (values image.tag), so this pin decides the image too.
+    "aws-efa-k8s-device-plugin": ChartPin(
+        "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30"
+    ),
 }
 
 # The GPU Operator's `driver.version` with `gpuStack.driver: precompiled` (driver.usePrecompiled):
@@ -153,7 +158,33 @@ IMAGES: dict[str, ImagePin] = {
         "v1.13.2",
         "sha256:25c3a0a043fc396a0593a3da0aa16ed1f39df74883bda42c4588fc8877b72bde",
     ),
+    # The smoke test's allReduce case: AWS's nccl-tests image (CUDA 13.0.2, EFA installer 1.48.0,
+    # aws-ofi-nccl 1.19.0, NCCL 2.30.4, nccl-tests 2.18.3 built with MPI=1; Open MPI under
+    # /opt/amazon/openmpi; recipe: aws-samples/awsome-distributed-training
+    # micro-benchmarks/nccl-tests/nccl-tests.Dockerfile). Digest as AWS recorded it for this tag
+    # (awslabs/awsome-distributed-ai 1072473d, examples/use-cases/gpu-cluster-failure-patterns/
+    # pins.env); not re-read from the registry here: a wrong digest fails the pull.
+    "nccl-tests": ImagePin(
+        "public.ecr.aws/hpc-cloud/nccl-tests",
+        "cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3",
+        "sha256:a5390d3f0eb50f3e5854085e2ae0fef90b9eb4f3b7486ed4cab0d47864809d4c",
+    ),
 }
+
+@dataclass(frozen=True)
+class SignedDownload:
+    """A tarball fetched at image build time and checked against its publisher's signing key."""
+
+    version: str
+    url: str
+    key_fingerprint: str
+
+
+# AWS's EFA software for GPU node images (components/images/document.py): aws-efa-installer
+# 1.51.0 (2026-10-22; libfabric 2.7.0amzn2.0, rdma-core 65.0, the OFI NCCL plugin 1.22.0), its
+# GPG key's fingerprint as the EC2 user guide (efa-verify.html) prints it.
+EFA_INSTALLER = SignedDownload("1.51.0", "https://efa-installer.amazonaws.com",
+                               "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC")
 
 # Tools the `local` tier builds from Go modules (tools/go.mod pins the same versions; a test
 # keeps the two in step).

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from components.addons import (
     aws_cloud_controller_manager,
     dra_driver,
+    efa_device_plugin,
     fake_gpu_operator,
     gpu_operator,
     kai_queues,
@@ -28,6 +29,7 @@ ADDONS: tuple[Addon, ...] = (
     aws_cloud_controller_manager.ADDON,
     gpu_operator.ADDON,
     dra_driver.ADDON,
+    efa_device_plugin.ADDON,
     fake_gpu_operator.ADDON,
     kai_scheduler.ADDON,
     kai_queues.ADDON,
@@ -52,6 +54,12 @@ def _velero(settings: Settings) -> Default:
     return "on" if settings.backup is not None else "off"
 
 
+def _efa_device_plugin(settings: Settings) -> Default:
+    """on when a node pool has EFA"""
+    # The pools' EFA devices reach pods only through it; without EFA pools it would run nowhere.
+    return "on" if efa_device_plugin.efa_pools(settings) else "off"
+
+
 DefaultRule = Default | Callable[[Settings], Default]
 
 # Rows: add-on; columns: platform. `local` (KWOK nodes, no internet) installs only this
@@ -61,6 +69,9 @@ PLATFORM_DEFAULTS: dict[str, dict[str, DefaultRule]] = {
     "aws-cloud-controller-manager": {"aws": "on", "existing": "off", "kind": "off", "local": "off"},
     "gpu-operator": {"aws": "on", "existing": "on", "kind": "off", "local": "off"},
     "dra-driver": {"aws": _dra_driver, "existing": _dra_driver, "kind": "off", "local": "off"},
+    # Only aws launches EFA interfaces; an existing cluster with EFA nodes enables it (and labels
+    # them ck8s-gpu/efa=true, the plugin's nodeSelector).
+    "aws-efa-k8s-device-plugin": {"aws": _efa_device_plugin, "existing": "off", "kind": "off", "local": "off"},
     "fake-gpu-operator": {"aws": "off", "existing": "off", "kind": "on", "local": "off"},
     "kai-scheduler": {"aws": "on", "existing": "on", "kind": "on", "local": "off"},
     "kai-queues": {"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
@@ -88,16 +99,19 @@ PLATFORM_CAPABILITIES: dict[str, tuple[Capability, ...]] = {
 
 # Said plainly in docs/addons.md: what each platform leaves out, and why.
 LEFT_OUT: dict[str, str] = {
-    "aws": "fake-gpu-operator (real GPUs). velero without `backup:` (with it, the program also "
-           "creates the off-region bucket, key and IAM user Velero writes with).",
+    "aws": "fake-gpu-operator (real GPUs). aws-efa-k8s-device-plugin without an EFA pool. velero "
+           "without `backup:` (with it, the program also creates the off-region bucket, key and IAM "
+           "user Velero writes with).",
     "existing": "kube-prometheus-stack (declare `clusterProvides: [monitoring-crds]` to use the "
-                "cluster's own Prometheus Operator, or enable it); fake-gpu-operator; velero.",
+                "cluster's own Prometheus Operator, or enable it); fake-gpu-operator; velero; "
+                "aws-efa-k8s-device-plugin (enable it where nodes have EFA).",
     "kind": "GPU Operator and DRA driver (no NVIDIA hardware: fake-gpu-operator simulates the GPUs "
-            "with the same DeviceClass and driver name); velero.",
+            "with the same DeviceClass and driver name); velero; aws-efa-k8s-device-plugin (no "
+            "EFA).",
     "local": "every chart fetched from the internet (GPU Operator, DRA driver, KAI, "
-             "fake-gpu-operator, kube-prometheus-stack): KWOK nodes run no pods and the machine has "
-             "no registry access. kai-queues and observability install only when their CRDs are "
-             "declared present (`clusterProvides`).",
+             "fake-gpu-operator, kube-prometheus-stack, EFA device plugin): KWOK nodes run no pods and "
+             "the machine has no registry access. kai-queues and observability install only when "
+             "their CRDs are declared present (`clusterProvides`).",
 }
 
 

@@ -90,6 +90,9 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
         source="kubernetes/cloud-provider-aws helm-chart-aws-cloud-controller-manager-0.0.10 (059b0b6) "
                "charts/aws-cloud-controller-manager/",
     ),
+    CrdHandling(chart="aws-efa-k8s-device-plugin", crds="none", mechanism="-", ours="nothing to do",
+                source="aws/eks-charts (5239609) stable/aws-efa-k8s-device-plugin/ at chart v0.5.30: templates/ holds "
+                       "only the DaemonSet and NOTES.txt, no crds/"),
     CrdHandling(
         chart="velero",
         crds="`crds/` (Backup, Restore, Schedule, BackupStorageLocation...)",

@@ -11,6 +11,13 @@ Sources, each rule beside what it models:
 - NVIDIA = NVIDIA/gpu-driver-container: the driver container starts Fabric Manager only on NVSwitch
   systems (`_assert_nvswitch_system`: /proc/driver/nvidia-nvswitch/devices not empty); its bootc
   images put `ConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices` on the unit.
+- EFA = Amazon EC2 user guide, "Get started with EFA and NCCL" (efa-start-nccl.html, step "Install
+  the EFA software"): the installer tarball at efa-installer.amazonaws.com, its detached GPG
+  signature `.sig` and key `aws-efa-installer.key` with fingerprint 4E90 91BC BB97 A96B 26B1 5E59
+  A054 80B1 DD2D 3CCC; libfabric in /opt/amazon/efa (Ubuntu: lib/), the aws-ofi-nccl plugin in
+  /opt/amazon/ofi-nccl, Open MPI in /opt/amazon/openmpi; `--mpi=openmpi4` installs Open MPI 4.1
+  only, AWS's advice. "Elastic Fabric Adapter release notes" (efa-changelog.html): installer
+  1.51.0 (2026-10-22) ships libfabric 2.7.0amzn2.0, rdma-core 65.0 and the OFI NCCL plugin 1.22.0.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from components import pins
 from components.images.settings import ImageSettings
 
 KERNEL_FLAVOUR = "aws"  # Canonical's Ubuntu AMIs on EC2 run linux-aws (both architectures)
@@ -30,6 +38,12 @@ CONTAINERD_PATHS = ("/run/containerd", "/var/lib/containerd", "/etc/containerd")
 # First boot: unattended-upgrades may hold the lock; keep the image's own config files on upgrade.
 APT = "apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -y"
 FM_DROP_IN = "/etc/systemd/system/nvidia-fabricmanager.service.d/10-ck8s-gpu-nvswitch-only.conf"
+# EFA: the installer release the image carries, where AWS publishes it, and the fingerprint its
+# signing key must have (a key swapped on the server fails the build, not just the signature):
+# components/pins.py EFA_INSTALLER.
+EFA_INSTALLER_VERSION = pins.EFA_INSTALLER.version
+EFA_INSTALLER_URL = pins.EFA_INSTALLER.url
+EFA_KEY_FINGERPRINT = pins.EFA_INSTALLER.key_fingerprint
 
 # AWSTOE rules (AWSTOE "Document schema and definitions", "Rules for phases", "Rules for steps").
 PHASES = ("build", "validate", "test")  # at least one; Image Builder runs build+validate, then test
@@ -65,6 +79,51 @@ def _bash(name: str, *lines: str) -> dict[str, Any]:
             "inputs": {"commands": ["set -euo pipefail", *lines]}}
 
 
+def efa_build_steps() -> list[dict[str, Any]]:
+    """EFA: the installer, verified against AWS's key before it runs. `--skip-kmod`: the kernel's
+    own efa module (Canonical's signed linux-aws build) serves, so no DKMS and no compiler reach
+    the image, as for the NVIDIA driver."""
+    tarball = f"aws-efa-installer-{EFA_INSTALLER_VERSION}.tar.gz"
+    return [
+        _bash("InstallEfaSoftware",
+              "export DEBIAN_FRONTEND=noninteractive",
+              "work=$(mktemp -d)",
+              "cd \"$work\"",
+              f"curl -fsSLO --retry 3 {EFA_INSTALLER_URL}/{tarball}",
+              f"curl -fsSLO --retry 3 {EFA_INSTALLER_URL}/{tarball}.sig",
+              f"curl -fsSLO --retry 3 {EFA_INSTALLER_URL}/aws-efa-installer.key",
+              "export GNUPGHOME=\"$work/gnupg\"",
+              "mkdir -m 700 \"$GNUPGHOME\"",
+              "gpg --batch --quiet --import aws-efa-installer.key",
+              "keys=$(gpg --batch --with-colons --fingerprint)",
+              f"grep -q '^fpr:::::::::{EFA_KEY_FINGERPRINT}:$' <<<\"$keys\" || "
+              "{ echo 'aws-efa-installer.key is not the key AWS documents' >&2; exit 1; }",
+              # VALIDSIG's last field is the primary key's fingerprint: the pinned one, or no install.
+              f"signer=$(gpg --batch --status-fd 1 --verify {tarball}.sig {tarball} 2>/dev/null "
+              "| awk '$2 == \"VALIDSIG\" {print $NF}')",
+              f"if [ \"$signer\" != {EFA_KEY_FINGERPRINT} ]; then echo \"{tarball}: no valid signature "
+              "by AWS's EFA key\" >&2; exit 1; fi",
+              f"tar -xf {tarball}",
+              "cd aws-efa-installer",
+              "./efa_installer.sh -y --skip-kmod --mpi=openmpi4",
+              "cd /",
+              "rm -rf \"$work\""),
+    ]
+
+
+def efa_validate_steps() -> list[dict[str, Any]]:
+    """EFA software in place for the booted kernel. Image Builder's instances have one ENA interface
+    and no EFA device, so `fi_info -p efa` could not find a provider there: files, not devices."""
+    return [
+        _bash("EfaSoftwareInstalled",
+              "modinfo -k \"$(uname -r)\" -F filename efa",
+              "/opt/amazon/efa/bin/fi_info --version",
+              "plugin=$(find /opt/amazon/ofi-nccl -name 'libnccl-net*.so*' -print -quit)",
+              "if [ -z \"$plugin\" ]; then echo 'no NCCL OFI plugin under /opt/amazon/ofi-nccl' >&2; exit 1; fi",
+              "echo \"NCCL net plugin: $plugin\""),
+    ]
+
+
 def component_document(s: ImageSettings) -> dict[str, Any]:
     p = packages(s)
     b = s.driver_branch
@@ -79,6 +138,7 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
         _bash("InstallNvidiaDriver",
               "export DEBIAN_FRONTEND=noninteractive",
               f"{APT} install --no-install-recommends {' '.join(p.all)}"),
+        *(efa_build_steps() if s.efa else []),
         _bash("FabricManagerOnlyOnNvswitch",
               f"mkdir -p {FM_DROP_IN.rsplit('/', 1)[0]}",
               f"printf '[Unit]\\nConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices\\n' > {FM_DROP_IN}",
@@ -101,6 +161,7 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
               "  if [ -e \"$path\" ]; then echo \"$path exists: k8s-snap runs its own containerd there "
               "(docs/adr/0018)\" >&2; exit 1; fi",
               "done"),
+        *(efa_validate_steps() if s.efa else []),
     ]
     test = [
         _bash("DriverSeesTheGpus",
@@ -111,8 +172,9 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
     ]
     return {
         "name": "ck8s-gpu-nvidia-driver",
-        "description": f"NVIDIA {b} server driver ({s.kernel_modules} kernel modules) from Ubuntu's archive for "
-                       "Canonical Kubernetes GPU nodes (gpuStack.driver: host)",
+        "description": f"NVIDIA {b} server driver ({s.kernel_modules} kernel modules) from Ubuntu's archive"
+                       + (f", AWS EFA software {EFA_INSTALLER_VERSION} with the NCCL OFI plugin," if s.efa else "")
+                       + " for Canonical Kubernetes GPU nodes (gpuStack.driver: host)",
         "schemaVersion": 1.0,
         "phases": [{"name": "build", "steps": build}, {"name": "validate", "steps": validate},
                    {"name": "test", "steps": test}],

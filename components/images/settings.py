@@ -43,6 +43,10 @@ class ImageSettings(_Model):
     architecture: Arch = "amd64"
     driver_branch: str = pins.GPU_NODE_IMAGE_DRIVER_BRANCH
     kernel_modules: KernelModules = "open"
+    # AWS's EFA user space (libfabric, rdma-core) and the NCCL OFI plugin, components/images/
+    # document.py. On by default: one image line boots EFA pools (P5, P6: components/efa.py)
+    # and pools without EFA alike, where it lies unused; false for a smaller image.
+    efa: bool = True
     # Builds AND tests the image: the test phase runs nvidia-smi, so it must have a GPU.
     build_instance_type: str = "g6.xlarge"
     # Where each region's newest image id is published; pools name it as `nodePools[].ami`.

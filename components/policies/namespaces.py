@@ -36,6 +36,8 @@ PRIVILEGED_CHARTS: dict[str, tuple[str, str | None]] = {
     "kube-prometheus-stack": ("node-exporter: host network, PID and root filesystem", None),
     "aws-cloud-controller-manager": ("host network on control planes", None),
     "velero": ("node-agent: kubelet pod volumes through hostPath", "deployNodeAgent"),
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin templates/daemonset.yaml (chart v0.5.30).
+    "aws-efa-k8s-device-plugin": ("privileged, host network, /dev/infiniband and device-plugin hostPaths", None),
 }
 
 

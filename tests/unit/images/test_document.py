@@ -8,7 +8,15 @@ from pathlib import Path
 
 import yaml
 
-from components.images.document import component_document, document_problems, packages, render, semantic_version
+from components.images.document import (
+    EFA_INSTALLER_VERSION,
+    EFA_KEY_FINGERPRINT,
+    component_document,
+    document_problems,
+    packages,
+    render,
+    semantic_version,
+)
 from components.images.settings import parse_image_settings
 from tests.helpers.golden import assert_golden
 from tests.unit.aws.tools import shellcheck
@@ -95,3 +103,37 @@ def test_versions_follow_the_content_within_image_builders_limits() -> None:
     for version in (a, b):
         major, minor, patch = (int(x) for x in version.split("."))
         assert major == 1 and minor == 0 and 0 <= patch < 2**30
+
+
+def _step(doc: dict, name: str) -> dict | None:  # type: ignore[type-arg]
+    return next((s for p in doc["phases"] for s in p["steps"] if s["name"] == name), None)
+
+
+def test_efa_software_is_installed_signed_and_checked_only_when_asked() -> None:
+    doc = component_document(DEFAULT)
+    install, check = _step(doc, "InstallEfaSoftware"), _step(doc, "EfaSoftwareInstalled")
+    assert install is not None and check is not None
+    build = [s["name"] for s in doc["phases"][0]["steps"]]
+    # After the driver (the installer sees its final kernel), before the packages are held.
+    assert build.index("InstallNvidiaDriver") < build.index("InstallEfaSoftware") < build.index("HoldKernelAndDriver")
+    script = "\n".join(install["inputs"]["commands"])
+    assert f"aws-efa-installer-{EFA_INSTALLER_VERSION}.tar.gz.sig" in script
+    assert EFA_KEY_FINGERPRINT == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"  # efa-start-nccl.html
+    assert script.index("--verify") < script.index("./efa_installer.sh")  # verified before it runs
+    assert "--skip-kmod" in script  # the kernel's signed efa module: no DKMS on nodes
+    off = component_document(parse_image_settings({"region": "eu-west-1", "efa": False}, "t"))
+    assert _step(off, "InstallEfaSoftware") is None and _step(off, "EfaSoftwareInstalled") is None
+    assert "EFA" not in off["description"]
+
+
+def test_efa_check_fails_without_the_nccl_plugin(tmp_path: Path) -> None:
+    check = _step(component_document(DEFAULT), "EfaSoftwareInstalled")
+    assert check is not None
+    lines = [c for c in check["inputs"]["commands"] if "modinfo" not in c and "fi_info" not in c]
+    script = "\n".join(lines).replace("/opt/amazon/ofi-nccl", str(tmp_path))
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and "no NCCL OFI plugin" in run.stderr
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libnccl-net-ofi.so").write_text("")
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert run.returncode == 0 and "libnccl-net-ofi.so" in run.stdout

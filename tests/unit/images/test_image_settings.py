@@ -21,6 +21,7 @@ def test_defaults_build_the_branch_the_gpu_operator_would_install() -> None:
     assert (s.architecture, s.kernel_modules, s.rebuild, s.build_on_up) == ("amd64", "open", "weekly", True)
     assert s.parameter == "/ck8s-gpu/images/gpu-node/ubuntu-24.04/amd64/nvidia-595-server-open"
     assert s.regions == ("eu-west-1",)
+    assert s.efa is True  # one image line serves EFA pools and the rest
 
 
 def test_every_bad_field_in_one_message() -> None:
