@@ -77,11 +77,13 @@ def run(args: argparse.Namespace) -> int:
         written = artifacts.write(plan, args.out)
         print(f"\nwrote {len(written)} files to {args.out}")
     if args.timeline:
+        from datetime import UTC, datetime
+
         from components.plan import timeline_render
         from components.plan.timeline import timeline_for_plan
 
-        try:
-            tl = timeline_for_plan(plan)
+        try:  # now: a Capacity Block's wait runs from the real clock
+            tl = timeline_for_plan(plan, now=datetime.now(UTC))
         except ValueError as exc:  # no smoke run to end the timeline, or a cycle
             print(f"ck8s-gpu plan --timeline: {exc}", file=sys.stderr)
             return 2

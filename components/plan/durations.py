@@ -174,6 +174,12 @@ DURATIONS: dict[str, Duration] = {
     "kind-create": Duration(60, 300, "kind create cluster --wait",
                             "estimate: components/kind/commands.py says ~1 min with the node image cached and waits "
                             "at most 5 min; docs/kind.md: not measured (no Docker in CI)"),
+    # ---- reserved capacity
+    "capacity-block-wait": Duration(0, 0, "wait for the pool's Capacity Block to start",
+                                    "code: components/plan/timeline.py (its length is the block's startsAt less "
+                                    "the start of `up`, per stack) | https://docs.aws.amazon.com/AWSEC2/latest/"
+                                    "UserGuide/capacity-blocks-launch.html: instances launch into a Capacity Block "
+                                    "only while it is active"),
     # ---- no wall time
     "local-compute": Duration(0, 0, "computed by the provider plugin",
                               "zero: tls/random resources are computed locally by their provider, no cloud call"),

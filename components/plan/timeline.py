@@ -10,6 +10,14 @@ start when all their dependencies have finished
 (Pulumi's behaviour: a resource's operation starts once every resource it depends on is done);
 the longest chain to the smoke run is the critical path, by upper and by lower bounds.
 
+A pool on a Capacity Block that starts later (`capacityReservation.startsAt`) gets a wait step of
+its own whose length is the start less `now` (a parameter: tests fix it, the CLI passes the
+clock): EC2 launches into a block only while it is active (EC2 User Guide,
+capacity-blocks-launch.html; EC2 Auto Scaling User Guide, launch-template-capacity-blocks.html),
+so the pool's launch, and all that waits on its GPU nodes, comes after it. An Auto Scaling group
+that waits for capacity (waitForCapacityTimeout other than "0") holds its own step, and all that
+depends on it, until then; past the timeout its create fails (`Timeline.warnings`).
+
 `what_if` variants are the choices that would shorten it (the driver modes of docs/adr/0018), so
 the plan can say what each one saves (components/plan/timeline_render.py prints them).
 """
@@ -19,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from components.plan.artifacts import RELEASE, local_chart, user_data
@@ -78,6 +87,9 @@ class Step:
     deps: tuple[str, ...]
     type: str = ""  # resource type token ("" for a synthetic step)
     chart: str = ""  # chart name of a Helm release
+    # A length the stack decides, not the table (the wait for a Capacity Block's start); its row
+    # gives the label and the source.
+    seconds: float | None = None
 
     @property
     def synthetic(self) -> bool:
@@ -85,7 +97,8 @@ class Step:
 
     @property
     def duration(self) -> Duration:
-        return DURATIONS[self.key]
+        row = DURATIONS[self.key]
+        return row if self.seconds is None else replace(row, low=self.seconds, high=self.seconds)
 
 
 # --------------------------------------------------------------------------------------------
@@ -167,11 +180,46 @@ def _pool_name(r: Recorded) -> str:
     return m.group(1) if m else r.name
 
 
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
+
+
+def timeout_seconds(text: str) -> float:
+    """An ASG's waitForCapacityTimeout (`20m`, `1h30m`, `0`) in seconds; "0": it does not wait."""
+    if text.strip() == "0":
+        return 0.0
+    parts = _GO_DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise ValueError(f"waitForCapacityTimeout {text!r} is not a duration like 20m or 0")
+    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+def capacity_timeout(r: Recorded) -> float | None:
+    """Seconds the ASG's create waits for its instances; None: the provider's default (10m)."""
+    value = r.inputs.get("waitForCapacityTimeout")
+    return timeout_seconds(value) if isinstance(value, str) else None
+
+
+def block_waits(settings: Any, now: datetime) -> dict[str, float]:
+    """Pool name -> seconds from `now` (the start of `up`) until its Capacity Block starts, for
+    blocks that start later (`startsAt`; null: active already)."""
+    out: dict[str, float] = {}
+    for pool in getattr(settings, "node_pools", ()):
+        cr = pool.capacity_reservation
+        if cr is None or cr.market_type != "capacity-block" or cr.starts_at is None:
+            continue
+        starts = datetime.fromisoformat(cr.starts_at.replace("Z", "+00:00"))
+        wait = (starts - now).total_seconds()
+        if wait > 0:
+            out[pool.name] = wait
+    return out
+
+
 def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = "compiled",
-                prefix: str = "") -> list[Step]:
+                prefix: str = "", waits: Mapping[str, float] | None = None) -> list[Step]:
     """One step per planned custom resource plus the synthetic node and GPU Operator steps.
 
-    `prefix` (e.g. `ck8s-dev-eu-west-1-`) is cut from step names to keep them short."""
+    `prefix` (e.g. `ck8s-dev-eu-west-1-`) is cut from step names to keep them short. `waits`:
+    pool name -> seconds until its Capacity Block starts (`block_waits`)."""
     if driver_mode not in DRIVER_MODES:
         raise ValueError(f"driver_mode must be one of {', '.join(DRIVER_MODES)}, got {driver_mode!r}")
     by_urn = {r.urn: r for r in resources}
@@ -192,8 +240,8 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         order.append(step_id)
         return step_id
 
-    def synthetic(name: str, key: str, step_deps: Iterable[str]) -> str:
-        return add(f"synthetic:{name}", name, key, step_deps)
+    def synthetic(name: str, key: str, step_deps: Iterable[str], **kw: Any) -> str:
+        return add(f"synthetic:{name}", name, key, step_deps, **kw)
 
     for r in resources:
         if not r.custom:
@@ -240,7 +288,17 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
     gpu_ready: list[str] = []
     for asg in (r for r in custom if r.type == ASG):
         name = f"pool {_pool_name(asg)}"
-        boot = synthetic(f"{name} boot", "node-boot", [asg.urn])
+        until = (waits or {}).get(_pool_name(asg))
+        block = synthetic(f"{name} Capacity Block starts", "capacity-block-wait", [], seconds=until) if until else ""
+        launched = asg.urn
+        if capacity_timeout(asg) == 0:
+            # The group's create returns once it exists; its instances launch after it (and,
+            # on a block, once the block is active: AWS retries the launch until then).
+            steps[asg.urn] = replace(steps[asg.urn], key="aws-api")
+            launched = synthetic(f"{name} instances launch", "aws-asg-capacity", [asg.urn, *filter(None, [block])])
+        elif block:
+            deps[asg.urn].add(block)  # the create waits for instances: they come at the block's start
+        boot = synthetic(f"{name} boot", "node-boot", [launched])
         snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
         # The join loop waits for a control plane that answers the mint document (bootstrapped).
         join = synthetic(f"{name} k8s join", "k8s-join-worker", [snap, *([bootstrapped] if bootstrapped else [])])
@@ -327,6 +385,8 @@ class Timeline:
     what_ifs: list[WhatIfResult] = field(default_factory=list)
     # What must exist before `pulumi up` and is not on its path (a pool's driver image, built ahead).
     prerequisites: list[str] = field(default_factory=list)
+    # What makes the modeled `up` fail or wait (a Capacity Block starting after the ASG's timeout).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> tuple[float, float]:
@@ -426,13 +486,41 @@ def driver_mode_of(resources: list[Recorded], settings_driver: str) -> str:
     return "compiled"
 
 
-def timeline_for_plan(plan: Plan) -> Timeline:
-    """The timeline of a `components.plan.run.Plan`, with its what-ifs."""
+def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:
+    """ASGs whose create waits for capacity that their Capacity Block delivers only after the
+    wait's timeout: the create fails (pulumi-aws: "timeout while waiting for state to become
+    InService"), and `up` with it."""
+    from components.plan.timeline_render import clock
+
+    out = []
+    by_urn = {r.urn: r for r in resources}
+    for step in tl.steps.values():
+        blocks = [d for d in step.deps if tl.steps[d].key == "capacity-block-wait"]
+        if step.type != ASG or not blocks:
+            continue
+        timeout = capacity_timeout(by_urn[step.id])
+        timeout = 600.0 if timeout is None else timeout  # pulumi-aws' default wait_for_capacity_timeout
+        own = [d for d in step.deps if d not in blocks]
+        start = max((tl.low[d][1] for d in own), default=0.0)  # the earliest the create can begin
+        starts = tl.low[blocks[0]][1]
+        if starts - start > timeout:
+            out.append(f"{step.name}: its Capacity Block starts {clock(starts)} after `up` begins, "
+                       f"{clock(starts - start)} after the group's create at the earliest, past its "
+                       f"waitForCapacityTimeout {clock(timeout)}: the create fails. A group on a later block must "
+                       f"not wait (waitForCapacityTimeout \"0\"), or run `up` after the start")
+    return out
+
+
+def timeline_for_plan(plan: Plan, now: datetime | None = None) -> Timeline:
+    """The timeline of a `components.plan.run.Plan`, with its what-ifs. `now`: when `up` would
+    start (a Capacity Block's wait is measured from it); None: the clock."""
     settings = plan.settings
     mode = driver_mode_of(plan.resources, settings.gpu_stack.driver)
     prefix = f"{settings.cluster_name}-" if settings.platform == "aws" else ""
-    steps = build_steps(plan.resources, platform=settings.platform, driver_mode=mode, prefix=prefix)
+    waits = block_waits(settings, now or datetime.now(UTC))
+    steps = build_steps(plan.resources, platform=settings.platform, driver_mode=mode, prefix=prefix, waits=waits)
     tl = make_timeline(plan.stack, steps, mode, prefix)
+    tl.warnings = block_warnings(tl, plan.resources)
     tl.what_ifs = what_if_results(plan.stack, steps, tl.total)
     if mode == "host" and settings.platform == "aws":
         tl.prerequisites = [

@@ -9,9 +9,12 @@ tests/unit/plan_timeline/test_docs.py regenerates it and fails when the file dif
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from components import PROJECT_DIR
 from components.atomic import write_text_atomic
@@ -29,6 +32,12 @@ from components.plan.timeline_render import (
 )
 
 GANTT_STACK = "aws-dev"
+# Reserved capacity (issue 24): aws-prod (h100 on an active On-Demand Capacity Reservation) and the
+# same stack with h100 on a Capacity Block that starts 2 h after `up` begins. A fixed clock keeps
+# the section reproducible; `plan --timeline` uses the real one.
+DOCS_NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+BLOCK_VARIANT = "aws-prod-capacity-block"
+BLOCK_STARTS = DOCS_NOW + timedelta(hours=2)
 SETTING = {"compiled": "operator"}  # timeline driver mode -> settings value (the rest are the same)
 TARGET_SECONDS = 15 * 60  # the issue's target for aws-dev, at the upper bounds
 
@@ -49,9 +58,11 @@ def stacks_table(timelines: Sequence[Timeline]) -> list[str]:
     return lines
 
 
-def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK) -> str:
-    """Everything between the markers (markers included)."""
+def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK, block: Timeline | None = None) -> str:
+    """Everything between the markers (markers included); `block`: the Capacity Block variant."""
     tl = next(t for t in timelines if t.stack == gantt_stack)
+    prod = next((t for t in timelines if t.stack == "aws-prod"), None)
+    reserved = reserved_lines(prod, block) if prod is not None and block is not None else []
     high = tl.total[1]
     verdict = "met" if high <= TARGET_SECONDS else "not met"
     choices = {w.what_if.name: w.total[1] for w in tl.what_ifs}
@@ -62,7 +73,7 @@ def section(timelines: Sequence[Timeline], gantt_stack: str = GANTT_STACK) -> st
              "durations (and their sources) "
              "of components/plan/durations.py. A step starts when everything it depends on has finished; the "
              "range is the longest chain with every step at its low, then at its high bound.",
-             "", *stacks_table(timelines), "",
+             "", *stacks_table([*timelines, *([block] if block is not None else [])]), "", *reserved,
              f"Target (issue): `{gantt_stack}` at most {clock(TARGET_SECONDS)} at the upper bounds: **{verdict}** "
              f"({clock(high)}"
              + "".join(f"; {clock(t)} with `{name}`" for name, t in choices.items()) + ").",
@@ -95,18 +106,54 @@ def current_section(text: str) -> str:
     return text[start:end + len(MARK_END)] if 0 <= start < end else ""
 
 
+def block_variant_config() -> dict[str, Any]:
+    """aws-prod with pool h100 on a Capacity Block starting at BLOCK_STARTS instead of its ODCR."""
+    from components.plan.run import stack_file
+    from components.settings.load import read_stack_file
+
+    config = copy.deepcopy(read_stack_file(stack_file("aws-prod")))
+    for pool in config["ck8s-gpu:settings"]["nodePools"]:
+        if pool["name"] == "h100":
+            pool["capacityReservation"] = {"id": "cr-0b1c2d3e4f5a60719", "marketType": "capacity-block",
+                                           "startsAt": BLOCK_STARTS.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            pool.pop("placement", None)  # AWS places a block's instances itself
+    return config
+
+
 def timelines(stacks: Sequence[str] | None = None) -> list[Timeline]:
     from components.plan.run import plan_stack
     from components.plan.timeline import timeline_for_plan
 
-    return [timeline_for_plan(plan_stack(name)) for name in (stacks or committed_stacks())]
+    return [timeline_for_plan(plan_stack(name), now=DOCS_NOW) for name in (stacks or committed_stacks())]
+
+
+def block_timeline() -> Timeline:
+    from components.plan.run import plan_config
+    from components.plan.timeline import timeline_for_plan
+
+    return timeline_for_plan(plan_config(block_variant_config(), BLOCK_VARIANT, BLOCK_VARIANT), now=DOCS_NOW)
+
+
+def reserved_lines(prod: Timeline, block: Timeline) -> list[str]:
+    """The reserved-capacity part of the section: the same stack on an active ODCR and on a later block."""
+    lines = ["Reserved capacity: `aws-prod` runs pool h100 on an active On-Demand Capacity Reservation (no wait: "
+             f"{span(*prod.total)}); `{block.stack}` is the same stack with h100 on a Capacity Block that starts "
+             f"{clock((BLOCK_STARTS - DOCS_NOW).total_seconds())} after `up` begins: {span(*block.total)}.", ""]
+    lines += [f"- {line}" for line in block_summary(block)]
+    return [*lines, ""]
+
+
+def block_summary(tl: Timeline) -> list[str]:
+    from components.plan.timeline_render import summary_lines
+
+    return [line for line in summary_lines(tl) if line.startswith(("Waits for", "WARNING", "Dominating"))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.plan.timeline_docs")
     parser.add_argument("--write", type=Path, default=None, metavar="BENCHMARKS.md")
     args = parser.parse_args(argv)
-    new = section(timelines())
+    new = section(timelines(), block=block_timeline())
     if args.write is None:
         print(new)
         return 0

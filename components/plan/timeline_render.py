@@ -65,6 +65,10 @@ def summary_lines(tl: Timeline) -> list[str]:
         lines.append("Estimates on the path (no upstream source for all of the range): "
                      + ", ".join(f"{s.name} [{s.key}]" for s in estimates))
     lines += [f"Prerequisite, not on this path: {p}" for p in tl.prerequisites]
+    lines += [f"Waits for reserved capacity: {s.name} {clock(s.duration.high)} after `up` begins; the pool's "
+              f"nodes{' and all that waits on GPU nodes' if s.id in tl.path else ''} come after it"
+              for s in tl.steps.values() if s.key == "capacity-block-wait"]
+    lines += [f"WARNING {w}" for w in tl.warnings]
     return lines
 
 

@@ -2,25 +2,38 @@
 
 Calls (all read-only, all in the stack's region): ec2 DescribeAvailabilityZones, DescribeSubnets
 (only for network.existing), DescribeInstanceTypeOfferings (location type availability-zone),
-DescribeInstanceTypes (vCPUs of types outside the GPU table), ssm GetParameter (Canonical's public
-AMI parameter, and a pool's own `ami` path), DescribeImages (a pool's own `ami-` id),
-service-quotas GetServiceQuota, falling back to GetAWSDefaultServiceQuota when
-the account has no applied value. "Not found" answers become facts (no AMI, default quota); any
-other error is recorded so the check reports "could not check" rather than passing.
+DescribeInstanceTypes (vCPUs of types outside the GPU table; EFA support of types in pools with
+reserved capacity), ssm GetParameter (Canonical's public AMI parameter, and a pool's own `ami`
+path), DescribeImages (a pool's own `ami-` id), service-quotas GetServiceQuota, falling back to
+GetAWSDefaultServiceQuota when the account has no applied value; for a pool's
+`capacityReservation`: ec2 DescribeCapacityReservations by id, and for a `resourceGroupArn`
+resource-groups ListGroupResources (the group's reservation ARNs; DescribeCapacityReservations
+has no group filter) then DescribeCapacityReservations of its members. "Not found" answers become
+facts (no AMI, default quota, no reservation); any other error is recorded so the check reports
+"could not check" rather than passing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from components.instance_types import GPU_INSTANCE_TYPES
 from components.preflight.checks import alternatives, demands, image_sources, instance_types
-from components.preflight.facts import RegionFacts
+from components.preflight.facts import RegionFacts, Reservation
 from components.preflight.quotas import SERVICE_CODE
+from components.preflight.reservations import efa_types
+from components.preflight.reservations import source as reservation_key
 from components.settings.model import Settings
 
 # Error codes meaning "this region is not usable with these credentials" (not enabled, opt-in).
 REGION_UNAVAILABLE = {"AuthFailure", "OptInRequired", "UnrecognizedClientException", "InvalidClientTokenId"}
+# DescribeCapacityReservations for an id this account has no reservation of in the region (the
+# code terraform-provider-aws treats as "gone" on the same call: internal/service/ec2/errors.go).
+RESERVATION_NOT_FOUND = {"InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"}
+GROUP_NOT_FOUND = "NotFoundException"  # resource-groups ListGroupResources: no such group (HTTP 404)
+RESERVATION_TYPE = "AWS::EC2::CapacityReservation"
 
 
 def _code(exc: Exception) -> str:
@@ -38,11 +51,16 @@ def _text(exc: Exception) -> str:
 class AwsRegion:
     """boto3 clients for one region. `session` is a boto3.Session (tests: one with stubbed clients)."""
 
-    def __init__(self, session: Any, region: str) -> None:
+    def __init__(self, session: Any, region: str, clock: Callable[[], datetime] | None = None) -> None:
         self.region = region
+        self._clock = clock or (lambda: datetime.now(UTC))  # tests: a fixed time
         self.ec2 = session.client("ec2", region_name=region)
         self.ssm = session.client("ssm", region_name=region)
         self.quotas = session.client("service-quotas", region_name=region)
+        self.resource_groups = session.client("resource-groups", region_name=region)
+
+    def now(self) -> datetime:
+        return self._clock()
 
     def zones(self) -> tuple[str, ...]:
         answer = self.ec2.describe_availability_zones(
@@ -63,9 +81,42 @@ class AwsRegion:
                 found.setdefault(o["InstanceType"], set()).add(o["Location"])
         return {t: frozenset(z) for t, z in found.items()}
 
-    def vcpus(self, types: list[str]) -> dict[str, int]:
-        answer = self.ec2.describe_instance_types(InstanceTypes=types)
-        return {t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in answer["InstanceTypes"]}
+    def instance_types(self, types: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
+        """vCPUs and NetworkInfo.EfaSupported per type (one DescribeInstanceTypes call)."""
+        answer = self.ec2.describe_instance_types(InstanceTypes=types)["InstanceTypes"]
+        return ({t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in answer},
+                {t["InstanceType"]: bool(t.get("NetworkInfo", {}).get("EfaSupported", False)) for t in answer})
+
+    def reservations(self, ids: list[str]) -> tuple[Reservation, ...] | None:
+        """The reservations by id; None when one of them does not exist in this region."""
+        try:
+            pages = self.ec2.get_paginator("describe_capacity_reservations").paginate(CapacityReservationIds=ids)
+            return tuple(_reservation(r) for page in pages for r in page["CapacityReservations"])
+        except Exception as exc:
+            if _code(exc) in RESERVATION_NOT_FOUND:
+                return None
+            raise
+
+    def group_reservation_ids(self, group_arn: str) -> list[str] | None:
+        """Ids of the Capacity Reservations in a resource group; None: no such group."""
+        try:
+            pages = self.resource_groups.get_paginator("list_group_resources").paginate(
+                Group=group_arn, Filters=[{"Name": "resource-type", "Values": [RESERVATION_TYPE]}])
+            arns = [r["Identifier"]["ResourceArn"] for page in pages for r in page.get("Resources", [])]
+        except Exception as exc:
+            if _code(exc) == GROUP_NOT_FOUND:
+                return None
+            raise
+        # arn:aws:ec2:<region>:<account>:capacity-reservation/cr-...
+        return sorted(a.rsplit("/", 1)[-1] for a in arns)
+
+    def reserved(self, key: str) -> tuple[Reservation, ...] | None:
+        if key.startswith("cr-"):
+            return self.reservations([key])
+        ids = self.group_reservation_ids(key)
+        if ids is None:
+            return None
+        return (self.reservations(ids) or ()) if ids else ()
 
     def parameter(self, name: str) -> str | None:
         try:
@@ -121,12 +172,28 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
         errors["offerings"] = _text(exc)
 
     unknown = sorted(t for t in types if GPU_INSTANCE_TYPES.get(t) is None or GPU_INSTANCE_TYPES[t].vcpus == 0)
+    efa_asked = efa_types(settings)
     vcpus: dict[str, int] = {}
-    if unknown:
+    efa: dict[str, bool] = {}
+    if unknown or efa_asked:
         try:
-            vcpus = api.vcpus(unknown)
+            answered, efa = api.instance_types(sorted({*unknown, *efa_asked}))
+            vcpus = {t: v for t, v in answered.items() if t in unknown}
+            efa = {t: v for t, v in efa.items() if t in efa_asked}
         except Exception as exc:
-            errors["vcpus"] = _text(exc)
+            if unknown:
+                errors["vcpus"] = _text(exc)
+            if efa_asked:
+                errors["instance-types"] = _text(exc)
+
+    reservations: dict[str, tuple[Reservation, ...] | None] = {}
+    for pool in settings.node_pools:
+        if pool.capacity_reservation is None or reservation_key(pool) in reservations:
+            continue
+        try:
+            reservations[reservation_key(pool)] = api.reserved(reservation_key(pool))
+        except Exception as exc:
+            errors[reservation_key(pool)] = _text(exc)
 
     amis: dict[str, str | None] = {}
     for source in sorted(image_sources(settings)):
@@ -143,4 +210,20 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
         except Exception as exc:
             errors[demand.quota.code] = _text(exc)
     return RegionFacts(region=api.region, zones=zones, subnet_zones=subnet_zones, offerings=offerings,
-                       vcpus=vcpus, amis=amis, quotas=quotas, errors=errors)
+                       vcpus=vcpus, efa_supported=efa, amis=amis, quotas=quotas, reservations=reservations,
+                       now=api.now(), errors=errors)
+
+
+def _utc(value: Any) -> datetime | None:
+    # boto3 parses EC2 timestamps into aware datetimes (botocore.utils.parse_timestamp).
+    return value.astimezone(UTC) if isinstance(value, datetime) else None
+
+
+def _reservation(r: dict[str, Any]) -> Reservation:
+    return Reservation(
+        id=r["CapacityReservationId"], instance_type=r.get("InstanceType", ""),
+        availability_zone=r.get("AvailabilityZone", ""), state=r.get("State", ""),
+        reservation_type=r.get("ReservationType", "default"), available=int(r.get("AvailableInstanceCount", 0)),
+        total=int(r.get("TotalInstanceCount", 0)), platform=r.get("InstancePlatform", ""),
+        tenancy=r.get("Tenancy", ""), match_criteria=r.get("InstanceMatchCriteria", ""),
+        start=_utc(r.get("StartDate")), end=_utc(r.get("EndDate")))

@@ -4,30 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 from components.aws.ami import ssm_parameter
 from components.images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
 from components.instance_types import GPU_INSTANCE_TYPES, arch_for_instance_type
+from components.preflight import reservations
 from components.preflight.facts import RegionFacts
+from components.preflight.findings import Finding, Kind, Severity
 from components.preflight.quotas import Purchase, Quota, increase_command, quota_for
 from components.settings.facts import pool_gpus
 from components.settings.model import Settings
 
-Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missing", "quota-too-low",
-               "vcpus-unknown", "quota-unchecked", "could-not-check"]
-Severity = Literal["error", "warning"]
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: Kind
-    severity: Severity
-    subject: str  # the setting or resource the finding is about
-    message: str  # what is wrong AND what to change
-
-    def line(self) -> str:
-        return f"{self.severity.upper()} {self.kind} [{self.subject}]: {self.message}"
+__all__ = ["Finding", "Kind", "Severity", "check", "failed"]  # Finding's home is findings.py
 
 
 @dataclass(frozen=True)
@@ -81,7 +69,22 @@ def chosen_zones(settings: Settings, facts: RegionFacts) -> tuple[str, ...]:
     (what components/aws/network.py takes from aws.get_availability_zones)."""
     if settings.network.existing is not None:
         return facts.subnet_zones
+    if settings.network.availability_zones is not None:
+        return settings.network.availability_zones
     return facts.zones[: settings.network.az_count]
+
+
+def zones_needed(settings: Settings, facts: RegionFacts) -> dict[str, tuple[str, ...]]:
+    """Instance type -> the AZs it must be offered in: every chosen AZ, except for pools pinned to
+    one `availabilityZone` (a reservation or cluster placement group lives in one zone)."""
+    zones = chosen_zones(settings, facts)
+    out: dict[str, list[str]] = {settings.control_plane.instance_type: list(zones)}
+    for pool in settings.node_pools:
+        needed = out.setdefault(pool.instance_type, [])
+        for z in ((pool.availability_zone,) if pool.availability_zone else zones):
+            if z not in needed:
+                needed.append(z)
+    return {t: tuple(z) for t, z in out.items()}
 
 
 def vcpus_of(instance_type: str, facts: RegionFacts) -> int | None:
@@ -139,8 +142,9 @@ def _offerings(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
         yield Finding("could-not-check", "error", "ec2:DescribeInstanceTypeOfferings",
                       f"{facts.errors['offerings']}: allow ec2:DescribeInstanceTypeOfferings for the pre-flight role")
         return
-    zones = chosen_zones(settings, facts)
+    needed = zones_needed(settings, facts)
     for itype, path in instance_types(settings).items():
+        zones = needed[itype]
         offered = facts.offerings.get(itype, frozenset())
         missing = [z for z in zones if z not in offered]
         if not missing:
@@ -206,7 +210,8 @@ def check(settings: Settings, facts: RegionFacts) -> list[Finding]:
         return [Finding("region-unavailable", "error", "settings.region",
                         f"{facts.region} cannot be used: {facts.unavailable}. Enable the region for the account "
                         f"(Account > AWS Regions) or check the credentials")]
-    return [*_zones(settings, facts), *_offerings(settings, facts), *_amis(settings, facts), *_quotas(settings, facts)]
+    return [*_zones(settings, facts), *_offerings(settings, facts), *_amis(settings, facts), *_quotas(settings, facts),
+            *reservations.check(settings, facts, chosen_zones(settings, facts))]
 
 
 def failed(findings: list[Finding]) -> bool:

@@ -3,6 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One Capacity Reservation as ec2 DescribeCapacityReservations describes it (EC2 API
+    Reference, `CapacityReservation` data type; botocore's ec2 2016-11-15 model)."""
+
+    id: str
+    instance_type: str
+    availability_zone: str
+    state: str  # active | scheduled | expired | cancelled | pending | failed | payment-pending | ...
+    reservation_type: str  # default (On-Demand Capacity Reservation) | capacity-block
+    available: int  # AvailableInstanceCount: instances that can still launch into it
+    total: int  # TotalInstanceCount
+    platform: str  # InstancePlatform, e.g. Linux/UNIX
+    tenancy: str  # default | dedicated
+    match_criteria: str  # open | targeted
+    start: datetime | None = None  # StartDate (a Capacity Block's start)
+    end: datetime | None = None  # EndDate; None: no end (EndDateType unlimited)
 
 
 @dataclass(frozen=True)
@@ -16,9 +36,15 @@ class RegionFacts:
     subnet_zones: tuple[str, ...] = ()
     offerings: dict[str, frozenset[str]] = field(default_factory=dict)  # type -> AZs offering it
     vcpus: dict[str, int] = field(default_factory=dict)  # from DescribeInstanceTypes
+    # type -> NetworkInfo.EfaSupported (DescribeInstanceTypes), for pools with reserved capacity
+    efa_supported: dict[str, bool] = field(default_factory=dict)
     # image source (SSM parameter path or `ami-` id) -> AMI id (None: missing or not available)
     amis: dict[str, str | None] = field(default_factory=dict)
     quotas: dict[str, float] = field(default_factory=dict)  # quota code -> applied (or default) value
+    # A pool's `capacityReservation.id` or `.resourceGroupArn` -> the reservations it names (a
+    # group: its members); None: no such reservation (or group) in this region and account.
+    reservations: dict[str, tuple[Reservation, ...] | None] = field(default_factory=dict)
+    now: datetime | None = None  # the clock when the facts were gathered (UTC): reservation windows
     # Calls that failed for another reason than "not found" (access denied, throttling): the
     # checks they feed report "could not check", never "ok".
     errors: dict[str, str] = field(default_factory=dict)  # what -> error text

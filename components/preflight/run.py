@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from components.preflight.aws import AwsRegion, collect
@@ -23,14 +24,15 @@ def default_session(profile: str | None = None) -> SessionFactory:
     return make
 
 
-def preflight(settings: Settings, session: SessionFactory) -> list[Finding]:
+def preflight(settings: Settings, session: SessionFactory,
+              clock: Callable[[], datetime] | None = None) -> list[Finding]:
     """Findings for settings.region; an unexpected failure (no credentials, no network) is a
-    `could-not-check` error, never a pass."""
+    `could-not-check` error, never a pass. `clock`: now, for reservation windows (tests fix it)."""
     if settings.platform != "aws" or settings.region is None:
         return [Finding("could-not-check", "error", "settings.platform",
                         f"pre-flight checks AWS regions; this stack's platform is {settings.platform}")]
     try:
-        facts = collect(settings, AwsRegion(session(), settings.region))
+        facts = collect(settings, AwsRegion(session(), settings.region, clock))
     except Exception as exc:  # credentials, endpoint, anything the boundary could not answer
         return [Finding("could-not-check", "error", settings.region, f"{type(exc).__name__}: {exc}")]
     return check(settings, facts)

@@ -7,13 +7,13 @@ import pytest
 from components import PROJECT_DIR
 from components.plan.timeline_docs import committed_stacks, current_section, replace_section, section
 
-from .conftest import timeline
+from .conftest import capacity_block_timeline, timeline
 
 BENCHMARKS = PROJECT_DIR / "docs" / "benchmarks.md"
 
 
 def test_benchmarks_section_is_up_to_date() -> None:
-    expected = section([timeline(s) for s in committed_stacks()])
+    expected = section([timeline(s) for s in committed_stacks()], block=capacity_block_timeline())
     assert current_section(BENCHMARKS.read_text()) == expected, (
         "docs/benchmarks.md is stale: python -m components.plan.timeline_docs --write docs/benchmarks.md")
 
@@ -23,10 +23,13 @@ def test_every_committed_stack_is_in_the_section() -> None:
     assert committed_stacks() == ["aws-dev", "aws-prod", "existing", "kind", "local", "local-kubelet"]
     for stack in committed_stacks():
         assert f"| `{stack}` | " in text
+    # and the reserved-capacity variant: aws-prod with its h100 pool on a Capacity Block 2 h out
+    assert "| `aws-prod-capacity-block` | 2h" in text
+    assert "Waits for reserved capacity: pool h100 Capacity Block starts 2h00m00s after `up` begins" in text
 
 
 def test_replace_section_keeps_the_rest_and_needs_markers() -> None:
-    new = section([timeline(s) for s in committed_stacks()])
+    new = section([timeline(s) for s in committed_stacks()], block=capacity_block_timeline())
     text = BENCHMARKS.read_text()
     replaced = replace_section(text.replace(current_section(text), current_section(text)[:200] + "\n" +
                                             current_section(text)[-30:]), new)

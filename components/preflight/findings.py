@@ -1,0 +1,24 @@
+"""A pre-flight finding: what is wrong (or worth knowing) about a stack in its region, and what to change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missing", "quota-too-low",
+               "vcpus-unknown", "quota-unchecked", "could-not-check",
+               "reservation-missing", "reservation-mismatch", "reservation-state", "reservation-too-small",
+               "reservation-window", "efa-unsupported", "zone-unused"]
+# info: reported, never fails (a Capacity Block's window); warning: reported, does not fail.
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Kind
+    severity: Severity
+    subject: str  # the setting or resource the finding is about
+    message: str  # what is wrong AND what to change
+
+    def line(self) -> str:
+        return f"{self.severity.upper()} {self.kind} [{self.subject}]: {self.message}"
