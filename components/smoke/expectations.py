@@ -12,6 +12,7 @@ from typing import Any
 from components.cluster_facts import ClusterFacts
 from components.settings.facts import pool_gpus
 from components.settings.model import Settings
+from components.smoke import all_reduce
 
 # Both the NVIDIA DRA driver and fake-gpu-operator's DRA plugin register this driver name.
 DRIVER = "gpu.nvidia.com"
@@ -53,7 +54,7 @@ class PoolExpectation:
 
 @dataclass(frozen=True)
 class CaseExpectation:
-    case: str  # gpus | shared | shared-named | gang | mig
+    case: str  # gpus | shared | shared-named | gang | mig | all-reduce
     job: str
     pods: int
     containers: tuple[str, ...]
@@ -63,6 +64,10 @@ class CaseExpectation:
     claim: str = ""  # the ResourceClaim object every pod names (shared-named); "" = one claim per pod
     profile: str = ""  # the MIG profile asked for (mig); "" = any
     sharing: str = ""  # GpuConfig sharing strategy on the case's claims (TimeSlicing | MPS); "" = none
+    # all-reduce: GPUs (ranks) per pod, and the floor of nccl-tests' average bus bandwidth with its source.
+    gpus_per_pod: int = 0
+    min_bus_bandwidth: float = 0.0
+    floor_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,8 @@ class Expectations:
             PoolExpectation(**{**p, "nodes": int(p["nodes"]), "gpus_per_node": int(p["gpus_per_node"])})
             for p in pools)
         d["cases"] = tuple(
-            CaseExpectation(**{**c, "pods": int(c["pods"]), "containers": tuple(c["containers"])})
+            CaseExpectation(**{**c, "pods": int(c["pods"]), "containers": tuple(c["containers"]),
+                               "gpus_per_pod": int(c.get("gpus_per_pod", 0))})
             for c in d["cases"]
         )
         return cls(**d)
@@ -143,7 +149,23 @@ def case_expectations(settings: Settings, *, release: str, run_id: str) -> tuple
     if t.mig:
         cases.append(CaseExpectation("mig", name("mig"), 1, ("probe",), MIG_DEVICE_CLASS, distinct=False,
                                      profile=t.mig_profile or ""))
+    if t.all_reduce.enabled:
+        cases.append(all_reduce_expectation(settings, name(all_reduce.CASE)))
     return tuple(cases)
+
+
+def all_reduce_expectation(settings: Settings, job: str) -> CaseExpectation:
+    """`nodes` pods, each holding every GPU of its node, in a PodGroup named like the Job."""
+    t = settings.smoke_test
+    found = all_reduce.pool(settings)
+    shape = all_reduce.node_shape(found[1]) if found else None
+    floor = all_reduce.floor(settings, shape.instance_type) if shape else None
+    if shape is None or floor is None:
+        # The settings rules refuse this first (components/settings/rules.py _smoke_all_reduce).
+        raise ValueError("smokeTest.allReduce: no pool with known GPUs and a bus-bandwidth floor")
+    return CaseExpectation(all_reduce.CASE, job, t.all_reduce.nodes, (all_reduce.CONTAINER,), t.device_class,
+                           distinct=True, pod_group=job, gpus_per_pod=shape.gpus, min_bus_bandwidth=floor.gbps,
+                           floor_source=floor.source)
 
 
 def expectations_for(

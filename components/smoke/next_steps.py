@@ -36,6 +36,9 @@ NEXT_STEP: dict[str, str] = {
                 "profile asked (smokeTest.migProfile)",
     "gpu-sharing": "the DRA driver needs its TimeSlicingSettings/MPSSupport feature gate for shared-claim "
                    "GpuConfig; read the kubelet plugin's log",
+    "case-all-reduce": "kubectl -n {ns} logs <all-reduce pod of index 0>: ranks (every pod started, sshd reached), "
+                       "nccl network (Using network / NET/OFI Selected provider lines; the pods' "
+                       "vpc.amazonaws.com/efa), bus bandwidth (smokeTest.allReduce.minBusBandwidthGBps)",
     "dcgm-metrics": "kubectl -n gpu-operator get pods,svc -l app=nvidia-dcgm-exporter; its /metrics on port 9400",
 }
 RERUN = ("Then `pulumi up` again: a failed run is not recorded, so it runs again "

@@ -380,8 +380,8 @@ def run_smoke(gw: Gateway, spec: RunSpec, **kw: Any) -> Outcome:
 
 # --- install / clean up (the CLI; under Pulumi, helm owns the objects) -------------------------
 
-INSTALL_ORDER = ("Namespace", "NetworkPolicy", "ConfigMap", "ResourceClaimTemplate", "ResourceClaim", "PodGroup",
-                 "Job")
+INSTALL_ORDER = ("Namespace", "NetworkPolicy", "Service", "ConfigMap", "ResourceClaimTemplate", "ResourceClaim",
+                 "PodGroup", "Job")
 # The pods meet the restricted standard: enforce it where the smoke test makes its own namespace.
 NAMESPACE_LABELS = {
     "pod-security.kubernetes.io/enforce": "restricted",

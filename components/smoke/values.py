@@ -10,8 +10,10 @@ from typing import Any
 from components import pins
 from components.charts import chart_dir
 from components.cluster_facts import ClusterFacts
+from components.efa import HUGEPAGES_2MI
 from components.nodes import pool_label
 from components.settings.model import Settings, SmokeTestSettings
+from components.smoke import all_reduce
 from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES, SHARING_STRATEGIES
 
 CHART = "gpu-smoke-test"
@@ -51,13 +53,18 @@ def image_values(pin: pins.ImagePin, registry: str | None = None) -> dict[str, A
     }
 
 
-def probe_image(t: SmokeTestSettings, pinned: pins.ImagePin) -> pins.ImagePin:
-    """smokeTest.image (`<repository>:<tag>@sha256:<hex>`, syntax checked by the settings) or the pin."""
-    if t.image is None:
+def pinned_image(ref: str | None, pinned: pins.ImagePin) -> pins.ImagePin:
+    """An image setting (`<repository>:<tag>@sha256:<hex>`, syntax checked by the settings) or the pin."""
+    if ref is None:
         return pinned
-    ref, _, digest = t.image.partition("@")
+    ref, _, digest = ref.partition("@")
     repository, _, tag = ref.rpartition(":")
     return pins.ImagePin(repository, tag, digest)
+
+
+def probe_image(t: SmokeTestSettings, pinned: pins.ImagePin) -> pins.ImagePin:
+    """smokeTest.image or the pin."""
+    return pinned_image(t.image, pinned)
 
 
 def node_selector(settings: Settings) -> dict[str, str]:
@@ -92,6 +99,48 @@ def gpu_sharing(t: SmokeTestSettings) -> dict[str, Any]:
             mps["defaultPinnedDeviceMemoryLimit"] = f"{t.mps_pinned_memory_limit_mib}Mi"
         return {"strategy": SHARING_STRATEGIES[t.sharing], "mpsConfig": mps}
     return {}
+
+
+# allReduce pods: whole nodes, so generous; hugepages and extended resources need requests == limits
+# (Kubernetes: hugepages-* requests need cpu or memory requests too). /dev/shm is memory-backed and
+# counts against the memory limit: NCCL's intra-node SHM transport and its proxy buffers live there.
+ALL_REDUCE_CPU_PER_GPU = 4
+ALL_REDUCE_MEMORY = "96Gi"
+ALL_REDUCE_SHM = "16Gi"
+ALL_REDUCE_SSH_PORT = 2222  # sshd in every pod but index 0 (unprivileged: above 1024)
+ALL_REDUCE_KEY_PORT = 2223  # index 0 serves its per-run public key here until every peer has it
+
+
+def all_reduce_values(settings: Settings) -> dict[str, Any]:
+    """charts/gpu-smoke-test `allReduce` (templates/job-all-reduce.yaml); {"enabled": false} when off."""
+    t = settings.smoke_test
+    a = t.all_reduce
+    if not a.enabled:
+        return {"enabled": False}
+    found = all_reduce.pool(settings)
+    shape = all_reduce.node_shape(found[1]) if found else None
+    level = all_reduce.topology_label(settings)
+    if found is None or shape is None or not shape.efa or level is None:
+        # The settings rules refuse each of these first (components/settings/rules.py _smoke_all_reduce):
+        # a plain ValueError, so components/validate.py leaves their message alone.
+        raise ValueError("smokeTest.allReduce needs a pool with EFA and known GPUs, and a topology level")
+    hugepages = f"{HUGEPAGES_2MI * 2}Mi"
+    exact = {"memory": ALL_REDUCE_MEMORY, "hugepages-2Mi": hugepages, all_reduce.EFA_RESOURCE: str(shape.efa)}
+    return {
+        "enabled": True,
+        "image": image_values(pinned_image(a.image, pins.image("nccl-tests")), t.registry),
+        "nodes": a.nodes,
+        "gpusPerNode": shape.gpus,
+        "nodeSelector": {pool_label(settings): found[1].name},
+        "topology": {"name": settings.gpu_stack.topology.name, "level": level, "placement": a.placement},
+        "minBytes": a.min_bytes,
+        "maxBytes": a.max_bytes,
+        "sshPort": ALL_REDUCE_SSH_PORT,
+        "keyPort": ALL_REDUCE_KEY_PORT,
+        "timeoutSeconds": t.timeout_seconds,
+        "shmSizeLimit": ALL_REDUCE_SHM,
+        "resources": {"requests": {"cpu": str(ALL_REDUCE_CPU_PER_GPU * shape.gpus), **exact}, "limits": exact},
+    }
 
 
 def chart_values(
@@ -133,6 +182,7 @@ def chart_values(
             "mig": {"enabled": bool(t.mig), "deviceClassName": MIG_DEVICE_CLASS, "profile": t.mig_profile or ""},
         },
         "sharing": {"driver": DRIVER, "gpuSharing": gpu_sharing(t)},
+        "allReduce": all_reduce_values(settings),
     }
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.labels import POOL_LABELS
+from components.smoke import all_reduce, probe
 from components.smoke import device_class as dclass
-from components.smoke import probe
 from components.smoke.expectations import (
     CASE_LABEL,
     GFD_COUNT_LABEL,
@@ -864,6 +864,23 @@ def check_released(v: _View) -> CheckResult:
                                       "none allocated)")
 
 
+def check_all_reduce(v: _View) -> CheckResult:
+    """smokeTest.allReduce: what all_reduce_perf reported, judged by components/smoke/all_reduce.py.
+    A failure is named by its first failing hop (ranks, nccl network, results, bus bandwidth)."""
+    check = "case-all-reduce"
+    case = v.exp.case(all_reduce.CASE)
+    if case is None:
+        return CheckResult(check, all_reduce.HOP, SKIPPED, "smokeTest.allReduce is off")
+    if not v.exp.in_container:
+        return CheckResult(check, all_reduce.HOP, SKIPPED, NO_KUBELET)
+    text = all_reduce.report_log(v.snap.logs, [name(p) for p in v.by_case[case.case]])
+    out = all_reduce.verdict(text, nodes=case.pods, gpus=case.gpus_per_pod, floor_gbps=case.min_bus_bandwidth,
+                             source=case.floor_source)
+    if not out.problems:
+        return CheckResult(check, all_reduce.HOP, PASSED, out.summary)
+    return _outcome(check, out.problems[0][0], [f"[{hop}] {p}" for hop, p in out.problems], "")
+
+
 CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
     check_device_class,
     check_slices,
@@ -880,16 +897,18 @@ CHECKS: tuple[Callable[[_View], CheckResult], ...] = (
     check_gang,
     check_mig,
     check_sharing,
+    check_all_reduce,
     check_dcgm,
 )
 
 
 CHECK_NAMES = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
                "container-device", "distinct-gpus", "jobs-complete", "claims-released", "case-shared-claim",
-               "case-named-claim", "case-gang", "case-mig", "gpu-sharing", "dcgm-metrics")
+               "case-named-claim", "case-gang", "case-mig", "gpu-sharing", "case-all-reduce", "dcgm-metrics")
 HOPS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "scheduler", "node placement", "kubelet", "kubelet/CDI",
         "allocation",
-        "Job", "cleanup", "shared claim", "named claim", "gang", "MIG", "GPU sharing", "DCGM exporter")
+        "Job", "cleanup", "shared claim", "named claim", "gang", "MIG", "GPU sharing", all_reduce.HOP,
+        "DCGM exporter")
 
 
 def _malformed(exc: Exception) -> str:

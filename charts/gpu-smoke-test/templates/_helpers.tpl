@@ -31,7 +31,12 @@ kai.scheduler/preemptibility: non-preemptible
 {{- end -}}
 
 {{- define "gpu-smoke-test.image" -}}
-{{- $i := .Values.image -}}
+{{- include "gpu-smoke-test.imageRef" .Values.image -}}
+{{- end -}}
+
+{{/* An image reference from an image value (registry, repository, tag, digest). */}}
+{{- define "gpu-smoke-test.imageRef" -}}
+{{- $i := . -}}
 {{- $ref := ternary $i.repository (printf "%s/%s" $i.registry $i.repository) (empty $i.registry) -}}
 {{- if $i.digest -}}
 {{- printf "%s:%s@%s" $ref $i.tag $i.digest -}}
@@ -103,8 +108,11 @@ patterns; these are the cross-field rules).
 {{- define "gpu-smoke-test.validate" -}}
 {{- $v := .Values -}}
 {{- $c := $v.cases -}}
-{{- if not (or $c.wholeGpu $c.sharedClaim $c.sharedNamedClaim $c.gang $c.mig.enabled) -}}
-{{- fail "no case is enabled (cases.wholeGpu, sharedClaim, sharedNamedClaim, gang, mig.enabled): the smoke test would prove nothing" -}}
+{{- if not (or $c.wholeGpu $c.sharedClaim $c.sharedNamedClaim $c.gang $c.mig.enabled $v.allReduce.enabled) -}}
+{{- fail "no case is enabled (cases.wholeGpu, sharedClaim, sharedNamedClaim, gang, mig.enabled, allReduce.enabled): the smoke test would prove nothing" -}}
+{{- end -}}
+{{- if and $v.allReduce.enabled (ne $v.scheduler.name "kai-scheduler") -}}
+{{- fail (printf "allReduce needs scheduler.name kai-scheduler (a topology-aware gang), got %q" $v.scheduler.name) -}}
 {{- end -}}
 {{- if and $v.sharing.gpuSharing (not (or $c.sharedClaim $c.sharedNamedClaim)) -}}
 {{- fail "sharing.gpuSharing configures the shared cases' claims: it needs cases.sharedClaim or cases.sharedNamedClaim" -}}

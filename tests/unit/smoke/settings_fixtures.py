@@ -49,6 +49,16 @@ AWS_MPS: dict[str, Any] = {
                   "mpsPinnedMemoryLimitMiB": 1024},
 }
 
+# The allReduce case on two p5.48xlarge nodes with EFA (one zone: EFA's default needs it).
+AWS_ALL_REDUCE: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "network": {"availabilityZones": ["eu-west-1a", "eu-west-1b"]},
+    "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2,
+                   "availabilityZone": "eu-west-1a"}],
+    "smokeTest": {"allReduce": {"enabled": True}},
+}
+
 LOCAL: dict[str, Any] = {
     "platform": "local",
     "environment": "ci",

@@ -20,6 +20,7 @@ from tests.unit.smoke import settings_fixtures as sf
 PLANS = {
     "aws": lambda: sf.plan(sf.AWS),
     "aws-all-cases": lambda: sf.plan(sf.AWS_ALL_CASES),
+    "aws-all-reduce": lambda: sf.plan(sf.AWS_ALL_REDUCE),
     "aws-mig-only": lambda: sf.plan(sf.AWS_MIG_ONLY),
     "aws-mps": lambda: sf.plan(sf.AWS_MPS),
     "kind": lambda: sf.plan(sf.KIND),

@@ -135,7 +135,9 @@ def test_objects_of_any_shape_end_in_failed_checks_never_a_crash(seed: int) -> N
     rng = random.Random(seed)
     w = fx.real_world(gpus_per_node=2, cases=("gpus", "shared", "shared-named", "gang", "mig"), sharing="MPS",
                       mig_profile="1g.10gb")
-    assert {r.status for r in verify(w.exp, w.snap)} == {PASSED}, "every check has something to read"
+    # case-all-reduce reads log text only (tests/unit/smoke/test_all_reduce.py); the fixture runs no such case.
+    assert {r.status for r in verify(w.exp, w.snap) if r.name != "case-all-reduce"} == {PASSED}, \
+        "every check has something to read"
     buckets = [w.snap.device_classes, w.snap.slices, w.snap.nodes, w.snap.claims, w.snap.pods, w.snap.jobs,
                w.snap.events, w.snap.pod_groups]
     for _ in range(rng.randint(1, 4)):
