@@ -22,7 +22,9 @@ from components.plan.run import PROJECT_DIR, Plan, plan_config, plan_stack
 from components.policies.offline import Result, evaluate_plan
 from components.settings.load import SettingsError, read_stack_file
 
-STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))
+# Stack files only: stacks/ also holds per-region overrides (<template>.regions.yaml).
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml")
+                for p in (PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))
 UNSAFE_DIR = PROJECT_DIR / "tests" / "data" / "unsafe_stacks"
 UNSAFE = sorted(UNSAFE_DIR.glob("Pulumi.*.yaml"))
 EXPECT = re.compile(r"^# expect (mandatory|advisory): (.+)$", re.MULTILINE)
