@@ -26,7 +26,7 @@ from components.addons.catalog import BY_NAME, WIRED_VALUES
 from components.addons.cluster_policy_ready import ClusterPolicyReady
 from components.addons.crds import BY_CHART
 from components.addons.crds_first import CrdsFirst
-from components.addons.gpu_operator import CLUSTER_POLICY, expected_gpu_nodes, operator_digest
+from components.addons.gpu_operator import CLUSTER_POLICY, expected_gpu_nodes, later_gpu_nodes, operator_digest
 from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
 from components.charts import release_chart_path
 from components.cluster import ClusterHandle
@@ -232,6 +232,8 @@ class AddonSet(pulumi.ComponentResource):
                     object_name=CLUSTER_POLICY,
                     operator_namespace=addon.namespace,
                     min_gpu_nodes=expected_gpu_nodes(settings),
+                    # Capacity Block pools count from their block's start, judged when the gate runs.
+                    later_gpu_nodes=later_gpu_nodes(settings),
                     timeout_seconds=addon.timeout_seconds,
                     # Anything the operator consumes: a values-only change waits again too.
                     trigger=operator_digest(ctx.version, release_values(addon, ctx)),

@@ -32,8 +32,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import pulumi
@@ -236,13 +237,26 @@ def check_cluster_policy(kubeconfig: str, *, name: str, namespace: str, min_gpu_
 # --------------------------------------------------------------------------------------------
 # the dynamic resource
 
-_KEYS = ("objectName", "operatorNamespace", "minGpuNodes", "trigger")
+_KEYS = ("objectName", "operatorNamespace", "minGpuNodes", "laterGpuNodes", "trigger")
+
+
+def nodes_due(min_gpu_nodes: int, later: Sequence[Sequence[Any]] | None, now: datetime) -> int:
+    """`min_gpu_nodes` plus the nodes of each Capacity Block pool whose block has started by `now`
+    (`later`: [nodes, startsAt ISO 8601 UTC]; components/addons/gpu_operator.py later_gpu_nodes):
+    AWS launches a block's instances only once it is active."""
+    due = min_gpu_nodes
+    for nodes, starts_at in later or ():
+        start = datetime.fromisoformat(str(starts_at).replace("Z", "+00:00"))
+        if now >= start:
+            due += int(nodes)
+    return due
 
 
 class _ClusterPolicyReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+        due = nodes_due(int(props["minGpuNodes"]), props.get("laterGpuNodes"), datetime.now(UTC))
         outs = check_cluster_policy(str(props["kubeconfig"]), name=str(props["objectName"]),
-                                    namespace=str(props["operatorNamespace"]), min_gpu_nodes=int(props["minGpuNodes"]),
+                                    namespace=str(props["operatorNamespace"]), min_gpu_nodes=due,
                                     timeout_seconds=float(props["timeoutSeconds"]),
                                     settle_seconds=float(props.get("settleSeconds") or SETTLE_SECONDS))
         return {**{k: props.get(k) for k in _KEYS}, **outs, "timeoutSeconds": props["timeoutSeconds"],
@@ -269,7 +283,8 @@ class ClusterPolicyReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="Clust
 
     def __init__(self, name: str, kubeconfig: pulumi.Input[str], *, object_name: str, operator_namespace: str,
                  min_gpu_nodes: int, timeout_seconds: int, trigger: pulumi.Input[str],
-                 settle_seconds: int = SETTLE_SECONDS, opts: pulumi.ResourceOptions | None = None) -> None:
+                 settle_seconds: int = SETTLE_SECONDS, later_gpu_nodes: Sequence[tuple[int, str]] = (),
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         if timeout_seconds <= 0 or settle_seconds < 0 or min_gpu_nodes < 1:
             raise ValueError(f"ClusterPolicyReady {name}: timeout_seconds must be positive, settle_seconds >= 0 "
                              f"and min_gpu_nodes >= 1 (got {timeout_seconds}, {settle_seconds}, {min_gpu_nodes})")
@@ -285,6 +300,8 @@ class ClusterPolicyReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="Clust
             "observed": None,
             "kubeconfigSha256": None,
         }
+        if later_gpu_nodes:  # only then: a stack without Capacity Block pools keeps its inputs as they were
+            props["laterGpuNodes"] = [[n, t] for n, t in later_gpu_nodes]
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
             additional_secret_outputs=["kubeconfig"], aliases=[pulumi.Alias(type_=PREVIOUS_TYPE)]))
         super().__init__(_ClusterPolicyReadyProvider(), name, props, opts)

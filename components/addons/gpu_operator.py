@@ -14,7 +14,7 @@ from components import pins
 from components.addons.base import Addon, AddonContext, Capability
 from components.labels import DRA_NODE_LABEL
 from components.nodes import gpu_tolerations
-from components.settings.model import Settings
+from components.settings.model import NodePoolSettings, Settings
 
 NAMESPACE = "gpu-operator"
 CLUSTER_POLICY = "cluster-policy"  # the one ClusterPolicy the chart deploys (clusterPolicy.deployCR)
@@ -63,12 +63,28 @@ def nfd_worker_tolerations(settings: Settings) -> list[dict[str, str]]:
     return out
 
 
+def _size(pool: NodePoolSettings) -> int:
+    return pool.min_size if pool.ignore_scaling_changes else pool.desired_size
+
+
+def _on_dated_block(pool: NodePoolSettings) -> bool:
+    cr = pool.capacity_reservation
+    return cr is not None and cr.market_type == "capacity-block" and cr.starts_at is not None
+
+
 def expected_gpu_nodes(settings: Settings) -> int:
     """GPU nodes the ClusterPolicy gate waits for: every pool at the size `up` sets (an
     autoscaler-owned pool at its minimum), and at least one: a ready operator with no GPU node
-    (reason NoGPUNodes) has installed nothing."""
-    sizes = [p.min_size if p.ignore_scaling_changes else p.desired_size for p in settings.node_pools]
-    return max(1, sum(sizes))
+    (reason NoGPUNodes) has installed nothing. Pools on a Capacity Block with a start date are
+    counted by the gate itself once the block has started (later_gpu_nodes): before that AWS
+    launches none of their nodes."""
+    return max(1, sum(_size(p) for p in settings.node_pools if not _on_dated_block(p)))
+
+
+def later_gpu_nodes(settings: Settings) -> tuple[tuple[int, str], ...]:
+    """(nodes, startsAt) of each pool on a Capacity Block with a start date."""
+    return tuple((_size(p), p.capacity_reservation.starts_at) for p in settings.node_pools
+                 if _on_dated_block(p) and p.capacity_reservation and p.capacity_reservation.starts_at)
 
 
 def operator_digest(version: str, values: dict[str, Any]) -> str:

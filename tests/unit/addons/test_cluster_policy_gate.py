@@ -237,3 +237,27 @@ def test_gate_inputs_and_program_wiring() -> None:
     _, auto = registered_gate(settings("aws", nodePools=[{"name": "gpu", "minSize": 1, "desiredSize": 3,
                                                          "maxSize": 5, "ignoreScalingChanges": True}]))
     assert auto["minGpuNodes"] == 1  # an autoscaler owns the size: wait for the minimum
+
+
+def test_a_capacity_block_pool_counts_from_its_blocks_start() -> None:
+    """AWS launches a block's instances only once it is active: before its start the gate must not
+    wait for them (it would time out), from its start it must."""
+    from datetime import UTC, datetime
+
+    from components.addons.cluster_policy_ready import nodes_due
+
+    block = {"name": "h100", "instanceType": "p5.48xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2,
+             "availabilityZone": "eu-west-1a",
+             "capacityReservation": {"id": "cr-0123456789abcdef0", "marketType": "capacity-block",
+                                     "startsAt": "2026-12-03T08:00Z"}}
+    s = settings("aws", network={"availabilityZones": ["eu-west-1a", "eu-west-1b"]},
+                 nodePools=[{"name": "l40s", "instanceType": "g6e.12xlarge", "desiredSize": 1}, block])
+    provider, inputs = registered_gate(s)
+    assert inputs["minGpuNodes"] == 1 and inputs["laterGpuNodes"] == [[2, "2026-12-03T08:00Z"]]
+    assert nodes_due(1, inputs["laterGpuNodes"], datetime(2026, 12, 3, 7, 59, tzinfo=UTC)) == 1
+    assert nodes_due(1, inputs["laterGpuNodes"], datetime(2026, 12, 3, 8, 0, tzinfo=UTC)) == 3
+    # A stack without such a pool keeps the inputs it had: no re-check from this change alone.
+    _, plain = registered_gate(two_node_pool())
+    assert "laterGpuNodes" not in plain
+    outs = {**plain, "kubeconfigSha256": sha256(str(plain["kubeconfig"]))}
+    assert provider.diff("id", outs, {**plain}).changes is False
