@@ -86,4 +86,5 @@ def placement(pool: NodePoolSettings) -> PlacementSettings | None:
     if pool.placement is not None:
         return pool.placement
     block = pool.capacity_reservation is not None and pool.capacity_reservation.market_type == "capacity-block"
-    return PlacementSettings() if efa_enabled(pool) and not block else None
+    on = efa_enabled(pool) and efa_supported(pool.instance_type)  # efa: true on a type without it is refused
+    return PlacementSettings() if on and not block else None

@@ -58,7 +58,7 @@ def _pool_zone(s: Settings, i: int) -> Iterator[Problem]:
     needs = []
     if p.capacity_reservation is not None:
         needs.append("a capacity reservation lives in one zone [CR]")
-    if efa.efa_enabled(p):
+    if efa.efa_enabled(p) and efa.efa_supported(p.instance_type):  # else _pool_efa names the type
         needs.append("EFA's OS-bypass traffic stays in one subnet [EFA]")
     pg = efa.placement(p)
     if pg is not None and pg.strategy == "cluster":
