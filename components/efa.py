@@ -12,7 +12,7 @@ Layouts: AWS EC2 user guide "Maximize network bandwidth on accelerated instances
   GPU: efa-acc-inst-types.html "P6e-GB200"), beside ENA-only cards it does not need here.
 A launch template with more than one interface cannot use the template's security groups or ask
 for a public address (EC2 RunInstances: groups go on each interface; AssociatePublicIpAddress only
-for a single interface at device index 0): components/aws/efa_rules.py refuses those offline.
+for a single interface at device index 0): components/aws/launch_rules.py refuses those offline.
 """
 
 from __future__ import annotations
@@ -85,6 +85,5 @@ def placement(pool: NodePoolSettings) -> PlacementSettings | None:
     Block (AWS places a block's instances in its own UltraCluster; the launch names no group)."""
     if pool.placement is not None:
         return pool.placement
-    block = pool.capacity_reservation is not None and pool.capacity_reservation.market_type == "capacity-block"
     on = efa_enabled(pool) and efa_supported(pool.instance_type)  # efa: true on a type without it is refused
-    return PlacementSettings() if on and not block else None
+    return PlacementSettings() if on and not pool.on_capacity_block else None

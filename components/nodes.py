@@ -4,10 +4,11 @@ add-ons select on them and tolerate every GPU pool's taints. The keys: component
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from components.labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
-from components.settings.model import Settings
+from components.settings.model import NodePoolSettings, Settings
 
 
 def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
@@ -31,9 +32,14 @@ def pool_label(settings: Settings) -> str:
 
 def gpu_tolerations(settings: Settings) -> list[dict[str, Any]]:
     """Tolerations for every taint of every GPU pool, so node agents land on all GPU nodes."""
+    return pool_tolerations(settings.node_pools)
+
+
+def pool_tolerations(pools: Iterable[NodePoolSettings]) -> list[dict[str, Any]]:
+    """One `Exists` toleration per (key, effect) of these pools' taints, in the pools' order."""
     seen: set[tuple[str, str]] = set()
     out: list[dict[str, Any]] = []
-    for pool in settings.node_pools:
+    for pool in pools:
         for taint in pool.taints:
             if (taint.key, taint.effect) in seen:
                 continue

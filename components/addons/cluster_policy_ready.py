@@ -43,6 +43,7 @@ import pulumi.dynamic
 from components.k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
 from components.kube.errors import ApiFailure
 from components.kube.wait import Observation, WaitTimeout, poll
+from components.settings.model import parse_utc
 
 API = "nvidia.com/v1"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # state_manager.go commonGPULabelKey / commonGPULabelValue
@@ -246,8 +247,7 @@ def nodes_due(min_gpu_nodes: int, later: Sequence[Sequence[Any]] | None, now: da
     AWS launches a block's instances only once it is active."""
     due = min_gpu_nodes
     for nodes, starts_at in later or ():
-        start = datetime.fromisoformat(str(starts_at).replace("Z", "+00:00"))
-        if now >= start:
+        if now >= parse_utc(str(starts_at)):
             due += int(nodes)
     return due
 

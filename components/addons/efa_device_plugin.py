@@ -19,6 +19,7 @@ from typing import Any
 from components.addons.base import Addon, AddonContext
 from components.efa import efa_enabled
 from components.labels import EFA_NODE_LABEL
+from components.nodes import pool_tolerations
 from components.settings.model import NodePoolSettings, Settings
 
 NAME = "aws-efa-k8s-device-plugin"
@@ -36,25 +37,14 @@ def efa_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:
     return tuple(p for p in settings.node_pools if efa_enabled(p))
 
 
-def tolerations(settings: Settings) -> list[dict[str, str]]:
-    """One toleration for every taint of every EFA pool (the plugin must run wherever EFA is)."""
-    seen: set[tuple[str, str]] = set()
-    out: list[dict[str, str]] = []
-    for pool in efa_pools(settings):
-        for taint in pool.taints:
-            if (taint.key, taint.effect) not in seen:
-                seen.add((taint.key, taint.effect))
-                out.append({"key": taint.key, "operator": "Exists", "effect": taint.effect})
-    return out
-
-
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     return {
         "image": {"repository": PUBLIC_IMAGE_REPOSITORY},
         # The launch labels EFA nodes (components/aws/userdata.py): nothing else has the devices.
         "nodeSelector": {EFA_NODE_LABEL: "true"},
-        "tolerations": tolerations(s),
+        # Every taint of every EFA pool: the plugin must run wherever EFA is.
+        "tolerations": pool_tolerations(efa_pools(s)),
         # The chart's own list is every EFA type at its release; ours is exactly the EFA pools'
         # types, so a type newer than the chart still gets its plugin.
         "supportedInstanceLabels": {

@@ -69,7 +69,7 @@ def _size(pool: NodePoolSettings) -> int:
 
 def _on_dated_block(pool: NodePoolSettings) -> bool:
     cr = pool.capacity_reservation
-    return cr is not None and cr.market_type == "capacity-block" and cr.starts_at is not None
+    return cr is not None and cr.capacity_block and cr.starts_at is not None
 
 
 def expected_gpu_nodes(settings: Settings) -> int:

@@ -1,6 +1,7 @@
-"""How one pool's instances launch (pure): network interfaces, placement group, reserved capacity
-and zones, as the provider arguments GpuNodePool passes on. components/aws/launch_rules.py holds
-these arguments to AWS's rules before anything is registered.
+"""How one pool's instances launch (pure): network interfaces, placement group and reserved
+capacity, as the provider arguments GpuNodePool passes on (its zone's subnet comes from
+AwsNetwork.private_subnets_in). components/aws/launch_rules.py holds these arguments to AWS's
+rules before anything is registered.
 
 Provider shapes are pulumi-aws v7's (terraform-provider-aws internal/service/ec2/
 ec2_launch_template.go: network_interfaces, placement, capacity_reservation_specification,
@@ -14,7 +15,7 @@ from typing import Any
 
 from components import efa
 from components.efa import Interface
-from components.settings.model import NodePoolSettings, PlacementSettings, Settings
+from components.settings.model import NodePoolSettings, PlacementSettings
 
 # With a Capacity Block the group cannot launch before the block starts, and AWS retries the
 # launches itself: `up` must not wait (it would fail after CAPACITY_TIMEOUT for a later start).
@@ -23,41 +24,31 @@ NO_WAIT = "0"
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    pool: str
     efa: bool
     # Launch-template network interfaces (provider arg dicts, security groups added by the shell);
     # empty: the template's own security groups on one default interface.
     interfaces: tuple[Interface, ...]
     placement: PlacementSettings | None
-    zone: str | None  # the one zone it launches in (its private subnet), or None: every zone
     reservation_target: dict[str, str] | None  # capacity_reservation_target arguments
     market_type: str | None  # instance_market_options.market_type ("capacity-block") or None
     wait_for_capacity_timeout: str | None  # None: the group's default (CAPACITY_TIMEOUT)
-    hugepages_2mi: int  # vm.nr_hugepages on the node (0: untouched)
-
-    @property
-    def capacity_block(self) -> bool:
-        return self.market_type == "capacity-block"
 
 
-def launch_plan(settings: Settings, pool: NodePoolSettings) -> LaunchPlan:
+def launch_plan(pool: NodePoolSettings) -> LaunchPlan:
     on = efa.efa_enabled(pool)
     cr = pool.capacity_reservation
     target: dict[str, str] | None = None
     if cr is not None:
         target = ({"capacity_reservation_id": cr.id} if cr.id is not None
                   else {"capacity_reservation_resource_group_arn": cr.resource_group_arn or ""})
-    block = cr is not None and cr.market_type == "capacity-block"
+    block = pool.on_capacity_block
     return LaunchPlan(
-        pool=pool.name,
         efa=on,
         interfaces=efa.interfaces(pool.instance_type) if on else (),
         placement=efa.placement(pool),
-        zone=pool.availability_zone,
         reservation_target=target,
         market_type="capacity-block" if block else None,
         wait_for_capacity_timeout=NO_WAIT if block else None,
-        hugepages_2mi=efa.HUGEPAGES_2MI if on else 0,
     )
 
 
@@ -83,10 +74,3 @@ def placement_args(p: PlacementSettings) -> dict[str, Any]:
         args["spread_level"] = p.spread_level
     return args
 
-
-def zone_subnets(settings: Settings, plan: LaunchPlan) -> list[int] | None:
-    """Which of the new VPC's private subnets (by index) the pool launches in; None: every one."""
-    if plan.zone is None:
-        return None
-    zones = settings.network.availability_zones or ()
-    return [zones.index(plan.zone)] if plan.zone in zones else None

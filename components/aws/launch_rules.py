@@ -113,10 +113,9 @@ def _pool_placement(s: Settings, i: int) -> Iterator[Problem]:
     p = s.node_pools[i]
     path = f"{ROOT}.nodePools[{i}].placement"
     pg = p.placement
-    block = p.capacity_reservation is not None and p.capacity_reservation.market_type == "capacity-block"
     if pg is None:
         return
-    if block:
+    if p.on_capacity_block:
         yield path, ("a Capacity Block's instances are placed by AWS in its UltraCluster; it takes no placement "
                      "group [CR]")
     if pg.group_name is not None and (pg.partition_count is not None or pg.spread_level is not None):
@@ -145,7 +144,7 @@ def _pool_reservation(s: Settings, i: int) -> Iterator[Problem]:
     if p.capacity_type == "spot":
         yield (f"{ROOT}.nodePools[{i}].capacityType",
                "spot cannot use a capacity reservation (it reserves On-Demand capacity) [CR]")
-    if cr.starts_at is not None and cr.market_type != "capacity-block":
+    if cr.starts_at is not None and not cr.capacity_block:
         yield (f"{path}.startsAt",
                "applies to marketType capacity-block only (an On-Demand reservation is active when made)")
 

@@ -53,7 +53,7 @@ class GpuNodePool(pulumi.ComponentResource):
         and the mint document refuses a worker whose minor is above a control plane's."""
         super().__init__("ck8s-gpu:index:GpuNodePool", name, None, opts)
         tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
-        plan = launch_plan(settings, pool)
+        plan = launch_plan(pool)
         # Several interfaces: each carries the groups; the template's own list must stay empty (RunInstances).
         interfaces = [aws.ec2.LaunchTemplateNetworkInterfaceArgs(**kw) for kw in interface_args(
             plan, [*security_group_ids, *efa_security_group_ids])]

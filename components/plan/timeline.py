@@ -205,9 +205,9 @@ def block_waits(settings: Any, now: datetime) -> dict[str, float]:
     out: dict[str, float] = {}
     for pool in getattr(settings, "node_pools", ()):
         cr = pool.capacity_reservation
-        if cr is None or cr.market_type != "capacity-block" or cr.starts_at is None:
+        starts = cr.starts if cr is not None and cr.capacity_block else None
+        if starts is None:
             continue
-        starts = datetime.fromisoformat(cr.starts_at.replace("Z", "+00:00"))
         wait = (starts - now).total_seconds()
         if wait > 0:
             out[pool.name] = wait

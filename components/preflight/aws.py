@@ -188,12 +188,12 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
 
     reservations: dict[str, tuple[Reservation, ...] | None] = {}
     for pool in settings.node_pools:
-        if pool.capacity_reservation is None or reservation_key(pool) in reservations:
+        if pool.capacity_reservation is None or (key := reservation_key(pool)) in reservations:
             continue
         try:
-            reservations[reservation_key(pool)] = api.reserved(reservation_key(pool))
+            reservations[key] = api.reserved(key)
         except Exception as exc:
-            errors[reservation_key(pool)] = _text(exc)
+            errors[key] = _text(exc)
 
     amis: dict[str, str | None] = {}
     for source in sorted(image_sources(settings)):

@@ -54,11 +54,6 @@ def iso(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_starts_at(text: str) -> datetime:
-    """`capacityReservation.startsAt` (ISO 8601, UTC, `Z`) as an aware datetime."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def _fits(r: Reservation, pool: NodePoolSettings) -> list[str]:
     """What about `r` keeps the pool's instances out of it (empty: they fit)."""
     cr = pool.capacity_reservation
@@ -91,7 +86,7 @@ def _state(r: Reservation, pool: NodePoolSettings, subject: str) -> Iterator[Fin
     usable = USABLE_STATES[cr.market_type]
     if r.state in usable:
         return
-    if r.state == "payment-pending" and cr.market_type == "capacity-block":
+    if r.state == "payment-pending" and cr.capacity_block:
         yield Finding("reservation-state", "warning", subject,
                       f"{r.id} is payment-pending: the upfront payment is not processed yet; AWS releases the "
                       f"block (payment-failed) when it is not processed within 12 hours")
@@ -114,7 +109,7 @@ def _window(r: Reservation, pool: NodePoolSettings, subject: str, now: datetime 
             yield Finding("reservation-window", "warning", f"{subject}.startsAt",
                           f"the block starts {iso(r.start)} but startsAt is null, so `plan --timeline` models it "
                           f"as active: set startsAt: {iso(r.start)}")
-        elif cr.starts_at is not None and parse_starts_at(cr.starts_at) != r.start:
+        elif cr.starts is not None and cr.starts != r.start:
             yield Finding("reservation-window", "warning", f"{subject}.startsAt",
                           f"startsAt {cr.starts_at} is not the block's start {iso(r.start)} (what `plan "
                           f"--timeline` waits for): set startsAt: {iso(r.start)}")

@@ -8,6 +8,7 @@ in a stack file is an error with its path, never a silently ignored setting.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -141,6 +142,20 @@ class CapacityReservationSettings(_Model):
     # is read by `ck8s-gpu preflight`; null: the block is active already.
     starts_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$")
 
+    @property
+    def capacity_block(self) -> bool:
+        return self.market_type == "capacity-block"
+
+    @property
+    def starts(self) -> datetime | None:
+        """`startsAt` as an aware datetime; None: the reservation is active already."""
+        return parse_utc(self.starts_at) if self.starts_at is not None else None
+
+
+def parse_utc(text: str) -> datetime:
+    """An ISO 8601 UTC time as settings write it (`2026-12-03T08:00Z`), timezone-aware."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
 
 class NodePoolSettings(_Model):
     name: str = Field(pattern=DNS_LABEL)
@@ -172,6 +187,11 @@ class NodePoolSettings(_Model):
     # aws: launch only in this Availability Zone (its private subnet); required with a capacity
     # reservation or a cluster placement group, which live in one zone. null: every zone.
     availability_zone: str | None = Field(default=None, pattern=AZ_NAME)
+
+    @property
+    def on_capacity_block(self) -> bool:
+        """Whether the pool launches into a Capacity Block for ML (AWS places and starts it)."""
+        return self.capacity_reservation is not None and self.capacity_reservation.capacity_block
 
 
 class AddonSettings(_Model):

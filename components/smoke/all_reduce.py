@@ -84,12 +84,6 @@ def floor(settings: Settings, instance_type: str) -> Floor | None:
     return FLOORS.get(instance_type)
 
 
-def topology_enabled(settings: Settings) -> bool:
-    """gpuStack.topology.enabled; null: on with KAI on aws (the model's comment)."""
-    on = settings.gpu_stack.topology.enabled
-    return on if on is not None else (settings.platform == "aws" and settings.smoke_test.scheduler == "kai")
-
-
 def topology_label(settings: Settings) -> str | None:
     """The node label of the Topology level topologyLevel names (by alias or label); None: no such level.
     KAI's TopologyConstraint takes the level as its node label (v0.17.0 podgroup_types.go)."""

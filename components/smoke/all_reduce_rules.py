@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from components.addons.kai_queues import topology_enabled
 from components.efa import efa_enabled
 from components.settings.model import Settings
 from components.settings.rules import ROOT, SIMULATED_GPUS, Problem, cut
@@ -26,7 +27,7 @@ def all_reduce_problems(s: Settings) -> Iterator[Problem]:
         return
     if t.scheduler != "kai":
         yield f"{path}.enabled", "needs smokeTest.scheduler kai: its pods are one topology-aware gang (a KAI PodGroup)"
-    elif not all_reduce.topology_enabled(s):
+    elif not topology_enabled(s):  # whether the program renders the Topology at all
         yield f"{path}.enabled", "needs the KAI Topology (settings.gpuStack.topology.enabled) its gang is placed in"
     if all_reduce.topology_label(s) is None:
         levels = ", ".join(lv.alias or lv.node_label for lv in s.gpu_stack.topology.levels)

@@ -94,7 +94,7 @@ def test_the_plan_launches_an_efa_pool_in_its_zone_with_its_interfaces_group_and
 
 def test_a_capacity_block_pool_targets_the_block_does_not_wait_and_makes_no_group() -> None:
     s = _aws({**P5, "capacityReservation": {"id": "cr-0123456789abcdef0", "marketType": "capacity-block"}})
-    plan = launch_plan(s, s.node_pools[0])
+    plan = launch_plan(s.node_pools[0])
     assert plan.market_type == "capacity-block" and plan.wait_for_capacity_timeout == "0"
     assert plan.placement is None and plan.efa
     assert validate(s) == []
