@@ -22,6 +22,7 @@ from components.addons import (
     velero,
 )
 from components.addons.base import Addon, Capability, Default
+from components.settings.facts import compute_domains_on
 from components.settings.model import Settings
 
 # Install order for humans (docs, plan); the real order comes from the dependency graph.
@@ -45,7 +46,7 @@ PLATFORMS = ("aws", "existing", "kind", "local")
 def _dra_driver(settings: Settings) -> Default:
     """on with allocation dra or computeDomains"""
     # GPUs through DRA, or ComputeDomains next to the device plugin; otherwise nothing to serve.
-    return "on" if settings.gpu_stack.allocation == "dra" or settings.gpu_stack.compute_domains else "off"
+    return "on" if settings.gpu_stack.allocation == "dra" or compute_domains_on(settings) else "off"
 
 
 def _velero(settings: Settings) -> Default:

@@ -18,6 +18,7 @@ from components.addons.base import Addon, AddonContext, Capability
 from components.addons.gpu_operator import driver_root
 from components.labels import DRA_NODE_LABEL
 from components.nodes import gpu_tolerations
+from components.settings.facts import compute_domains_on
 from components.settings.model import Settings
 
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
@@ -80,7 +81,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "gpuResourcesEnabledOverride": gpus,
         "resources": {
             "gpus": {"enabled": gpus},
-            "computeDomains": {"enabled": s.gpu_stack.compute_domains},
+            "computeDomains": {"enabled": compute_domains_on(s)},
         },
         "kubeletPlugin": plugin,
         **extra,
@@ -92,7 +93,7 @@ def _provides(settings: Settings) -> tuple[Capability, ...]:
 
 
 def _check(settings: Settings) -> tuple[str, ...]:
-    if not allocates_gpus(settings) and not settings.gpu_stack.compute_domains:
+    if not allocates_gpus(settings) and not compute_domains_on(settings):
         return ("has nothing to serve: allocation is device-plugin and computeDomains is false",)
     return ()
 

@@ -77,3 +77,9 @@ def truthy(value: object) -> bool:
     if isinstance(value, str):
         return value.strip().lower() not in ("", "false", "0", "no", "off", "null")
     return bool(value)
+
+
+def compute_domains_on(settings: Settings) -> bool:
+    """gpuStack.computeDomains, or (null) whether a pool has multi-node NVLink."""
+    explicit = settings.gpu_stack.compute_domains
+    return bool(explicit) if explicit is not None else False

@@ -257,8 +257,18 @@ class GpuStackSettings(_Model):
     allocation: Allocation = "dra"
     driver: DriverMode = "operator"
     mig_strategy: MigStrategy = "none"
-    # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver; off unless asked.
-    compute_domains: bool = False
+    # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver. null: on where a pool
+    # has multi-node NVLink (GB200-class: components/instance_types.py), off elsewhere.
+    compute_domains: bool | None = None
+    # DRA device health (docs/smoke-test.md "gpuHealth"): the driver's NVMLDeviceHealthCheck taints
+    # unhealthy GPUs; Kubernetes' DRADeviceTaints (and, before it is beta, the API version serving
+    # DeviceTaintRule) on the control plane: components/feature_gates.py. null: on where the track
+    # has DRADeviceTaints on by default (beta), off where it is alpha; refused where it is absent.
+    gpu_health: bool | None = None
+    # The driver's FabricManagerPartitioning (alpha, driver >= 0.5): NVSwitch partitions published as
+    # gpu.nvidia.com/partition<N> and activated on prepare for exactly the claimed GPUs. Needs Fabric
+    # Manager in shared-NVSwitch mode (FABRIC_MODE=1) on the nodes: off unless asked.
+    nvlink_partitions: bool = False
     addons: AddonsSettings = AddonsSettings()
     topology: TopologySettings = TopologySettings()
     # Capabilities the cluster has from outside this stack, e.g. [monitoring-crds] where a
@@ -320,6 +330,36 @@ class AllReduceSettings(_Model):
     max_bytes: str = Field(default="2G", pattern=NCCL_SIZE)
 
 
+class NvlinkGroupSettings(_Model):
+    """Smoke case `nvlinkGroup`: one pod holding `gpus` GPUs of one NVLink (NVSwitch) partition in one
+    claim (count + matchAttribute gpu.nvidia.com/partition<gpus>). Off unless asked."""
+
+    enabled: bool = False
+    # A Fabric Manager partition size of an 8-GPU HGX baseboard (1, 2, 4 or 8 GPUs).
+    gpus: int = Field(default=8, ge=1, le=8)
+    # The pool whose nodes run it; null: smokeTest.pool, else the first pool with NVSwitch GPUs.
+    pool: str | None = Field(default=None, pattern=DNS_LABEL)
+
+
+class ComputeDomainCaseSettings(_Model):
+    """Smoke case `computeDomain`: a ComputeDomain (resource.nvidia.com/v1beta1) across `nodes` nodes,
+    one pod per node joining its IMEX channel. Off unless asked."""
+
+    enabled: bool = False
+    nodes: int = Field(default=2, ge=2, le=18)
+    # The pool whose nodes run it; null: smokeTest.pool, else the first pool with multi-node NVLink.
+    pool: str | None = Field(default=None, pattern=DNS_LABEL)
+
+
+class FirstAvailableSettings(_Model):
+    """Smoke case `firstAvailable` (DRAPrioritizedList): one claim preferring the GPU model of
+    `preferredPool` and accepting any GPU otherwise; a pod on each pool. Off unless asked."""
+
+    enabled: bool = False
+    preferred_pool: str | None = Field(default=None, pattern=DNS_LABEL)
+    fallback_pool: str | None = Field(default=None, pattern=DNS_LABEL)
+
+
 class SmokeTestSettings(_Model):
     # null = on where it can prove something: the DRA allocation path (allocation dra).
     enabled: bool | None = None
@@ -376,6 +416,12 @@ class SmokeTestSettings(_Model):
     # out timeoutSeconds. Short blips (a plugin restarting) recover well within the default.
     stuck_seconds: int = Field(default=120, ge=5, le=3600)
     all_reduce: AllReduceSettings = AllReduceSettings()
+    nvlink_group: NvlinkGroupSettings = NvlinkGroupSettings()
+    compute_domain: ComputeDomainCaseSettings = ComputeDomainCaseSettings()
+    first_available: FirstAvailableSettings = FirstAvailableSettings()
+    # Smoke case `gpuHealth`: no device the driver tainted goes to a claim without a toleration.
+    # null: on exactly when gpuStack.gpuHealth is (effectively) on.
+    gpu_health: bool | None = None
 
     @model_validator(mode="after")
     def _mig_from_profile(self) -> SmokeTestSettings:
