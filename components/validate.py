@@ -46,7 +46,7 @@ from components.settings.rules import (
     leaf_queues,
     region_problem,
 )
-from components.smoke.all_reduce_rules import all_reduce_problems
+from components.smoke.cases import case_problems
 
 
 def _smoke_sharing(s: Settings) -> Iterator[Problem]:
@@ -197,7 +197,7 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
-    _one_advertiser, _fallback_queue, _smoke_sharing, _aws_names, _aws_launch, _topology, all_reduce_problems,
+    _one_advertiser, _fallback_queue, _smoke_sharing, _aws_names, _aws_launch, _topology, case_problems,
     _graph, _platform, _smoke_plan,
 )
 TWO_ADVERTISERS = "two GPU advertisers"  # components/addons/advertisers.py problems(): the graph's wording

@@ -54,7 +54,7 @@ class PoolExpectation:
 
 @dataclass(frozen=True)
 class CaseExpectation:
-    case: str  # gpus | shared | shared-named | gang | mig | all-reduce
+    case: str  # the case's name (CASE_LABEL), e.g. gpus, shared, mig, all-reduce
     job: str
     pods: int
     containers: tuple[str, ...]
@@ -68,6 +68,12 @@ class CaseExpectation:
     gpus_per_pod: int = 0
     min_bus_bandwidth: float = 0.0
     floor_source: str = ""
+    # What a newer case family needs beyond these, as strings (exact through the engine's JSON, which
+    # carries every number as a float): read with param().
+    params: tuple[tuple[str, str], ...] = ()
+
+    def param(self, key: str, default: str = "") -> str:
+        return next((v for k, v in self.params if k == key), default)
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,8 @@ class Expectations:
             for p in pools)
         d["cases"] = tuple(
             CaseExpectation(**{**c, "pods": int(c["pods"]), "containers": tuple(c["containers"]),
-                               "gpus_per_pod": int(c.get("gpus_per_pod", 0))})
+                               "gpus_per_pod": int(c.get("gpus_per_pod", 0)),
+                               "params": tuple((str(k), str(v)) for k, v in c.get("params") or ())})
             for c in d["cases"]
         )
         return cls(**d)
@@ -124,34 +131,6 @@ def pool_expectations(settings: Settings, facts: ClusterFacts) -> tuple[PoolExpe
         product = gpu.product_name if gpu is not None else pool.product_name
         out.append(PoolExpectation(pool.name, instance_type, pool.nodes, pool.gpus_per_node, product))
     return tuple(out)
-
-
-def case_expectations(settings: Settings, *, release: str, run_id: str) -> tuple[CaseExpectation, ...]:
-    t = settings.smoke_test
-
-    def name(part: str) -> str:
-        return object_name(release, part, run_id)
-
-    sharing = SHARING_STRATEGIES.get(t.sharing, "")
-    cases = []
-    if t.whole_gpu:
-        cases.append(CaseExpectation("gpus", name("gpus"), t.gpus, ("probe",), t.device_class, distinct=True))
-    if t.shared_claim:
-        cases.append(CaseExpectation("shared", name("shared"), 1, ("probe-a", "probe-b"), t.device_class,
-                                     distinct=False, sharing=sharing))
-    if t.shared_named_claim:
-        # The chart names the claim like the case's Job (templates/resourceclaim-shared-named.yaml).
-        cases.append(CaseExpectation("shared-named", name("shared-named"), 2, ("probe",), t.device_class,
-                                     distinct=False, claim=name("shared-named"), sharing=sharing))
-    if t.gang:
-        cases.append(CaseExpectation("gang", name("gang"), t.gpus, ("probe",), t.device_class, distinct=True,
-                                     pod_group=name("gang")))
-    if t.mig:
-        cases.append(CaseExpectation("mig", name("mig"), 1, ("probe",), MIG_DEVICE_CLASS, distinct=False,
-                                     profile=t.mig_profile or ""))
-    if t.all_reduce.enabled:
-        cases.append(all_reduce_expectation(settings, name(all_reduce.CASE)))
-    return tuple(cases)
 
 
 def all_reduce_expectation(settings: Settings, job: str) -> CaseExpectation:
@@ -175,9 +154,11 @@ def expectations_for(
     release: str,
     run_id: str,
     resource_api: str,
+    cases: tuple[CaseExpectation, ...],
     pools_known: bool = True,
     dcgm: bool | None = None,
 ) -> Expectations:
+    """`cases`: components/smoke/cases case_expectations (the registry sits above this module)."""
     t = settings.smoke_test
     return Expectations(
         namespace=t.namespace,
@@ -188,7 +169,7 @@ def expectations_for(
         scheduler=SCHEDULER_NAMES[t.scheduler],
         queue=t.queue if t.scheduler == "kai" else "",
         pools=pool_expectations(settings, facts) if pools_known else None,
-        cases=case_expectations(settings, release=release, run_id=run_id),
+        cases=cases,
         in_container=facts.has_kubelet,
         probe_expect=facts.gpu_view,
         dcgm=dcgm,

@@ -12,6 +12,7 @@ from typing import Any
 from components import pins
 from components.cluster_facts import ClusterFacts
 from components.settings.model import Settings
+from components.smoke.cases import case_expectations
 from components.smoke.expectations import Expectations, expectations_for
 from components.smoke.values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id
 
@@ -68,7 +69,8 @@ def smoke_plan(
     rid = run_id(draft, t.trigger + nonce, chart_digest())
     values = {**draft, "runId": rid}
     exp = expectations_for(settings, facts, release=release, run_id=rid, resource_api=resource_api(
-        facts.kubernetes_minor), pools_known=pools_known, dcgm=dcgm)
+        facts.kubernetes_minor), cases=case_expectations(settings, release=release, run_id=rid),
+        pools_known=pools_known, dcgm=dcgm)
     return SmokePlan(release=release, namespace=t.namespace, values=values, expectations=exp,
                      timeout_seconds=t.timeout_seconds,
                      slice_wait_seconds=max(30, t.timeout_seconds // SLICE_WAIT_SHARE),

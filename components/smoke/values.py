@@ -10,11 +10,11 @@ from typing import Any
 from components import pins
 from components.charts import chart_dir
 from components.cluster_facts import ClusterFacts
-from components.efa import HUGEPAGES_2MI
 from components.nodes import pool_label
 from components.settings.model import Settings, SmokeTestSettings
-from components.smoke import all_reduce
-from components.smoke.expectations import DRIVER, MIG_DEVICE_CLASS, SCHEDULER_NAMES, SHARING_STRATEGIES
+from components.smoke.cases import FAMILIES
+from components.smoke.expectations import DRIVER, SCHEDULER_NAMES
+from components.smoke.images import image_values, pinned_image
 
 CHART = "gpu-smoke-test"
 RUN_ID_LENGTH = 8
@@ -39,29 +39,6 @@ def resource_api(kubernetes_minor: int) -> str:
     )
 
 
-def image_values(pin: pins.ImagePin, registry: str | None = None) -> dict[str, Any]:
-    """Split a pinned image into registry and repository so a mirror can replace the registry only."""
-    head, _, rest = pin.repository.partition("/")
-    # A first path part with a dot or port is a registry host (docker.io, ghcr.io, mirror:5000).
-    own_registry, repository = (head, rest) if rest and ("." in head or ":" in head) else ("", pin.repository)
-    return {
-        "registry": registry if registry is not None else own_registry,
-        "repository": repository,
-        "tag": pin.tag,
-        "digest": pin.digest,
-        "pullPolicy": "IfNotPresent",
-    }
-
-
-def pinned_image(ref: str | None, pinned: pins.ImagePin) -> pins.ImagePin:
-    """An image setting (`<repository>:<tag>@sha256:<hex>`, syntax checked by the settings) or the pin."""
-    if ref is None:
-        return pinned
-    ref, _, digest = ref.partition("@")
-    repository, _, tag = ref.rpartition(":")
-    return pins.ImagePin(repository, tag, digest)
-
-
 def probe_image(t: SmokeTestSettings, pinned: pins.ImagePin) -> pins.ImagePin:
     """smokeTest.image or the pin."""
     return pinned_image(t.image, pinned)
@@ -83,72 +60,12 @@ def tolerations(settings: Settings) -> list[dict[str, str]]:
     return [seen[k] for k in sorted(seen)]
 
 
-def gpu_sharing(t: SmokeTestSettings) -> dict[str, Any]:
-    """GpuConfig `sharing` for the shared cases' claims ({}: none), shaped like NVIDIA's GpuSharing
-    (dra-driver-nvidia-gpu v0.4.1 api/nvidia.com/resource/v1beta1/sharing.go; demo gpu-test5)."""
-    if t.sharing == "timeSlicing":
-        # Always explicit: the driver's TimeSlicingConfig.Validate reads the interval through a pointer
-        # that only its own default (no timeSlicingConfig at all) fills in (validate.go, gpuconfig.go).
-        return {"strategy": SHARING_STRATEGIES[t.sharing],
-                "timeSlicingConfig": {"interval": t.time_slicing_interval or "Default"}}
-    if t.sharing == "mps":
-        mps: dict[str, Any] = {}
-        if t.mps_active_thread_percentage is not None:
-            mps["defaultActiveThreadPercentage"] = t.mps_active_thread_percentage
-        if t.mps_pinned_memory_limit_mib is not None:
-            mps["defaultPinnedDeviceMemoryLimit"] = f"{t.mps_pinned_memory_limit_mib}Mi"
-        return {"strategy": SHARING_STRATEGIES[t.sharing], "mpsConfig": mps}
-    return {}
-
-
-# allReduce pods: whole nodes, so generous; hugepages and extended resources need requests == limits
-# (Kubernetes: hugepages-* requests need cpu or memory requests too). /dev/shm is memory-backed and
-# counts against the memory limit: NCCL's intra-node SHM transport and its proxy buffers live there.
-ALL_REDUCE_CPU_PER_GPU = 4
-ALL_REDUCE_MEMORY = "96Gi"
-ALL_REDUCE_SHM = "16Gi"
-ALL_REDUCE_SSH_PORT = 2222  # sshd in every pod but index 0 (unprivileged: above 1024)
-ALL_REDUCE_KEY_PORT = 2223  # index 0 serves its per-run public key here until every peer has it
-
-
-def all_reduce_values(settings: Settings) -> dict[str, Any]:
-    """charts/gpu-smoke-test `allReduce` (templates/job-all-reduce.yaml); {"enabled": false} when off."""
-    t = settings.smoke_test
-    a = t.all_reduce
-    if not a.enabled:
-        return {"enabled": False}
-    found = all_reduce.pool(settings)
-    shape = all_reduce.node_shape(found[1]) if found else None
-    level = all_reduce.topology_label(settings)
-    if found is None or shape is None or not shape.efa or level is None:
-        # The settings rules refuse each of these first (components/settings/rules.py _smoke_all_reduce):
-        # a plain ValueError, so components/validate.py leaves their message alone.
-        raise ValueError("smokeTest.allReduce needs a pool with EFA and known GPUs, and a topology level")
-    hugepages = f"{HUGEPAGES_2MI * 2}Mi"
-    exact = {"memory": ALL_REDUCE_MEMORY, "hugepages-2Mi": hugepages, all_reduce.EFA_RESOURCE: str(shape.efa)}
-    return {
-        "enabled": True,
-        "image": image_values(pinned_image(a.image, pins.image("nccl-tests")), t.registry),
-        "nodes": a.nodes,
-        "gpusPerNode": shape.gpus,
-        "nodeSelector": {pool_label(settings): found[1].name},
-        "topology": {"name": settings.gpu_stack.topology.name, "level": level, "placement": a.placement},
-        "minBytes": a.min_bytes,
-        "maxBytes": a.max_bytes,
-        "sshPort": ALL_REDUCE_SSH_PORT,
-        "keyPort": ALL_REDUCE_KEY_PORT,
-        "timeoutSeconds": t.timeout_seconds,
-        "shmSizeLimit": ALL_REDUCE_SHM,
-        "resources": {"requests": {"cpu": str(ALL_REDUCE_CPU_PER_GPU * shape.gpus), **exact}, "limits": exact},
-    }
-
-
 def chart_values(
     settings: Settings, facts: ClusterFacts, image: pins.ImagePin, *, run_id: str
 ) -> dict[str, Any]:
     t: SmokeTestSettings = settings.smoke_test
     kai = t.scheduler == "kai"
-    return {
+    values: dict[str, Any] = {
         "runId": run_id,
         "image": image_values(probe_image(t, image), t.registry),
         "imagePullSecrets": [{"name": n} for n in t.image_pull_secrets],
@@ -174,16 +91,14 @@ def chart_values(
         "tolerations": tolerations(settings),
         "nodeSelector": node_selector(settings),
         "networkPolicy": {"enabled": True},
-        "cases": {
-            "wholeGpu": t.whole_gpu,
-            "sharedClaim": t.shared_claim,
-            "sharedNamedClaim": t.shared_named_claim,
-            "gang": t.gang,
-            "mig": {"enabled": bool(t.mig), "deviceClassName": MIG_DEVICE_CLASS, "profile": t.mig_profile or ""},
-        },
-        "sharing": {"driver": DRIVER, "gpuSharing": gpu_sharing(t)},
-        "allReduce": all_reduce_values(settings),
     }
+    for family in FAMILIES:  # each case family's own values (components/smoke/cases)
+        for key, value in family.values(settings).items():
+            if key == "cases":
+                values.setdefault("cases", {}).update(value)
+            else:
+                values[key] = value
+    return values
 
 
 def chart_digest(path: Path | None = None) -> str:

@@ -1,0 +1,47 @@
+"""The smoke case registry: every case family, in the order its Jobs run and its checks report.
+
+Add a family here (one line) after writing its module (components/smoke/cases/base.py says what a
+family holds). The path's own checks run before every family's (components/smoke/checks/path.py
+BEFORE_CASES) and the DCGM check after them (AFTER_CASES).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from components.settings.model import Settings
+from components.settings.rules import Problem
+from components.smoke.cases import all_reduce, gang, mig, shared, sharing, whole_gpu
+from components.smoke.cases.base import CaseFamily
+from components.smoke.checks.base import Check
+from components.smoke.checks.path import AFTER_CASES, BEFORE_CASES
+from components.smoke.expectations import CaseExpectation, object_name
+
+FAMILIES: tuple[CaseFamily, ...] = (
+    whole_gpu.FAMILY,
+    shared.SHARED,
+    shared.NAMED,
+    gang.FAMILY,
+    mig.FAMILY,
+    sharing.FAMILY,
+    all_reduce.FAMILY,
+)
+
+CHECKS: tuple[Check, ...] = BEFORE_CASES + tuple(c for f in FAMILIES for c in f.checks) + AFTER_CASES
+
+
+def case_expectations(settings: Settings, *, release: str, run_id: str) -> tuple[CaseExpectation, ...]:
+    """Every case this run makes, family by family."""
+
+    def name(part: str) -> str:
+        return object_name(release, part, run_id)
+
+    return tuple(c for f in FAMILIES for c in f.expect(settings, name))
+
+
+def case_problems(settings: Settings) -> Iterator[Problem]:
+    """The families' settings refusals (components/validate.py runs them after the settings' own)."""
+    if not settings.smoke_test.enabled:
+        return
+    for family in FAMILIES:
+        yield from family.problems(settings)
