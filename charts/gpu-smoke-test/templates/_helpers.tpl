@@ -143,7 +143,8 @@ patterns; these are the cross-field rules).
 {{/*
 Pod template shared by every case. Argument: dict root, case, claimTemplate (a ResourceClaimTemplate
 per pod) or claimName (one ResourceClaim object all pods share), containers (names), annotations
-(extra pod annotations).
+(extra pod annotations); optional: nodeSelector (replaces the chart-wide one), affinity, extraClaims
+(list of dict name, claimTemplate: more claims every container references, e.g. an IMEX channel).
 */}}
 {{- define "gpu-smoke-test.podTemplate" -}}
 {{- $root := .root -}}
@@ -175,8 +176,12 @@ spec:
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with $v.nodeSelector }}
+  {{- with (.nodeSelector | default $v.nodeSelector) }}
   nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .affinity }}
+  affinity:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   {{- with $v.tolerations }}
@@ -190,6 +195,10 @@ spec:
       {{- else }}
       resourceClaimTemplateName: {{ .claimTemplate | quote }}
       {{- end }}
+    {{- range .extraClaims }}
+    - name: {{ .name }}
+      resourceClaimTemplateName: {{ .claimTemplate | quote }}
+    {{- end }}
   containers:
     {{- range .containers }}
     - name: {{ . }}
@@ -219,6 +228,9 @@ spec:
         {{- toYaml $v.probe.resources | nindent 8 }}
         claims:
           - name: gpu
+          {{- range $.extraClaims }}
+          - name: {{ .name }}
+          {{- end }}
       securityContext:
         allowPrivilegeEscalation: false
         readOnlyRootFilesystem: true
