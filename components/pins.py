@@ -92,8 +92,10 @@ DEFAULT_TRACK = "1.34-classic"
 
 CHARTS: dict[str, ChartPin] = {
     "gpu-operator": ChartPin("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),
+    # 0.5.0 (2026-08-18, kubernetes-sigs/dra-driver-nvidia-gpu#1365; chart promoted to registry.k8s.io
+    # by kubernetes/k8s.io#9845): docs/compatibility.md "DRA driver 0.5.0", docs/adr/0032.
     "dra-driver-nvidia-gpu": ChartPin(
-        "dra-driver-nvidia-gpu", "oci://registry.k8s.io/dra-driver-nvidia/charts", "0.4.1"
+        "dra-driver-nvidia-gpu", "oci://registry.k8s.io/dra-driver-nvidia/charts", "0.5.0"
     ),
     "kai-scheduler": ChartPin("kai-scheduler", "oci://ghcr.io/kai-scheduler/kai-scheduler", "v0.17.0"),
     "fake-gpu-operator": ChartPin("fake-gpu-operator", "oci://ghcr.io/run-ai/fake-gpu-operator", "0.2.0"),

@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from components import pins
 from components.addons import advertisers
 from components.addons.catalog import BY_NAME
-from components.addons.dra_driver import SHARING_FEATURE_GATES
+from components.addons.dra_driver import SHARING_FEATURE_GATES, gate_problems
 from components.addons.graph import AddonGraphError, install_graph
 from components.addons.kai_queues import topology_enabled, topology_problems
 from components.addons.kai_scheduler import FALLBACK_QUEUE
@@ -25,6 +25,7 @@ from components.aws.inventory import planned_names
 from components.aws.launch_rules import launch_problems
 from components.aws.naming import NAME_RULES, tag_problems
 from components.aws.tags import node_tags
+from components.feature_gate_rules import feature_gate_problems
 from components.settings.facts import nested, truthy
 from components.settings.load import (
     KNOWN_KEYS,
@@ -197,7 +198,8 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
-    _one_advertiser, _fallback_queue, _smoke_sharing, _aws_names, _aws_launch, _topology, case_problems,
+    _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, gate_problems, _aws_names, _aws_launch,
+    _topology, case_problems,
     _graph, _platform, _smoke_plan,
 )
 TWO_ADVERTISERS = "two GPU advertisers"  # components/addons/advertisers.py problems(): the graph's wording

@@ -46,8 +46,9 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
         mechanism="none: upstream's upgrade guide applies the new CRDs with `kubectl apply` before "
                   "`helm upgrade`",
         ours="nothing to set; the new version's `crds/` is applied before the release (CrdsFirst)",
-        source="kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (764900e) deployments/helm/dra-driver-nvidia-gpu/"
-               "crds/, docs/upgrade.md step 1",
+        source="kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (764900e) and main 95932046 (chart 0.5.0-dev) "
+               "deployments/helm/dra-driver-nvidia-gpu/crds/ (the same two files in both); site/content/docs/"
+               "upgrade.md:64 (docs/upgrade.md at v0.4.1)",
         manual=True,
     ),
     CrdHandling(

@@ -4,37 +4,36 @@ Installed beside the GPU Operator, not after its ClusterPolicy is ready: the kub
 container (hack/kubelet-plugin-prestart.sh, "long-running init container that retries at constant
 frequency", every 10 s) waits until nvidia-smi runs from the driver root, and the link to
 /run/nvidia/driver "heals once the driver becomes mounted". The smoke test waits for the slices.
-Values keys verified against
-kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 (commit 764900e, deployments/helm/
-dra-driver-nvidia-gpu/values.yaml, templates/validation.yaml, templates/_helpers.tpl).
+Values keys verified against deployments/helm/dra-driver-nvidia-gpu/ (values.yaml, templates/
+validation.yaml, templates/_helpers.tpl, templates/kubeletplugin.yaml) at main 95932046 (chart
+0.5.0-dev, 2026-08-07; the 0.5.0 tag itself is not in the mirror) and v0.4.1 (764900e): every key
+set here exists in both with the same meaning; 0.5.0 adds `consumableShares` and
+`resources.computeDomains.imex` (left at their defaults) and removes none. Its feature gates:
+components/addons/dra_driver_gates.py; docs/compatibility.md "DRA driver 0.5.0".
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from components import pins
 from components.addons.base import Addon, AddonContext, Capability
+from components.addons.dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
+from components.addons.dra_driver_gates import feature_gates, partition_problems, problems
 from components.addons.gpu_operator import driver_root
 from components.labels import DRA_NODE_LABEL
 from components.nodes import gpu_tolerations
 from components.settings.facts import compute_domains_on
 from components.settings.model import Settings
+from components.settings.rules import Problem
 
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
 NAMESPACE = "nvidia-dra-driver-gpu"
 
-# The driver refuses a GpuConfig sharing strategy whose feature gate is off ("... is selected as the
-# GPU sharing strategy, but the ... feature gate is not enabled"): both gates are alpha and off by
-# default (v0.4.1 pkg/featuregates/featuregates.go, api/nvidia.com/resource/v1beta1/validate.go).
-# The chart hands `featureGates` (name: bool) to every component as FEATURE_GATES, and MPSSupport
-# also grants the kubelet plugin the Deployments it runs MPS control daemons as
-# (templates/kubeletplugin.yaml, rbac-kubeletplugin.yaml).
-SHARING_FEATURE_GATES: dict[str, str] = {"timeSlicing": "TimeSlicingSettings", "mps": "MPSSupport"}
-
-
-# The resource.k8s.io versions dra-driver-nvidia-gpu 0.4.1 renders its DeviceClasses with
-# (templates/deviceclass-*.yaml: `resourceApiVersion`).
+# The resource.k8s.io versions handed to `resourceApiVersion`, which templates/deviceclass-*.yaml put
+# into DeviceClass.apiVersion (0.4.1 and 0.5.0). The chart's helper accepts v1beta2 too; these two are
+# the ones every platform serves where DRA runs (components/pins.py dra_apis).
 DRIVER_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")
 
 
@@ -50,14 +49,6 @@ def resource_api_version(kubernetes_minor: int) -> str:
 
 def allocates_gpus(settings: Settings) -> bool:
     return settings.gpu_stack.allocation == "dra"
-
-
-def feature_gates(settings: Settings) -> dict[str, bool]:
-    """The gates the smoke test's GPU sharing needs (smokeTest.sharing); {} leaves the chart's defaults."""
-    t = settings.smoke_test
-    if not t.enabled or t.sharing == "none":
-        return {}
-    return {SHARING_FEATURE_GATES[t.sharing]: True}
 
 
 def values(ctx: AddonContext) -> dict[str, Any]:
@@ -96,6 +87,16 @@ def _check(settings: Settings) -> tuple[str, ...]:
     if not allocates_gpus(settings) and not compute_domains_on(settings):
         return ("has nothing to serve: allocation is device-plugin and computeDomains is false",)
     return ()
+
+
+def gate_problems(settings: Settings) -> Iterator[Problem]:
+    """A rule of components/validate.py: what the driver at the version this stack installs refuses in
+    its gates (only where this stack installs it), and NVLink partitions without DRA allocation."""
+    from components.addons.selected import installs  # the catalog imports this module
+
+    yield from partition_problems(settings)
+    if installs(settings, ADDON.name):
+        yield from problems(settings, ADDON.version(settings))
 
 
 ADDON = Addon(

@@ -23,9 +23,9 @@ from components.addons.aws_cloud_controller_manager import NAME as CCM
 from components.addons.selected import installs
 from components.aws.inventory import api_lb_name
 from components.efa import HUGEPAGES_2MI, efa_enabled
+from components.feature_gates import COMPONENTS, Component, required
 from components.labels import EFA_NODE_LABEL, POOL_TAG
 from components.nodes import gpu_node_labels
-from components.settings.facts import DRA_GATE
 from components.settings.model import NodePoolSettings, Settings, Taint
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
@@ -52,8 +52,9 @@ class ClusterBoot:
     # every API server certificate): the name is known at plan time, the DNS name only once the NLB
     # is active, 2-3 minutes later, and no node should wait for that in the graph (ADR 0019).
     api_lb_name: str
-    feature_gates: tuple[str, ...] = ()
-    runtime_config: str | None = None  # kube-apiserver --runtime-config (DRA before 1.34)
+    # (component, `--feature-gates` value): each component only the gates it reads (components/feature_gates.py).
+    feature_gates: tuple[tuple[Component, str], ...] = ()
+    runtime_config: str | None = None  # kube-apiserver --runtime-config (DRA before 1.34, DeviceTaintRule)
     cloud_provider_external: bool = True
     # (bootstrap-config feature key, enabled), every feature named: see bootstrap_config().
     features: tuple[tuple[str, bool], ...] = ()
@@ -85,12 +86,16 @@ class WorkerBoot:
 # settings -> boot inputs
 
 
-def dra_runtime_config(settings: Settings) -> str | None:
-    """API versions to serve for DRA on tracks where it is not GA (1.32: v1beta1; 1.33: + v1beta2)."""
-    track = pins.track(settings.kubernetes.track)
-    if track.dra_ga or DRA_GATE not in settings.kubernetes.feature_gates:
-        return None
-    return ",".join(f"{api}=true" for api in sorted(track.dra_apis))
+def component_gates(settings: Settings) -> tuple[tuple[Component, str], ...]:
+    """Each component's `--feature-gates` value from the gate table; components with none left out."""
+    gates = required(settings)
+    return tuple((c, flag) for c in COMPONENTS if (flag := gates.flag(c)))
+
+
+def runtime_config(settings: Settings) -> str | None:
+    """kube-apiserver `--runtime-config` from the gate table: the API versions the needed gates need
+    served (DRA's beta versions before 1.34, v1alpha3 for DRADeviceTaints on 1.33-1.34); None: none."""
+    return required(settings).runtime_config_flag() or None
 
 
 def ccm_enabled(settings: Settings) -> bool:
@@ -127,8 +132,8 @@ def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) ->
         hold_snap_refresh=settings.kubernetes.hold_snap_refresh,
         auth_secret_id=auth_secret_id,
         api_lb_name=api_lb_name(settings.cluster_name),
-        feature_gates=tuple(settings.kubernetes.feature_gates),
-        runtime_config=dra_runtime_config(settings),
+        feature_gates=component_gates(settings),
+        runtime_config=runtime_config(settings),
         cloud_provider_external=ccm_enabled(settings),
         features=features(settings),
         mint_document=mint_document,
@@ -169,20 +174,19 @@ def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
 
 
 def _extra_node_args(c: ClusterBoot, control_plane: bool) -> dict[str, dict[str, str]]:
-    """Feature gates on every component of this node; k8sd applies extra-node-* to the node being
-    bootstrapped or joined only, so every role's file repeats them."""
-    if not c.feature_gates:
-        return {}
-    gates = {"--feature-gates": ",".join(c.feature_gates)}
-    out = {"extra-node-kubelet-args": dict(gates)}
-    if control_plane:
-        apiserver = dict(gates)
-        if c.runtime_config:
-            apiserver["--runtime-config"] = c.runtime_config
-        out["extra-node-kube-apiserver-args"] = apiserver
-        out["extra-node-kube-controller-manager-args"] = dict(gates)
-        out["extra-node-kube-scheduler-args"] = dict(gates)
-    return out
+    """Each component of this node its own gates (bootstrap and join config keys
+    `extra-node-<component>-args`: k8s-snap docs/canonicalk8s/_parts/{bootstrap,control_plane_join,
+    worker_join}_config.md); k8sd applies extra-node-* to the node being bootstrapped or joined only,
+    so every role's file repeats them."""
+    args: dict[str, dict[str, str]] = {}
+    for component, flag in c.feature_gates:
+        if control_plane or component == "kubelet":
+            args[component] = {"--feature-gates": flag}
+    if control_plane and c.runtime_config:
+        args.setdefault("kube-apiserver", {})["--runtime-config"] = c.runtime_config
+    # The order the files have always had: kubelet, then the control plane's.
+    order = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    return {f"extra-node-{name}-args": args[name] for name in order if name in args}
 
 
 def bootstrap_config(c: ClusterBoot, cp: ControlPlaneBoot) -> dict[str, Any]:

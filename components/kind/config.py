@@ -18,6 +18,7 @@ import yaml
 
 from components import pins
 from components.cluster_facts import ClusterFacts, GpuPoolFacts, cluster_facts
+from components.feature_gates import COMPONENTS, needed, required
 from components.kind.schema import API_VERSION, KIND, validation_errors
 from components.nodes import gpu_node_labels
 from components.settings.facts import mirrored_pool
@@ -45,13 +46,17 @@ def kubernetes_minor(image: pins.ImagePin) -> int:
     return int(image.tag.lstrip("v").split(".")[1])
 
 
-def dra_api_settings(minor: int) -> tuple[dict[str, bool], dict[str, str]]:
-    """(featureGates, runtimeConfig) DRA needs on `minor`: nothing from 1.34, where it is GA and on."""
-    if minor >= 34:
-        return {}, {}
-    if minor < 32:
+def gate_settings(settings: Settings, minor: int) -> tuple[dict[str, bool], dict[str, str]]:
+    """(featureGates, runtimeConfig) the gate table says the stack needs on `minor` (the node image's).
+
+    kind has one featureGates map and hands all of it to the apiserver, controller manager, scheduler
+    and kubelet alike (kind v0.30.0 pkg/cluster/internal/kubeadm/config.go: FeatureGatesString in every
+    component's extraArgs, SortedFeatureGates in the KubeletConfiguration): the union of the components'
+    gates, which every component accepts (each registers all of pkg/features)."""
+    if minor < 32 and "dra" in needed(settings):
         raise ValueError(f"Kubernetes 1.{minor}: structured-parameters DRA needs 1.32 or newer")
-    return {"DynamicResourceAllocation": True}, {api: "true" for api in sorted(pins.dra_apis(minor))}
+    gates = required(settings, minor)
+    return gates.of(*COMPONENTS), {api: "true" for api in gates.runtime_config}
 
 
 def worker_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
@@ -70,7 +75,7 @@ def _kubeadm_patch(kind: str, node_registration: dict[str, Any]) -> str:
 def kind_config(settings: Settings, image: pins.ImagePin, minor: int) -> dict[str, Any]:
     """The kind Cluster document for `settings` with node image `image` (Kubernetes 1.`minor`)."""
     pool = mirrored_pool(settings)
-    gates, runtime = dra_api_settings(minor)
+    gates, runtime = gate_settings(settings, minor)
     taints = [{"key": t.key, "value": t.value, "effect": t.effect} if t.value else
               {"key": t.key, "effect": t.effect} for t in pool.taints]
     control_plane = {

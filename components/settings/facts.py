@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import pins
-from components.instance_types import GpuFacts, gpu_facts
+from components.instance_types import GpuFacts, gpu_facts, nvlink_domain
 from components.settings.model import NodePoolSettings, Settings
-
-DRA_GATE = "DynamicResourceAllocation=true"
 
 
 def pool_gpus(pool: NodePoolSettings) -> GpuFacts | None:
@@ -56,11 +53,6 @@ def gpus_provided(settings: Settings, pools: tuple[NodePoolSettings, ...] | None
     return total
 
 
-def dra_enabled_by_track(settings: Settings) -> bool:
-    track = pins.SNAP_TRACKS.get(settings.kubernetes.track)
-    return bool(track and track.dra_ga) or DRA_GATE in settings.kubernetes.feature_gates
-
-
 def nested(values: dict[str, Any], dotted: str) -> Any:
     """`nested(v, "a.b.c")` -> v["a"]["b"]["c"] or None when any step is missing."""
     node: Any = values
@@ -80,6 +72,10 @@ def truthy(value: object) -> bool:
 
 
 def compute_domains_on(settings: Settings) -> bool:
-    """gpuStack.computeDomains, or (null) whether a pool has multi-node NVLink."""
+    """gpuStack.computeDomains, or (null) whether a pool the platform provides has multi-node NVLink
+    (components/instance_types.py nvlink_domain): ComputeDomains only mean something on an NVLink
+    fabric that spans nodes (IMEX), so a stack of NVSwitch or PCIe pools keeps them off."""
     explicit = settings.gpu_stack.compute_domains
-    return bool(explicit) if explicit is not None else False
+    if explicit is not None:
+        return explicit
+    return any(nvlink_domain(p.instance_type).scope == "multi-node" for p in provided_pools(settings))

@@ -13,7 +13,6 @@ from components import pins
 from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import (
-    dra_enabled_by_track,
     gpus_provided,
     mirrored_pool,
     nested,
@@ -249,15 +248,6 @@ def _networks(s: Settings) -> Iterator[Problem]:
     if ex is not None and len(ex.private_subnet_ids) < 2:
         yield (f"{ROOT}.network.existing.privateSubnetIds",
                "needs at least 2 private subnets in different availability zones")
-
-
-def _dra_gate(s: Settings) -> Iterator[Problem]:
-    """DRA allocation needs DRA served: GA from 1.34, else the feature gate. (Which add-on values would
-    switch on a second GPU advertiser is components/validate.py's rule, from the advertisers table.)"""
-    if s.gpu_stack.allocation == "dra" and not dra_enabled_by_track(s):
-        yield (f"{ROOT}.gpuStack.allocation",
-               f"dra needs track >= 1.34 or kubernetes.featureGates with DynamicResourceAllocation=true "
-               f"(track is {s.kubernetes.track})")
 
 
 def _driver(s: Settings) -> Iterator[Problem]:
@@ -620,7 +610,7 @@ def _platform(s: Settings) -> Iterator[Problem]:
 # The settings' own rules. Rules that need the add-on graph, a platform or AWS's naming run in
 # components/validate.py, which runs these first: `validate()` is the one gate.
 RULES: tuple[Rule, ...] = (
-    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _dra_gate, _driver,
+    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _driver,
     _addon_versions, _addon_repositories, _queues, _smoke, _smoke_pool, _mig, _platform, _local,
 )
 

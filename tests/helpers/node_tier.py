@@ -14,6 +14,7 @@ import yaml
 from components.instance_types import gpu_facts
 from components.labels import SIMULATED_POOL_LABEL
 from components.smoke.expectations import INSTANCE_TYPE_LABEL
+from tests.helpers.cluster_gates import kubelet_gates, local_cluster_gates
 from tests.helpers.tools import TOOLS_DIR, load_tool
 
 STACK_FILE = TOOLS_DIR.parent / "stacks" / "Pulumi.local-kubelet.yaml"
@@ -50,7 +51,7 @@ def start_kwok_pool(work: Path, bin_dir: Path, settings: dict[str, Any]) -> tupl
     kwok = pool(settings, KWOK_POOL)
     nodes = {f"gpu-node-{i}": gpu_count(kwok["instanceType"]) for i in range(kwok["desiredSize"])}
     cluster = lc.LocalCluster(work / "cluster", nodes=len(nodes), instance_type=kwok["instanceType"],
-                              bin_dir=bin_dir, name=f"ck8s-{uuid.uuid4().hex[:6]}")
+                              bin_dir=bin_dir, name=f"ck8s-{uuid.uuid4().hex[:6]}", **local_cluster_gates(settings))
     cluster.up()
     try:
         for node in nodes:
@@ -72,6 +73,7 @@ def kubelet_tier(work: Path, bin_dir: Path, cluster: Any, settings: dict[str, An
     nodes = {f"kubelet-node-{i}": gpu_count(itype) for i in range(kubelet["desiredSize"])}
     model = gpu_model(itype)
     specs = [nt.NodeSpec(n, dra.resource_slice_manifest(n, g, model)["spec"]["devices"],
-                         labels={SIMULATED_POOL_LABEL: KUBELET_POOL, INSTANCE_TYPE_LABEL: itype})
+                         labels={SIMULATED_POOL_LABEL: KUBELET_POOL, INSTANCE_TYPE_LABEL: itype},
+                         feature_gates=kubelet_gates(settings))
              for n, g in nodes.items()]
     return nt.NodeTier(work / "nodes", Path(cluster.kubeconfig), specs, bin_dir=bin_dir), nodes

@@ -45,6 +45,7 @@ from components.plan.timeline import build_steps
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL
 from components.smoke.report import passed
 from tests.helpers import chart_repo
+from tests.helpers.cluster_gates import local_cluster_gates
 from tests.helpers.node_tier import gpu_model
 from tests.helpers.tools import copy_project
 from tests.integration.conftest import (
@@ -123,12 +124,13 @@ def pool_nodes(settings: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
     return out
 
 
-def start_cluster(workdir: Path, bin_dir: Path, nodes: dict[str, tuple[str, str, int]]) -> Any:
+def start_cluster(workdir: Path, bin_dir: Path, nodes: dict[str, tuple[str, str, int]],
+                  gates: dict[str, Any] | None = None) -> Any:
     """A LocalCluster whose nodes carry the pool label the verifier maps nodes to pools with."""
     types = {t for _, t, _ in nodes.values()}
     assert len(types) == 1, "LocalCluster gives every node one instance type"
     cluster = lc.LocalCluster(workdir, nodes=len(nodes), instance_type=types.pop(), bin_dir=bin_dir,
-                              name=f"ck8s-{uuid.uuid4().hex[:6]}")
+                              name=f"ck8s-{uuid.uuid4().hex[:6]}", **(gates or {}))
     cluster.up()
     try:
         for node, (pool, _, _) in nodes.items():
@@ -188,7 +190,7 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
     itype = next(iter(nodes.values()))[1]
     t0 = time.monotonic()
     try:
-        cluster = start_cluster(work / "cluster", engine_tools.bin_dir, nodes)
+        cluster = start_cluster(work / "cluster", engine_tools.bin_dir, nodes, local_cluster_gates(settings))
     except BaseException:
         exits.close()
         raise

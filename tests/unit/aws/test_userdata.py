@@ -176,9 +176,9 @@ def test_1_32_serves_v1beta1_only_and_1_34_needs_nothing() -> None:
         raw["kubernetes"] = {"track": "1.32-classic", "featureGates": ["DynamicResourceAllocation=true"]}
         raw["smokeTest"] = {"enabled": False}  # the smoke chart needs 1.33's v1beta2 (components/validate.py)
 
-    assert ud.dra_runtime_config(settings_for("aws-prod", on_132)) == "resource.k8s.io/v1beta1=true"
+    assert ud.runtime_config(settings_for("aws-prod", on_132)) == "resource.k8s.io/v1beta1=true"
     s = settings_for("aws-prod")
-    assert ud.dra_runtime_config(s) is None
+    assert ud.runtime_config(s) is None
     c, cp = boots(s)
     assert not any(k.startswith("extra-node-") for k in ud.bootstrap_config(c, cp))
 
@@ -212,6 +212,6 @@ def test_the_largest_user_data_keeps_headroom_under_ec2s_limit() -> None:
 
 def test_oversized_user_data_fails_at_render_time() -> None:
     c, cp = boots(settings_for("aws-prod"))
-    huge = ud.ClusterBoot(**{**c.__dict__, "feature_gates": ("A" * 8000 + "=true",)})
+    huge = ud.ClusterBoot(**{**c.__dict__, "feature_gates": (("kube-apiserver", "A" * 8000 + "=true"),)})
     with pytest.raises(ValueError, match="EC2 accepts 16384"):
         ud.render_bootstrap_control_plane(huge, cp)

@@ -209,7 +209,7 @@ def test_dra_feature_gates_only_where_the_version_needs_them(minor: int, gates: 
 
 def test_dra_before_132_is_refused() -> None:
     with pytest.raises(ValueError, match=r"needs 1\.32 or newer"):
-        kc.dra_api_settings(31)
+        kc.gate_settings(settings(), 31)
 
 
 def test_node_image_is_kubernetes_134_or_newer() -> None:
