@@ -118,6 +118,67 @@ def gpu_facts(instance_type: str) -> GpuFacts | None:
     return GPU_INSTANCE_TYPES.get(instance_type)
 
 
+# The GPUs an NVLink fabric joins: none (PCIe only, or one GPU), the node's own (NVSwitch, or an NVLink
+# bridge between GPU pairs), or GPUs on several nodes (an NVL72 rack sold as an EC2 UltraServer).
+NvlinkScope = Literal["none", "single-node", "multi-node"]
+
+
+@dataclass(frozen=True)
+class UltraServer:
+    """One EC2 UltraServer type: `instances` nodes of one instance type in one NVLink domain."""
+
+    name: str
+    instances: int
+
+
+@dataclass(frozen=True)
+class NvlinkDomain:
+    scope: NvlinkScope
+    # GPUs in the largest NVLink domain a node can be part of: the node's own for single-node, the
+    # largest UltraServer's for multi-node, 0 for none.
+    gpus: int
+    nvswitch: bool  # all-to-all through NVSwitch chips (False: bridge pairs or no NVLink)
+    ultraservers: tuple[UltraServer, ...] = ()
+    source: str = ""
+
+
+# UltraServer types per instance type. [US] Capacity Blocks for UltraServers,
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html and the EKS user guide,
+# https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html: u-p6e-gb200x36 is 9
+# p6e-gb200.36xlarge (36 GPUs), u-p6e-gb200x72 is 18 (72 GPUs), one NVLink domain each. P6e-GB300
+# (GB300 NVL72) is not in this table: AWS's instance data for it was not available to source here.
+_ULTRASERVERS: dict[str, tuple[UltraServer, ...]] = {
+    "p6e-gb200.36xlarge": (UltraServer("u-p6e-gb200x36", 9), UltraServer("u-p6e-gb200x72", 18)),
+}
+_NVLINK_SOURCES: dict[Interconnect, str] = {
+    "nvswitch": "https://aws.amazon.com/ec2/instance-types/p5/ (p4, p6: NVSwitch within the node)",
+    "nvlink-multinode": "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html",
+    "pcie": "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html (no GPU peer-to-peer link listed)",
+    "single": "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html (one GPU)",
+}
+
+
+def nvlink_domain(instance_type: str) -> NvlinkDomain:
+    """The NVLink domain a node of `instance_type` belongs to. Types not in the table (and pools that
+    declare `gpu:`) answer scope "none": nothing is assumed about a fabric no AWS page lists here."""
+    facts = GPU_INSTANCE_TYPES.get(instance_type)
+    if facts is None or facts.network is None:
+        return NvlinkDomain("none", 0, False)
+    link = facts.network.interconnect
+    source = _NVLINK_SOURCES[link]
+    if link == "nvlink-multinode":
+        servers = _ULTRASERVERS[instance_type]
+        return NvlinkDomain("multi-node", max(u.instances for u in servers) * facts.count, True, servers, source)
+    if link == "nvswitch":
+        return NvlinkDomain("single-node", facts.count, True, (), source)
+    return NvlinkDomain("none", 0, False, (), source)
+
+
+def ultraserver(instance_type: str, name: str) -> UltraServer | None:
+    """The UltraServer type `name` when it is built from `instance_type`, else None."""
+    return next((u for u in nvlink_domain(instance_type).ultraservers if u.name == name), None)
+
+
 Arch = Literal["amd64", "arm64"]
 
 _FAMILY = re.compile(r"^(?P<family>[a-z]+)(?P<generation>\d+)(?P<attrs>[a-z-]*)")

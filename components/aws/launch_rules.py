@@ -20,6 +20,12 @@ activity log. Each rule names its source (AWS EC2 User Guide pages unless said o
   Block is targeted by id (or an UltraServer block's resource group) with market type
   capacity-block; AWS places a block's instances itself (capacity-blocks.html: blocks are
   "colocated in EC2 UltraClusters"), so no placement group is named with one.
+- [US] capacity-blocks.html (Supported instance types: P6e-GB200 as UltraServer types u-p6e-gb200x36
+  and u-p6e-gb200x72 only), capacity-blocks-launch.html ("To use P6e-GB200 UltraServer Capacity
+  Blocks, you must be opted in to the Dallas Local Zone") and cb-group.html (launches may target a
+  resource group of UltraServer Capacity Blocks instead of one): p6e-gb200 instances launch only
+  into an UltraServer Capacity Block, and one block's reservation holds one UltraServer's instances
+  (9 or 18: components/instance_types.py nvlink_domain).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from components import efa
-from components.instance_types import gpu_facts
+from components.instance_types import gpu_facts, nvlink_domain
 from components.settings.model import Settings
 
 Problem = tuple[str, str]
@@ -149,6 +155,25 @@ def _pool_reservation(s: Settings, i: int) -> Iterator[Problem]:
                "applies to marketType capacity-block only (an On-Demand reservation is active when made)")
 
 
+def _pool_ultraserver(s: Settings, i: int) -> Iterator[Problem]:
+    """UltraServer-only types (multi-node NVLink) launch into an UltraServer Capacity Block [US]."""
+    p = s.node_pools[i]
+    servers = nvlink_domain(p.instance_type).ultraservers
+    if not servers:
+        return
+    path = f"{ROOT}.nodePools[{i}]"
+    names = " or ".join(u.name for u in servers)
+    cr = p.capacity_reservation
+    if cr is None or not cr.capacity_block:
+        yield (f"{path}.capacityReservation", f"required with marketType capacity-block: '{p.instance_type}' is "
+               f"sold only as UltraServers ({names}) in Capacity Blocks for ML [US]")
+        return
+    largest = max(u.instances for u in servers)
+    if cr.id is not None and p.max_size > largest:
+        yield (f"{path}.maxSize", f"{p.max_size} nodes; one UltraServer Capacity Block reservation holds at most "
+               f"{largest} '{p.instance_type}' ({names}); target several blocks with resourceGroupArn [US]")
+
+
 def launch_problems(s: Settings) -> list[Problem]:
     """Every AWS rule a pool's launch would break, each at its field path (aws only)."""
     if s.platform != "aws":
@@ -159,6 +184,6 @@ def launch_problems(s: Settings) -> list[Problem]:
                                    ("availabilityZone", p.availability_zone)) if value]
     out = list(_zones(s))
     for i in range(len(s.node_pools)):
-        for rule in (_pool_zone, _pool_efa, _pool_placement, _pool_reservation):
+        for rule in (_pool_zone, _pool_efa, _pool_placement, _pool_reservation, _pool_ultraserver):
             out += rule(s, i)
     return out

@@ -116,8 +116,15 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
         yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance_type)}' is not a GPU instance type of "
                "components/instance_types.py: the image's test phase runs nvidia-smi on it")
     else:
-        from components.instance_types import arch_for_instance_type
+        from components.instance_types import arch_for_instance_type, nvlink_domain
 
+        if nvlink_domain(s.build_instance_type).ultraservers:
+            # Sold only in UltraServer Capacity Blocks (components/aws/launch_rules.py [US]), and an
+            # infrastructure configuration cannot target a reservation (its placement takes a zone,
+            # tenancy or a host only: pulumi-aws imagebuilder InfrastructureConfigurationPlacement).
+            yield (f"{ROOT}.buildInstanceType", f"{s.build_instance_type} launches only into an UltraServer Capacity "
+                   "Block, which Image Builder cannot launch a build instance into; GB200 pools boot Canonical's "
+                   "arm64 AMI with gpuStack.driver operator (docs/distributed-training.md)")
         if arch_for_instance_type(s.build_instance_type) != s.architecture:
             yield (f"{ROOT}.buildInstanceType", f"{s.build_instance_type} is "
                    f"{arch_for_instance_type(s.build_instance_type)}, the image is {s.architecture}")
