@@ -54,6 +54,7 @@ targets=(
   "ctr|containerd|$containerd_pkg/cmd/ctr|$containerd_ldflags|$containerd_tags"
   "ck8s-gpu-kubelet-plugin|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-gpu-kubelet-plugin|"
   "ck8s-sim-nvidia-smi|simgpu|ck8s-gpu.local/tools/simgpu/cmd/nvidia-smi|"
+  "ck8s-sim-compute-domain|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-sim-compute-domain|"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$pulumi_version"
   "pulumi-language-python|langhost|ck8s-gpu.local/tools/langhost|-X main.version=$langhost_version"
   "pulumi-resource-kubernetes|pulumi-kubernetes|STAGED|-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$k8s_provider_build"

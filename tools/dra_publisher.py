@@ -5,7 +5,12 @@ Writes the DeviceClass ``gpu.nvidia.com`` and one ResourceSlice per simulated no
 the slices the NVIDIA DRA driver (driver name ``gpu.nvidia.com``) publishes: pool = node name,
 ``nodeName`` set, devices ``gpu-0..gpu-(n-1)`` with the driver's main attributes and a
 ``memory`` capacity. The device count is per node, so a negative test can make one node
-advertise fewer GPUs than the others.
+advertise fewer GPUs than the others; the model is per node too (:func:`manifests`).
+
+Options the kubelet tier's plugin (tools/mod/simgpu) acts on: ``partitions`` gives each GPU the
+Fabric Manager attributes ``gpuModuleID`` and ``partitionN`` (:func:`hgx_8gpu_partitions` is
+the table tools/nodetier.py NodeSpec.fabric_partitions hands the plugin), ``unhealthy`` taints
+devices the way the driver's health monitor does (:func:`health_taint`).
 
 The manifest builders are pure functions; :func:`publish` applies them with kubectl.
 
@@ -19,7 +24,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +48,81 @@ class GpuModel:
     driver_version: str = "580.95.5"  # semver: no leading zeros
     cuda_driver_version: str = "13.0.0"
     cuda_compute_capability: str = "8.9.0"
-    memory: str = "23028Mi"
+    memory: str = "23034Mi"  # components/instance_types.py g6 (NVML's framebuffer, not the marketed 24 GB)
+
+    @classmethod
+    def of(cls, product_name: str, architecture: str, memory_mib: int) -> GpuModel:
+        """A model as the driver reports it (productName from NVML, as components/instance_types.py
+        spells it), with the CUDA compute capability of that product."""
+        if product_name not in COMPUTE_CAPABILITY:
+            raise ValueError(f"no compute capability known for {product_name!r}; known: {sorted(COMPUTE_CAPABILITY)}")
+        return cls(product_name=product_name, architecture=architecture,
+                   cuda_compute_capability=COMPUTE_CAPABILITY[product_name], memory=f"{memory_mib}Mi")
+
+
+# cudaComputeCapability the driver publishes (deviceinfo.go, from NVML's GetCudaComputeCapability), as
+# semver; values from NVIDIA's CUDA GPU list (developer.nvidia.com/cuda-gpus) for the products of
+# components/instance_types.py.
+COMPUTE_CAPABILITY: dict[str, str] = {
+    "Tesla T4": "7.5.0",  # NVML still names the T4 "Tesla"
+    "NVIDIA A10G": "8.6.0",
+    "NVIDIA L4": "8.9.0",
+    "NVIDIA L40S": "8.9.0",
+    "NVIDIA A100-SXM4-40GB": "8.0.0",
+    "NVIDIA A100-SXM4-80GB": "8.0.0",
+    "NVIDIA H100 80GB HBM3": "9.0.0",
+    "NVIDIA H200": "9.0.0",
+    "NVIDIA B200": "10.0.0",
+    "NVIDIA GB200": "10.0.0",
+}
+
+
+# NVIDIA Fabric Manager user guide ("GPU Partitions", default Shared NVSwitch / vGPU partitions of
+# DGX/HGX H100 8-GPU; H200 and B200 HGX baseboards share the 8-GPU layout):
+# https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html
+# Partition id -> GPU module ids: 0 = all eight, 1-2 = the two halves, 3-6 = pairs, 7-14 = singles.
+_HGX_8GPU_PARTITIONS: dict[int, tuple[int, ...]] = {
+    0: (1, 2, 3, 4, 5, 6, 7, 8),
+    1: (1, 2, 3, 4), 2: (5, 6, 7, 8),
+    3: (1, 3), 4: (2, 4), 5: (5, 7), 6: (6, 8),
+    **{7 + i: (1 + i,) for i in range(8)},
+}
+
+# The driver's health taint for a fatal XID (dra-driver-nvidia-gpu 0.5 cmd/gpu-kubelet-plugin/
+# device_health.go: TaintKeyXID, healthEventToTaint: value = the XID, effect NoSchedule; XID 48 is
+# a double-bit ECC error, not in xidsToSkip). The plugin's `unhealthy` fault applies the same one.
+HEALTH_TAINT_KEY = f"{DRIVER}/xid"
+HEALTH_TAINT_XID = "48"
+
+
+def hgx_8gpu_partitions() -> dict[int, list[int]]:
+    """Fabric Manager's default partitions of an HGX 8-GPU baseboard: partition id -> GPU module ids."""
+    return {pid: list(mods) for pid, mods in _HGX_8GPU_PARTITIONS.items()}
+
+
+def module_id(index: int) -> int:
+    """GPU module id of GPU `index`: index + 1 (module ids count from 1 on the baseboard; the real
+    mapping comes from NVML and follows the board's slots, which a simulated node does not have)."""
+    return index + 1
+
+
+def partition_attributes(module: int, partitions: Mapping[int, Sequence[int]]) -> dict[str, dict[str, int]]:
+    """``gpuModuleID`` and ``partition<size>`` = id of the partition of that size holding `module`
+    (deviceinfo.go addFabricManagerAttributes; manager.go GetPartitionsBySizeByModuleID refuses a
+    module in two partitions of one size)."""
+    by_size: dict[int, int] = {}
+    for pid, mods in sorted(partitions.items()):
+        if module in mods:
+            size = len(mods)
+            if size in by_size:
+                raise ValueError(f"gpuModuleID {module} appears in two partitions of size {size} "
+                                 f"({by_size[size]} and {pid})")
+            by_size[size] = pid
+    return {"gpuModuleID": {"int": module}, **{f"partition{n}": {"int": pid} for n, pid in sorted(by_size.items())}}
+
+
+def health_taint() -> dict[str, str]:
+    return {"key": HEALTH_TAINT_KEY, "value": HEALTH_TAINT_XID, "effect": "NoSchedule"}
 
 
 def gpu_uuid(node: str, index: int) -> str:
@@ -61,10 +140,22 @@ def device_class_manifest() -> dict[str, Any]:
 
 
 def resource_slice_manifest(
-    node: str, gpus: int, model: GpuModel = GpuModel(), generation: int = 1
+    node: str, gpus: int, model: GpuModel = GpuModel(), generation: int = 1, *,
+    partitions: Mapping[int, Sequence[int]] | None = None, unhealthy: Iterable[int] = (),
 ) -> dict[str, Any]:
+    """The node's slice. `partitions` (e.g. hgx_8gpu_partitions()) adds the Fabric Manager
+    attributes and must cover exactly the node's module ids; `unhealthy` device indexes carry
+    health_taint()."""
     if gpus < 0:
         raise ValueError(f"gpus must be >= 0, got {gpus}")
+    tainted = set(unhealthy)
+    if bad := sorted(i for i in tainted if not 0 <= i < gpus):
+        raise ValueError(f"unhealthy device indexes {bad} not on a node of {gpus} GPUs")
+    if partitions is not None:
+        covered = {m for mods in partitions.values() for m in mods}
+        if covered != {module_id(i) for i in range(gpus)}:
+            raise ValueError(f"partitions cover GPU modules {sorted(covered)}, the node has {gpus} GPUs "
+                             f"(modules 1..{gpus})")
     m = model
     devices = [
         {
@@ -85,6 +176,11 @@ def resource_slice_manifest(
         }
         for i in range(gpus)
     ]
+    for i, dev in enumerate(devices):
+        if partitions is not None:
+            dev["attributes"].update(partition_attributes(module_id(i), partitions))
+        if i in tainted:
+            dev["taints"] = [health_taint()]
     return {
         "apiVersion": RESOURCE_API,
         "kind": "ResourceSlice",
@@ -98,10 +194,16 @@ def resource_slice_manifest(
     }
 
 
-def manifests(nodes: Mapping[str, int], model: GpuModel = GpuModel()) -> list[dict[str, Any]]:
-    """DeviceClass + one ResourceSlice per ``{node: gpu_count}``."""
+def manifests(
+    nodes: Mapping[str, int], model: GpuModel | Mapping[str, GpuModel] = GpuModel()
+) -> list[dict[str, Any]]:
+    """DeviceClass + one ResourceSlice per ``{node: gpu_count}``; `model` is one for all nodes or
+    one per node (mixed models: every node needs its own)."""
+    if not isinstance(model, GpuModel) and (missing := sorted(set(nodes) - set(model))):
+        raise ValueError(f"no GpuModel for nodes {missing}")
     return [device_class_manifest()] + [
-        resource_slice_manifest(n, count, model) for n, count in nodes.items()
+        resource_slice_manifest(n, count, model if isinstance(model, GpuModel) else model[n])
+        for n, count in nodes.items()
     ]
 
 
@@ -110,7 +212,7 @@ def publish(
     nodes: Mapping[str, int],
     *,
     kubectl: str = "kubectl",
-    model: GpuModel = GpuModel(),
+    model: GpuModel | Mapping[str, GpuModel] = GpuModel(),
 ) -> list[dict[str, Any]]:
     """Server-side apply the DeviceClass and the slices; returns what was applied."""
     objs = manifests(nodes, model)

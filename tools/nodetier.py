@@ -50,12 +50,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compute_domain_sim
 import probe_image
 from localcluster import LOOPBACK, free_port, tools_bin_dir
 
 #: Binaries of the tools cache this tier needs (tools/build.sh).
 REQUIRED_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "ck8s-gpu-kubelet-plugin",
-                     "ck8s-sim-nvidia-smi")
+                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY)
 #: Host programs from Debian packages (scripts/install-debs.sh).
 RUNC = "/usr/sbin/runc"
 CNI_BIN_DIR = "/usr/lib/cni"
@@ -63,7 +64,9 @@ REQUIRED_HOST = (RUNC, f"{CNI_BIN_DIR}/bridge", f"{CNI_BIN_DIR}/host-local", f"{
 DRIVER = "gpu.nvidia.com"
 CRI_NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin
 #: Faults the simulated plugin injects on prepare (tools/mod/simgpu: a test hook, not NVIDIA's).
-FAULTS = ("cdi-refused", "wrong-device")
+#: `unhealthy` is an NVML XID on the claim's first GPU: the plugin taints it and republishes the
+#: slice if its gate NVMLDeviceHealthCheck is on (gpu_plugin_gates), and prepares on, as NVIDIA's does.
+FAULTS = ("cdi-refused", "wrong-device", "unhealthy")
 #: Node labels every kubelet node carries: those tools/localcluster.py gives KWOK GPU nodes, but `type`.
 BASE_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/dra-kubelet-plugin": "true"}
 
@@ -86,6 +89,15 @@ class NodeSpec:
     name: str
     devices: list[dict[str, Any]]  # resource.k8s.io/v1 Devices the plugin publishes (tools/dra_publisher.py)
     labels: dict[str, str] = field(default_factory=dict)
+    # Also run the simulated compute-domain.nvidia.com plugin (tools/compute_domain_sim.py; IMEX channels).
+    compute_domains: bool = False
+    # The kubelet's gates from components/feature_gates.py required(settings) (the caller computes them).
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    # The GPU plugin's --feature-gates (NVIDIA driver 0.5 names: FabricManagerPartitioning, NVMLDeviceHealthCheck).
+    gpu_plugin_gates: dict[str, bool] = field(default_factory=dict)
+    # The simulated Fabric Manager's partitions, id -> GPU module ids (dra_publisher.hgx_8gpu_partitions());
+    # None: no NVSwitch fabric on the node.
+    fabric_partitions: dict[int, list[int]] | None = None
 
 
 # --- configuration files (pure) ---------------------------------------------------------------
@@ -254,8 +266,10 @@ def cgroup_hierarchies(fs: Path = CGROUP_FS) -> list[Path]:
     return sorted(Path(m) for m in mounts if Path(m).parent == fs or Path(m) == fs)
 
 
-def kubelet_config(index: int, p: NodePaths, *, port: int, healthz_port: int, cgroups: str) -> dict[str, Any]:
+def kubelet_config(index: int, p: NodePaths, *, port: int, healthz_port: int, cgroups: str,
+                   feature_gates: dict[str, bool] | None = None) -> dict[str, Any]:
     """KubeletConfiguration (kubelet.config.k8s.io/v1beta1, k8s v1.34 staging/src/k8s.io/kubelet/config/v1beta1)."""
+    gates = {"featureGates": dict(sorted(feature_gates.items()))} if feature_gates else {}
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -288,6 +302,7 @@ def kubelet_config(index: int, p: NodePaths, *, port: int, healthz_port: int, cg
         "localStorageCapacityIsolation": False,
         "nodeStatusUpdateFrequency": "4s",
         "shutdownGracePeriod": "0s",
+        **gates,
     }
 
 
@@ -358,6 +373,7 @@ class KubeletNode:
     containerd: subprocess.Popen[bytes] | None = None
     kubelet: subprocess.Popen[bytes] | None = None
     plugin: subprocess.Popen[bytes] | None = None
+    cd_plugin: subprocess.Popen[bytes] | None = None
 
     @property
     def name(self) -> str:
@@ -386,7 +402,7 @@ class KubeletNode:
             containerd_config(p, sandbox_image=sandbox_image, stream_port=free_port()))
         (p.cni_conf / "10-ck8s-bridge.conflist").write_text(json.dumps(cni_config(self.index, p), indent=2))
         conf = kubelet_config(self.index, p, port=free_port(), healthz_port=free_port(),
-                              cgroups=cgroup_root(self.name))
+                              cgroups=cgroup_root(self.name), feature_gates=self.spec.feature_gates)
         (p.kubelet / "config.json").write_text(json.dumps(conf, indent=2))
         (p.gpu / "devices.json").write_text(json.dumps({"devices": self.spec.devices}, indent=2))
         p.fault_file.unlink(missing_ok=True)
@@ -466,7 +482,8 @@ class KubeletNode:
 
     def start_plugin(self) -> None:
         root = self.paths.kubelet / "root"
-        self.plugin = _start([
+        gates = ",".join(f"{k}={str(on).lower()}" for k, on in sorted(self.spec.gpu_plugin_gates.items()))
+        args = [
             str(self.bin_dir / "ck8s-gpu-kubelet-plugin"),
             f"--node-name={self.name}",
             f"--kubeconfig={self.kubeconfig}",
@@ -478,7 +495,16 @@ class KubeletNode:
             f"--nvidia-smi={self.bin_dir / 'ck8s-sim-nvidia-smi'}",
             f"--state-dir={self.paths.gpu / 'state'}",
             f"--fault-file={self.paths.fault_file}",
-        ], self.paths.logs / "plugin.log", self._env())
+            f"--feature-gates={gates}",
+        ]
+        # The simulated Fabric Manager's table (tools/mod/simgpu/internal/fabric Table).
+        fabric = self.paths.gpu / "fabric-partitions.json"
+        fabric.unlink(missing_ok=True)
+        if self.spec.fabric_partitions is not None:
+            fabric.write_text(json.dumps({"partitions": [
+                {"id": pid, "gpuModuleIDs": list(mods)} for pid, mods in sorted(self.spec.fabric_partitions.items())]}))
+            args.append(f"--fabric-partitions-file={fabric}")
+        self.plugin = _start(args, self.paths.logs / "plugin.log", self._env())
 
     def stop_plugin(self) -> None:
         _stop(self.plugin)
@@ -492,10 +518,36 @@ class KubeletNode:
             raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
         self.paths.fault_file.write_text(fault + "\n")
 
+    # the compute-domain plugin (tools/compute_domain_sim.py) ------------------------------------
+    @property
+    def cd_state(self) -> Path:
+        return self.paths.root / "cd"
+
+    def start_cd_plugin(self) -> None:
+        self.cd_state.mkdir(parents=True, exist_ok=True)
+        (self.cd_state / "proc-devices").write_text(compute_domain_sim.proc_devices())
+        self.cd_plugin = _start(compute_domain_sim.plugin_command(
+            self.bin_dir, self.kubeconfig, self.name, self.paths.kubelet / "root", self.paths.cdi, self.cd_state),
+            self.paths.logs / "cd-plugin.log", self._env())
+
+    def stop_cd_plugin(self) -> None:
+        _stop(self.cd_plugin)
+        self.cd_plugin = None
+
+    def set_cd_fault(self, fault: str | None) -> None:
+        path = self.cd_state / "fault"
+        if fault is None:
+            path.unlink(missing_ok=True)
+            return
+        if fault not in compute_domain_sim.FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {', '.join(compute_domain_sim.FAULTS)}")
+        path.write_text(fault + "\n")
+
     # teardown ---------------------------------------------------------------------------------
     def down(self) -> list[str]:
         """Stop everything of this node and remove what its containers left; returns problems."""
         problems: list[str] = []
+        self.stop_cd_plugin()
         _stop(self.plugin)
         _stop(self.kubelet, grace=20)
         self.plugin = self.kubelet = None
@@ -570,6 +622,7 @@ class NodeTier:
     probe: probe_image.Image | None = field(default=None, init=False)
     pause: probe_image.Image | None = field(default=None, init=False)
     start_seconds: float | None = field(default=None, init=False)
+    cd_controller: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -590,9 +643,9 @@ class NodeTier:
         node = json.loads(self.kubectl("get", "node", name, "-o", "json"))
         return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
 
-    def slice_published(self, name: str) -> bool:
+    def slice_published(self, name: str, driver: str = DRIVER) -> bool:
         slices = json.loads(self.kubectl("get", "resourceslices", "-o", "json"))["items"]
-        return any(s["spec"].get("nodeName") == name and s["spec"].get("driver") == DRIVER
+        return any(s["spec"].get("nodeName") == name and s["spec"].get("driver") == driver
                    and s["spec"].get("devices") for s in slices)
 
     def up(self) -> NodeTier:
@@ -621,14 +674,34 @@ class NodeTier:
                 _until(f"{node.name}'s ResourceSlice from the kubelet plugin",
                        lambda n=node.name: self.slice_published(n), self.timeout, node.plugin,
                        node.paths.logs / "plugin.log")
+            self.start_compute_domains()
         except BaseException:
             self.down()
             raise
         self.start_seconds = time.monotonic() - t0
         return self
 
+    def start_compute_domains(self) -> None:
+        """CRDs, DeviceClasses, one controller and a compute-domain plugin per node that asks."""
+        cd_nodes = [n for n in self.nodes if n.spec.compute_domains]
+        if not cd_nodes:
+            return
+        assert self.bin_dir is not None
+        compute_domain_sim.apply_manifests(self.bin_dir / "kubectl", Path(self.kubeconfig))
+        log = self.workdir / "cd-controller.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.cd_controller = _start(compute_domain_sim.controller_command(self.bin_dir, Path(self.kubeconfig)), log)
+        for node in cd_nodes:
+            node.start_cd_plugin()
+        for node in cd_nodes:
+            _until(f"{node.name}'s {compute_domain_sim.DRIVER} ResourceSlice",
+                   lambda n=node.name: self.slice_published(n, compute_domain_sim.DRIVER), self.timeout,
+                   node.cd_plugin, node.paths.logs / "cd-plugin.log")
+
     def down(self) -> list[str]:
         problems: list[str] = []
+        _stop(self.cd_controller)
+        self.cd_controller = None
         for node in self.nodes:
             problems += node.down()
         if not problems:  # nothing mounted is left under it: the state can go
@@ -651,6 +724,18 @@ class NodeTier:
         finally:
             for node in self.nodes:
                 node.set_fault(None)
+
+    @contextlib.contextmanager
+    def cd_fault(self, kind: str) -> Iterator[None]:
+        """Every compute-domain plugin injects `kind` (compute_domain_sim.FAULTS) until the block ends."""
+        nodes = [n for n in self.nodes if n.spec.compute_domains]
+        try:
+            for node in nodes:
+                node.set_cd_fault(kind)
+            yield
+        finally:
+            for node in nodes:
+                node.set_cd_fault(None)
 
     def remove_probe_image(self) -> None:
         """Negative test: the probe image is absent (and no registry answers for it)."""

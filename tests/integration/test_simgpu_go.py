@@ -1,5 +1,6 @@
-"""The simulated GPU driver's own Go tests (tools/mod/simgpu): CDI spec per claim, the two faults,
-the GPU table, nvidia-smi's output and exit codes. Run with the pinned module graph, offline
+"""The simulated GPU driver's own Go tests (tools/mod/simgpu): CDI spec per claim, the faults,
+the GPU table, nvidia-smi's output and exit codes, the driver's feature gates, Fabric Manager
+partitions at prepare and the health taint. Run with the pinned module graph, offline
 (-mod=readonly), as tools/build.sh builds it; the node tier then runs the binaries for real."""
 
 from __future__ import annotations
@@ -29,4 +30,6 @@ def test_simgpu_go_tests_pass() -> None:
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # Every package with tests ran them (a package without tests says so, and is not ours to hide).
     ran = [line for line in proc.stdout.splitlines() if line.startswith("ok ")]
-    assert len(ran) >= 4, proc.stdout  # plugin, claimspec, gputable, smi
+    assert len(ran) >= 6, proc.stdout  # plugin, claimspec, gputable, smi, fabric, featuregate
+    for pkg in ("internal/fabric", "internal/featuregate", "cmd/ck8s-gpu-kubelet-plugin"):
+        assert any(line.split()[1].endswith(pkg) for line in ran), (pkg, proc.stdout)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -11,6 +13,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"ck8s-gpu.local/tools/simgpu/internal/claimspec"
+	"ck8s-gpu.local/tools/simgpu/internal/fabric"
+	"ck8s-gpu.local/tools/simgpu/internal/featuregate"
 )
 
 // driverName as in NVIDIA's cmd/gpu-kubelet-plugin/main.go (v0.4.0).
@@ -25,6 +29,15 @@ type driver struct {
 	paths     claimspec.HostPaths
 	minors    map[string]uint32 // device name -> minor, this node's GPUs
 	allMinors []uint32
+	gates     featuregate.Gates
+	// fabric is nil where upstream has no Fabric Manager (gate off, or no fabric on the node:
+	// device_state.go newFabricManager), which turns partition checks off.
+	fabric    *fabric.Table
+	moduleIDs map[string]int // device name -> gpuModuleID
+
+	mu      sync.Mutex
+	devices []resourceapi.Device // what is published now, taints included
+	publish func(context.Context, []resourceapi.Device) error
 }
 
 var _ kubeletplugin.DRAPlugin = (*driver)(nil)
@@ -32,7 +45,7 @@ var _ kubeletplugin.DRAPlugin = (*driver)(nil)
 func (d *driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	res := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, c := range claims {
-		res[c.UID] = d.prepare(c)
+		res[c.UID] = d.prepare(ctx, c)
 	}
 	return res, nil
 }
@@ -41,7 +54,7 @@ func (d *driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 // every call (the fault file is read each time); rewriting the same spec is idempotent.
 // Device selection follows NVIDIA's device_state.go prepareDevices (results of our driver);
 // we also require our pool, since one process serves exactly one node.
-func (d *driver) prepare(claim *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
+func (d *driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
 	uid := string(claim.UID)
 	fail := func(err error) kubeletplugin.PrepareResult {
 		klog.ErrorS(err, "Prepare failed", "claim", klog.KObj(claim), "uid", uid)
@@ -77,6 +90,22 @@ func (d *driver) prepare(claim *resourceapi.ResourceClaim) kubeletplugin.Prepare
 		klog.InfoS("Claim has no device of this node", "claim", klog.KObj(claim))
 		return kubeletplugin.PrepareResult{}
 	}
+	if fault == claimspec.Unhealthy {
+		// The health event arrives while the claim is being prepared; upstream's prepare
+		// never looks at taints (device_state.go prepareDevices), so this one goes on.
+		d.markUnhealthy(ctx, allocated[0].Device)
+	}
+	if d.gates.Enabled(featuregate.FabricManagerPartitioning) && d.fabric != nil {
+		names := make([]string, len(allocated))
+		for i, a := range allocated {
+			names[i] = a.Device
+		}
+		id, err := claimPartition(*d.fabric, d.moduleIDs, names)
+		if err != nil {
+			return fail(err)
+		}
+		klog.InfoS("Fabric Manager: activating partition", "partition", id, "gpus", len(names), "claim", klog.KObj(claim))
+	}
 
 	spec, err := claimspec.Build(uid, allocated, d.allMinors, d.paths, fault)
 	if err != nil {
@@ -102,6 +131,35 @@ func (d *driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		res[c.UID] = err
 	}
 	return res, nil
+}
+
+// markUnhealthy is driver.go deviceHealthEvents for one XID event on device: taint it and,
+// if that changed the taint set, republish the whole slice with every device's taints. With
+// NVMLDeviceHealthCheck off upstream runs no health monitor, so nothing happens. A failed
+// publish is only logged, not retried: the taint stays in memory (driver.go's NOTE on it).
+func (d *driver) markUnhealthy(ctx context.Context, device string) {
+	if !d.gates.Enabled(featuregate.NVMLDeviceHealthCheck) {
+		klog.InfoS("Health event ignored: feature gate NVMLDeviceHealthCheck is off", "device", device)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	taint := xidTaint()
+	devs, changed := addOrUpdateTaint(d.devices, device, taint)
+	klog.InfoS("Received xid health event for device", "device", device, "xid", taint.Value, "changed", changed)
+	if !changed {
+		return
+	}
+	d.devices = devs
+	if d.publish == nil {
+		klog.ErrorS(errors.New("kubelet plugin helper not started"), "Failed to publish resources after taint update")
+		return
+	}
+	if err := d.publish(ctx, devs); err != nil {
+		klog.ErrorS(err, "Failed to publish resources after taint update")
+		return
+	}
+	klog.InfoS("Republished ResourceSlice with tainted device", "device", device, "key", taint.Key, "value", taint.Value, "effect", taint.Effect)
 }
 
 // HandleError follows the DRAPlugin docs (as NVIDIA's driver.go does).

@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -23,6 +25,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"ck8s-gpu.local/tools/simgpu/internal/claimspec"
+	"ck8s-gpu.local/tools/simgpu/internal/fabric"
+	"ck8s-gpu.local/tools/simgpu/internal/featuregate"
 	"ck8s-gpu.local/tools/simgpu/internal/gputable"
 )
 
@@ -30,6 +34,8 @@ type config struct {
 	nodeName, kubeconfig, devicesFile      string
 	pluginDataDir, registrarDir, cdiDir    string
 	devDir, nvidiaSMI, stateDir, faultFile string
+	fabricFile                             string
+	gates                                  featuregate.Gates
 }
 
 func parseFlags() (config, error) {
@@ -43,9 +49,18 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.devDir, "dev-dir", "", "host directory for the simulated nvidia<minor> and nvidiactl nodes")
 	flag.StringVar(&c.nvidiaSMI, "nvidia-smi", "", "host path of the simulated nvidia-smi binary")
 	flag.StringVar(&c.stateDir, "state-dir", "", "directory for gpus.json, the node's GPU table")
-	flag.StringVar(&c.faultFile, "fault-file", "", "test hook of this simulator, read on every prepare: cdi-refused | wrong-device")
+	flag.StringVar(&c.faultFile, "fault-file", "", "test hook of this simulator, read on every prepare: cdi-refused | wrong-device | unhealthy")
+	flag.StringVar(&c.fabricFile, "fabric-partitions-file", "",
+		`simulated Fabric Manager: JSON {"partitions": [{"id": N, "gpuModuleIDs": [...]}]}; none: no NVSwitch fabric`)
+	gates := flag.String("feature-gates", "", "A set of key=value pairs that describe feature gates for alpha/experimental features. "+
+		"Options are: "+strings.Join(featuregate.Known(), ", "))
 	klog.InitFlags(nil)
 	flag.Parse()
+
+	var err error
+	if c.gates, err = featuregate.Parse(*gates); err != nil {
+		return c, fmt.Errorf("--feature-gates: %w", err)
+	}
 
 	if c.nodeName == "" {
 		return c, errors.New("--node-name is required")
@@ -58,7 +73,7 @@ func parseFlags() (config, error) {
 			return c, fmt.Errorf("%s must be an absolute path, got %q", name, p)
 		}
 	}
-	for name, p := range map[string]string{"--kubeconfig": c.kubeconfig, "--fault-file": c.faultFile} {
+	for name, p := range map[string]string{"--kubeconfig": c.kubeconfig, "--fault-file": c.faultFile, "--fabric-partitions-file": c.fabricFile} {
 		if p != "" && !filepath.IsAbs(p) {
 			return c, fmt.Errorf("%s must be an absolute path, got %q", name, p)
 		}
@@ -86,6 +101,14 @@ func run(c config) error {
 		return err
 	}
 	table, minors, err := buildTable(devs)
+	if err != nil {
+		return err
+	}
+	mods, err := moduleIDs(devs)
+	if err != nil {
+		return err
+	}
+	fab, err := loadFabric(c)
 	if err != nil {
 		return err
 	}
@@ -129,6 +152,10 @@ func run(c config) error {
 		paths:     claimspec.HostPaths{DevDir: c.devDir, NvidiaSMI: c.nvidiaSMI, GPUTable: tablePath},
 		minors:    minors,
 		allMinors: table.Minors(),
+		gates:     c.gates,
+		fabric:    fab,
+		moduleIDs: mods,
+		devices:   devs,
 	}
 	helper, err := kubeletplugin.Start(ctx, drv,
 		kubeletplugin.KubeClient(client),
@@ -142,18 +169,48 @@ func run(c config) error {
 	}
 	defer helper.Stop()
 
-	// One slice, pool = node name, devices unchanged (NVIDIA's driver.go publishResources).
-	err = helper.PublishResources(ctx, resourceslice.DriverResources{
-		Pools: map[string]resourceslice.Pool{
-			c.nodeName: {Slices: []resourceslice.Slice{{Devices: devs}}},
-		},
-	})
+	// One slice, pool = node name, devices unchanged (NVIDIA's driver.go publishResources);
+	// a health event republishes the same way (driver.go deviceHealthEvents).
+	publish := func(ctx context.Context, devs []resourceapi.Device) error {
+		return helper.PublishResources(ctx, resourceslice.DriverResources{
+			Pools: map[string]resourceslice.Pool{
+				c.nodeName: {Slices: []resourceslice.Slice{{Devices: devs}}},
+			},
+		})
+	}
+	drv.mu.Lock()
+	drv.publish = publish
+	err = publish(ctx, drv.devices)
+	drv.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("publish resources: %w", err)
 	}
-	klog.InfoS("Kubelet plugin running", "driver", driverName, "node", c.nodeName, "gpus", len(devs))
+	klog.InfoS("Kubelet plugin running", "driver", driverName, "node", c.nodeName, "gpus", len(devs),
+		"fabricManagerPartitioning", fab != nil, "deviceHealthCheck", c.gates.Enabled(featuregate.NVMLDeviceHealthCheck))
 
 	<-ctx.Done()
 	klog.InfoS("Stopping on signal")
 	return nil
+}
+
+// loadFabric opens the simulated Fabric Manager as device_state.go newFabricManager does:
+// nothing unless FabricManagerPartitioning is on; no table file stands for "no NVSwitch
+// fabric detected on this node" (partitioning skipped); a table that cannot be read fails
+// startup ("Fabric Manager could not be opened").
+func loadFabric(c config) (*fabric.Table, error) {
+	if !c.gates.Enabled(featuregate.FabricManagerPartitioning) {
+		if c.fabricFile != "" {
+			klog.InfoS("Fabric partitions file ignored: feature gate FabricManagerPartitioning is off", "file", c.fabricFile)
+		}
+		return nil, nil
+	}
+	if c.fabricFile == "" {
+		klog.InfoS("FabricManagerPartitioning enabled but no NVSwitch/NVLink5 fabric detected on this node; skipping Fabric Manager")
+		return nil, nil
+	}
+	t, err := fabric.Load(c.fabricFile)
+	if err != nil {
+		return nil, fmt.Errorf("FabricManagerPartitioning enabled but Fabric Manager could not be opened: %w", err)
+	}
+	return &t, nil
 }

@@ -47,15 +47,18 @@ const (
 	NoFault     Fault = ""
 	CDIRefused  Fault = "cdi-refused"  // spec the CDI cache refuses: container creation fails
 	WrongDevice Fault = "wrong-device" // each device exposes the node's next GPU instead
+	// Unhealthy simulates an NVML critical XID on the first allocated GPU (the plugin taints
+	// it, cmd/ck8s-gpu-kubelet-plugin/health.go); the spec itself is unchanged.
+	Unhealthy Fault = "unhealthy"
 )
 
 // ParseFault maps the fault file's content (trimmed) to a Fault.
 func ParseFault(s string) (Fault, error) {
 	switch f := Fault(strings.TrimSpace(s)); f {
-	case NoFault, CDIRefused, WrongDevice:
+	case NoFault, CDIRefused, WrongDevice, Unhealthy:
 		return f, nil
 	default:
-		return NoFault, fmt.Errorf("unknown fault %q (want %q or %q)", f, CDIRefused, WrongDevice)
+		return NoFault, fmt.Errorf("unknown fault %q (want %q, %q or %q)", f, CDIRefused, WrongDevice, Unhealthy)
 	}
 }
 

@@ -199,7 +199,8 @@ func TestReadFault(t *testing.T) {
 	if f, err := ReadFault(p); err != nil || f != NoFault {
 		t.Errorf("absent file: %q, %v", f, err)
 	}
-	for content, want := range map[string]Fault{"": NoFault, "cdi-refused\n": CDIRefused, " wrong-device ": WrongDevice} {
+	for content, want := range map[string]Fault{"": NoFault, "cdi-refused\n": CDIRefused, " wrong-device ": WrongDevice,
+		"unhealthy\n": Unhealthy} {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
