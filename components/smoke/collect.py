@@ -26,6 +26,7 @@ DCGM_SERVICE = "nvidia-dcgm-exporter"  # the GPU operator's and fake-gpu-operato
 DCGM_PORT = "gpu-metrics"
 DCGM_DEFAULT_PORT = 9400
 PODGROUP_API = "scheduling.run.ai/v2alpha2"
+COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"  # NVIDIA's ComputeDomain CRD (case compute-domain)
 WATCH_SECONDS = 30
 CLAIM_WAIT_SECONDS = 5.0
 
@@ -158,7 +159,10 @@ def dcgm_metrics(gw: Gateway, nodes: set[str]) -> tuple[dict[str, str] | None, s
 
 
 def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = None,
-            on_step: Callable[[str], None] = lambda _s: None, pod_claims: dict[str, str] | None = None) -> Snapshot:
+            on_step: Callable[[str], None] = lambda _s: None, pod_claims: dict[str, str] | None = None,
+            compute_domains: dict[str, Obj] | None = None) -> Snapshot:
+    """`compute_domains`: the run's ComputeDomains as the runner recorded them while their pods held
+    their claims (Runner.record_domain); those win over what is listed now."""
     ns, api, run = exp.namespace, exp.resource_api, f"{RUN_LABEL}={exp.run_id}"
     snap = Snapshot()
     on_step("device classes, slices, nodes")
@@ -172,6 +176,9 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
     record_pod_claims(snap.pod_claims, snap.pods)  # pods the runner never listed: their status now
     if any(c.pod_group for c in exp.cases):
         snap.pod_groups = _safe_list(gw, PODGROUP_API, "PodGroup", ns, label_selector=run)
+    if any(c.param("computeDomain") for c in exp.cases):
+        listed = {name(d): d for d in _safe_list(gw, COMPUTE_DOMAIN_API, "ComputeDomain", ns, label_selector=run)}
+        snap.compute_domains = list((listed | dict(compute_domains or {})).values())
     snap.claims_after = gw.list(api, "ResourceClaim", ns)[0]
     if recorder is not None:
         recorder.sync()

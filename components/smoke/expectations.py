@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from components.cluster_facts import ClusterFacts
+from components.feature_gates import smoke_gpu_health_on
 from components.settings.facts import pool_gpus
 from components.settings.model import Settings
 from components.smoke import all_reduce
@@ -91,6 +92,8 @@ class Expectations:
     in_container: bool  # a kubelet runs the containers (false on KWOK nodes)
     probe_expect: str  # nvidia-smi | env
     dcgm: bool | None  # True: required, False: off, None: checked when an exporter exists
+    # Smoke case gpuHealth (components/smoke/cases/gpu_health.py): judged over every case's claims, no Job of its own.
+    gpu_health: bool = False
 
     def case(self, name: str) -> CaseExpectation | None:
         return next((c for c in self.cases if c.case == name), None)
@@ -173,4 +176,5 @@ def expectations_for(
         in_container=facts.has_kubelet,
         probe_expect=facts.gpu_view,
         dcgm=dcgm,
+        gpu_health=smoke_gpu_health_on(settings),
     )

@@ -33,6 +33,7 @@ KINDS: dict[str, tuple[str, bool]] = {
     "ResourceClaim": ("resourceclaims", True),
     "ResourceClaimTemplate": ("resourceclaimtemplates", True),
     "PodGroup": ("podgroups", True),
+    "ComputeDomain": ("computedomains", True),  # resource.nvidia.com/v1beta1 (case compute-domain)
 }
 
 

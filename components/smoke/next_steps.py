@@ -39,6 +39,18 @@ NEXT_STEP: dict[str, str] = {
     "case-all-reduce": "kubectl -n {ns} logs <all-reduce pod of index 0>: ranks (every pod started, sshd reached), "
                        "nccl network (Using network / NET/OFI Selected provider lines; the pods' "
                        "vpc.amazonaws.com/efa), bus bandwidth (smokeTest.allReduce.minBusBandwidthGBps)",
+    "case-compute-domain": "kubectl -n {ns} get computedomains -o yaml (status.nodes: which IMEX daemon never "
+                           "joined), kubectl get resourceslices -o yaml | grep compute-domain.nvidia.com; a channel "
+                           "seen nowhere in a container: the compute-domain kubelet plugin's log",
+    "case-first-available": "kubectl get resourceslices -o json | jq '.items[].spec.devices[].attributes.productName': "
+                            "a fallback on the preferred pool means its GPUs publish another productName than "
+                            "the instance type's; kubectl -n {ns} get resourceclaims -o yaml (results[].request)",
+    "case-nvlink-group": "kubectl get resourceslices -o yaml | grep partition: the driver publishes "
+                         "gpu.nvidia.com/partition<N> only with FabricManagerPartitioning and Fabric Manager in "
+                         "FABRIC_MODE=1; a prepare refusal is in the DRA kubelet plugin's log",
+    "case-gpu-health": "kubectl get resourceslices -o json | jq '.items[].spec.devices[] | select(.taints)': a "
+                       "tainted device went to a claim (DRADeviceTaints off on the scheduler?) or turned unhealthy "
+                       "while held (the node's GPU: nvidia-smi -q, dmesg for the XID)",
     "dcgm-metrics": "kubectl -n gpu-operator get pods,svc -l app=nvidia-dcgm-exporter; its /metrics on port 9400",
 }
 RERUN = ("Then `pulumi up` again: a failed run is not recorded, so it runs again "

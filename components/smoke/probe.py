@@ -6,6 +6,8 @@ The probe script (charts/gpu-smoke-test/templates/configmap-probe.yaml) prints:
   CK8S-SMOKE uuid <GPU-...|MIG-...>          one per `nvidia-smi -L` device line
   CK8S-SMOKE env GPU_DEVICE_<id>=<device>    variables a simulated driver injects
   CK8S-SMOKE mps pipe=<dir> mounted=<yes|no>  MPS sharing: the pipe directory the driver injected
+  CK8S-SMOKE imex channel=<path>             one per IMEX channel device node present
+                                             (/dev/nvidia-caps-imex-channels/channel<id>)
   CK8S-SMOKE barrier wait | barrier timeout
   CK8S-SMOKE end rc=<0|1>
 """
@@ -31,6 +33,7 @@ class ProbeOutput:
     env: dict[str, str] = field(default_factory=dict)
     mps_pipe: str | None = None  # CUDA_MPS_PIPE_DIRECTORY; None: not set (no MPS sharing)
     mps_mounted: bool = False  # the directory exists in the container
+    imex_channels: list[str] = field(default_factory=list)  # IMEX channel device nodes present
     barrier_timeout: bool = False
     end_rc: int | None = None
     other_lines: list[str] = field(default_factory=list)  # non-probe output, e.g. nvidia-smi errors
@@ -78,6 +81,10 @@ def parse(text: str) -> ProbeOutput:
             fields = dict(part.partition("=")[::2] for part in rest.split())
             out.mps_pipe = fields.get("pipe") or None
             out.mps_mounted = fields.get("mounted") == "yes"
+        elif key == "imex":
+            channel = dict(part.partition("=")[::2] for part in rest.split()).get("channel")
+            if channel:
+                out.imex_channels.append(channel)
         elif key == "barrier" and rest.strip() == "timeout":
             out.barrier_timeout = True
         elif key == "end" and rest.startswith("rc="):

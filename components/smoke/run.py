@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from components.settings.model import SmokeTestSettings
 from components.smoke import report
-from components.smoke.collect import ClaimRecorder, collect, record_pod_claims
+from components.smoke.collect import COMPUTE_DOMAIN_API, ClaimRecorder, collect, record_pod_claims
 from components.smoke.expectations import (
     CASE_LABEL,
     RELEASE_ANNOTATION,
@@ -35,6 +35,7 @@ JOB_CONTROLLER_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid",
                          "batch.kubernetes.io/job-name")
 RESET_WAIT_SECONDS = 120
 RELEASE_WAIT_SECONDS = 15
+DOMAIN_WAIT_SECONDS = 30  # a ComputeDomain's status catching up with IMEX daemons that joined
 # k8s.io/api resource/v1 Finalizer: set by kube-scheduler's DRA plugin when it allocates; the claim
 # controller deallocates only claims that carry it (ADR 0027).
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
@@ -159,6 +160,8 @@ class Runner:
         # Pod -> the claim it named while it ran (collect.record_pod_claims): the verdict reads this,
         # never the status a controller may rewrite after the pod finished.
         self.pod_claims: dict[str, str] = {}
+        # ComputeDomain name -> its version while its case's pods held their claims (record_domain).
+        self.compute_domains: dict[str, Obj] = {}
 
     def say(self, hop: str, message: str) -> None:
         self.progress(Progress(round(self.clock.monotonic() - self.t0, 1), hop, message))
@@ -263,6 +266,8 @@ class Runner:
             return "stuck"
         # Every pod holds its claim now: record the allocations before anything is released.
         self.recorder.sync()
+        if case.param("computeDomain"):
+            self.record_domain(case)
         for pod in self.pods_of(case):
             try:
                 self.gw.patch("v1", "Pod", name(pod), ns, {"metadata": {"annotations": {RELEASE_ANNOTATION:
@@ -282,6 +287,29 @@ class Runner:
         self.phases.append({"case": case.case, "job": case.job, "state": state,
                             "seconds": round(self.clock.monotonic() - t, 1)})
         return state
+
+    def record_domain(self, case: CaseExpectation) -> None:
+        """Keep the case's ComputeDomain as it is while the barrier holds its pods: each node leaves
+        the domain when its channel claim is unprepared (the compute-domain kubelet plugin drops its
+        node label and clique entry), so after the Job it lists none. The controller syncs
+        status.nodes every 2 s (dra-driver-nvidia-gpu cmd/compute-domain-controller/cdstatus.go
+        cdStatusSyncInterval): wait a little for it to report Ready, keep what was seen last."""
+        cd_name = case.param("computeDomain")
+        until = min(self.deadline, self.clock.monotonic() + DOMAIN_WAIT_SECONDS)
+
+        def ready() -> bool:
+            try:
+                cd = self.gw.get(COMPUTE_DOMAIN_API, "ComputeDomain", cd_name, self.spec.namespace)
+            except KubeError as exc:
+                if exc.status != 404:  # 404: no such CRD; the verdict names the missing domain
+                    raise
+                cd = None
+            if cd is not None:
+                self.compute_domains[cd_name] = cd
+            return cd is not None and (cd.get("status") or {}).get("status") == "Ready"
+
+        if not self._wait(f"ComputeDomain {cd_name} to be Ready", until, ready):
+            self.say(case.case, f"ComputeDomain {cd_name} not Ready while its pods hold their claims")
 
     def release_named_claim(self, case: CaseExpectation) -> None:
         """Free a named claim once every pod of its case finished: one with the delete-protection
@@ -361,7 +389,7 @@ class Runner:
                     break
             self.wait_released()
             snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s),
-                           pod_claims=self.pod_claims)
+                           pod_claims=self.pod_claims, compute_domains=self.compute_domains)
         finally:
             self.recorder.stop()
         self.settle()
@@ -381,7 +409,7 @@ def run_smoke(gw: Gateway, spec: RunSpec, **kw: Any) -> Outcome:
 # --- install / clean up (the CLI; under Pulumi, helm owns the objects) -------------------------
 
 INSTALL_ORDER = ("Namespace", "NetworkPolicy", "Service", "ConfigMap", "ResourceClaimTemplate", "ResourceClaim",
-                 "PodGroup", "Job")
+                 "PodGroup", "ComputeDomain", "Job")
 # The pods meet the restricted standard: enforce it where the smoke test makes its own namespace.
 NAMESPACE_LABELS = {
     "pod-security.kubernetes.io/enforce": "restricted",

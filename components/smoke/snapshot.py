@@ -37,6 +37,9 @@ class Snapshot:
     jobs: list[Obj] = field(default_factory=list)
     events: list[Obj] = field(default_factory=list)
     pod_groups: list[Obj] = field(default_factory=list)
+    # The run's NVIDIA ComputeDomains (case compute-domain), each as the runner saw it while the case's
+    # pods held their claims (a node leaves the domain once its channel claim is unprepared).
+    compute_domains: list[Obj] = field(default_factory=list)
     logs: dict[str, str] = field(default_factory=dict)  # "pod/container" -> log text
     log_errors: dict[str, str] = field(default_factory=dict)  # "pod/container" -> why no log
     # node -> DCGM exporter metrics text; None: no exporter found (see metrics_note).
@@ -151,7 +154,9 @@ def claim_of(snap: Snapshot, pod: Obj, claim: str = "gpu") -> str | None:
             or owner_uid == uid]
     if held:
         return held[0]
-    return snap.pod_claims.get(name(pod)) or pod_claim_name(pod)
+    # pod_claims records the `gpu` claim alone: another claim entry (an IMEX channel) reads its own status.
+    recorded = snap.pod_claims.get(name(pod)) if claim == "gpu" else None
+    return recorded or pod_claim_name(pod, claim)
 
 
 def allocation_results(claim: Obj) -> list[Obj]:

@@ -11,7 +11,18 @@ from collections.abc import Iterator
 
 from components.settings.model import Settings
 from components.settings.rules import Problem
-from components.smoke.cases import all_reduce, gang, mig, shared, sharing, whole_gpu
+from components.smoke.cases import (
+    all_reduce,
+    compute_domain,
+    first_available,
+    gang,
+    gpu_health,
+    mig,
+    nvlink_group,
+    shared,
+    sharing,
+    whole_gpu,
+)
 from components.smoke.cases.base import CaseFamily
 from components.smoke.checks.base import Check
 from components.smoke.checks.path import AFTER_CASES, BEFORE_CASES
@@ -25,6 +36,8 @@ FAMILIES: tuple[CaseFamily, ...] = (
     mig.FAMILY,
     sharing.FAMILY,
     all_reduce.FAMILY,
+    compute_domain.FAMILY, first_available.FAMILY,
+    nvlink_group.FAMILY, gpu_health.FAMILY,
 )
 
 CHECKS: tuple[Check, ...] = BEFORE_CASES + tuple(c for f in FAMILIES for c in f.checks) + AFTER_CASES

@@ -59,6 +59,16 @@ AWS_ALL_REDUCE: dict[str, Any] = {
     "smokeTest": {"allReduce": {"enabled": True}},
 }
 
+# nvlinkGroup (4 GPUs of one Fabric Manager partition) and gpuHealth on one p5.48xlarge pool.
+AWS_NVLINK_GROUP: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "gpuStack": {"nvlinkPartitions": True, "gpuHealth": True},
+    "kubernetes": {"track": "1.35-classic"},
+    "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
+    "smokeTest": {"gpus": 2, "nvlinkGroup": {"enabled": True, "gpus": 4}},
+}
+
 LOCAL: dict[str, Any] = {
     "platform": "local",
     "environment": "ci",
@@ -83,3 +93,18 @@ def settings(raw: dict[str, Any], **smoke: Any) -> Settings:
 def plan(raw: dict[str, Any], **smoke: Any) -> SmokePlan:
     s = settings(raw, **smoke)
     return smoke_plan(s, cluster_facts(s), pins.image("smoke-test"))
+
+
+# The node tier's shape for cases computeDomain and firstAvailable (H7): a pool of simulated GB200
+# (multi-node NVLink) and one of simulated H100, both kubelet pools.
+LOCAL_CD_FA: dict[str, Any] = {
+    "platform": "local",
+    "environment": "ci",
+    "nodePools": [
+        {"name": "gb200", "instanceType": "p6e-gb200.36xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2},
+        {"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1},
+    ],
+    "local": {"kubeletPools": ["gb200", "h100"]},
+    "smokeTest": {"timeoutSeconds": 300, "computeDomain": {"enabled": True, "pool": "gb200"},
+                  "firstAvailable": {"enabled": True, "preferredPool": "h100", "fallbackPool": "gb200"}},
+}

@@ -23,14 +23,30 @@ PLANS = {
     "aws-all-reduce": lambda: sf.plan(sf.AWS_ALL_REDUCE),
     "aws-mig-only": lambda: sf.plan(sf.AWS_MIG_ONLY),
     "aws-mps": lambda: sf.plan(sf.AWS_MPS),
+    "aws-nvlink-group": lambda: sf.plan(sf.AWS_NVLINK_GROUP),
     "kind": lambda: sf.plan(sf.KIND),
     "local": lambda: sf.plan(sf.LOCAL),
+    "local-compute-domain-first-available": lambda: sf.plan(sf.LOCAL_CD_FA),
 }
 # KAI's PodGroup (scheduling.run.ai/v2alpha2, KAI v0.17.0 pkg/apis/scheduling/v2alpha2/podgroup_types.go)
 # has no upstream OpenAPI schema in kubernetes-validate: its spec is checked against these fields.
 PODGROUP_SPEC_FIELDS = {"minMember", "minSubGroup", "queue", "priorityClassName", "preemptibility",
                         "topologyConstraint", "subGroups", "markUnschedulable", "schedulingBackoff",
                         "preemptionDelay", "stalenessGracePeriod"}
+
+
+def compute_domain_errors(obj: dict[str, Any]) -> list[str]:
+    """A ComputeDomain against the CRD's openAPIV3Schema (dra-driver-nvidia-gpu 95932046
+    api/nvidia.com/resource/v1beta1/computedomain.go), unknown fields refused as a strict decoder would."""
+    import jsonschema
+
+    crds = Path(__file__).resolve().parents[3] / "tools/sim/crds"
+    crd = yaml.safe_load((crds / "resource.nvidia.com_computedomains.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    errors = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(obj)]
+    spec_fields = schema["properties"]["spec"]["properties"]
+    errors += [f"unknown field spec.{k}" for k in obj.get("spec", {}) if k not in spec_fields]
+    return errors
 
 
 class _Dumper(yaml.SafeDumper):
@@ -65,6 +81,9 @@ def test_render_validates_strictly(stack: str, version: str) -> None:
             assert obj["apiVersion"] == "scheduling.run.ai/v2alpha2"
             assert set(obj["spec"]) <= PODGROUP_SPEC_FIELDS, obj["spec"]
             assert isinstance(obj["spec"]["minMember"], int) and obj["spec"]["queue"]
+            continue
+        if obj["kind"] == "ComputeDomain":  # NVIDIA's CRD: checked against tools/sim/crds' schema of it
+            assert compute_domain_errors(obj) == []
             continue
         err = schema_errors(obj, version)
         if err:

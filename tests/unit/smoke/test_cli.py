@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def test_exit_1_when_a_hop_fails_and_still_cleans_up(kubeconfig: Path) -> None:
     cluster = FakeCluster(gpus_per_node=4, wrong_uuid=True)
     code, out, _ = execute(cluster, "--kubeconfig", str(kubeconfig), "--gpus", "2")
     assert code == 1
-    assert "container-device   kubelet/CDI     FAIL" in out
+    assert re.search(r"\ncontainer-device +kubelet/CDI +FAIL ", out)  # columns as wide as the longest check name
     assert leftovers(cluster) == []
 
 
@@ -120,10 +121,14 @@ def test_exit_2_for_bad_stack_settings(kubeconfig: Path, tmp_path: Path) -> None
 def test_stack_file_supplies_expected_pools(kubeconfig: Path, tmp_path: Path) -> None:
     stack = tmp_path / "Pulumi.aws.yaml"
     stack.write_text(yaml.safe_dump({"config": {"ck8s-gpu:settings": sf.AWS}}))
-    code, out, _ = execute(FakeCluster(gpus_per_node=4), "--kubeconfig", str(kubeconfig), "--stack", str(stack))
+    report = tmp_path / "smoke.json"
+    code, out, _ = execute(FakeCluster(gpus_per_node=4), "--kubeconfig", str(kubeconfig), "--stack", str(stack),
+                           "--report", str(report))
     assert code == 0, out
-    # g6.12xlarge has 4 GPUs: the fake's nodes advertise 4 each, as the stack expects.
-    assert "resource-slices" in out and "4 GPU(s)" in out
+    # g6.12xlarge has 4 GPUs: the fake's nodes advertise 4 each, as the stack expects (the report holds the
+    # whole message; the table cuts it to its width).
+    slices = next(t for t in json.loads(report.read_text())["results"]["tests"] if t["name"] == "resource-slices")
+    assert slices["status"] == "passed" and "4 GPU(s)" in slices["message"]
     code, out, _ = execute(FakeCluster(gpus_per_node=1), "--kubeconfig", str(kubeconfig), "--stack", str(stack))
     assert code == 1 and "advertises 1 GPU(s), expected 4" in out
 

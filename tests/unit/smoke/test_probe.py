@@ -127,3 +127,22 @@ def test_shellcheck_probe_script(script: Path) -> None:
         skip_or_fail("shellcheck not installed (Debian package shellcheck; scripts/install-debs.sh installs it)")
     done = subprocess.run([shellcheck, "-s", "bash", str(script)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
+
+
+def test_imex_channel_device_nodes_are_reported_one_a_line(script: Path, tmp_path: Path) -> None:
+    # The compute-domain plugin injects /dev/nvidia-caps-imex-channels/channel<id> (nvlib.go
+    # getNVCapIMEXChannelDeviceInfo); SMOKE_IMEX_DIR stands in for /dev here.
+    channels = tmp_path / "imex"
+    channels.mkdir()
+    (channels / "channel0").touch()
+    (channels / "channel7").touch()
+    rc, out = run(script, tmp_path, smi=SMI_WHOLE, env={"SMOKE_IMEX_DIR": str(channels)})
+    assert rc == 0, out
+    assert probe.parse(out).imex_channels == [str(channels / "channel0"), str(channels / "channel7")]
+    rc, out = run(script, tmp_path, smi=SMI_WHOLE, env={"SMOKE_IMEX_DIR": str(tmp_path / "absent")})
+    assert "CK8S-SMOKE imex" not in out and probe.parse(out).imex_channels == []
+
+
+def test_parse_reads_imex_channel_lines() -> None:
+    seen = probe.parse("CK8S-SMOKE imex channel=/dev/nvidia-caps-imex-channels/channel0\nCK8S-SMOKE imex bogus\n")
+    assert seen.imex_channels == ["/dev/nvidia-caps-imex-channels/channel0"]
