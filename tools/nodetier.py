@@ -36,6 +36,7 @@ ck8s-sim-nvidia-smi).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -713,6 +714,29 @@ class NodeTier:
 
     def node(self, name: str) -> KubeletNode:
         return next(n for n in self.nodes if n.name == name)
+
+    def republish(self, name: str, devices: list[dict[str, Any]],
+                  fabric_partitions: dict[int, list[int]] | str | None = "keep", timeout: float = 60) -> None:
+        """Restart node `name`'s GPU plugin with other devices (and Fabric Manager table; "keep": as it
+        is), as a driver upgrade or a changed fabric would, and wait until its slice shows them."""
+        node = self.node(name)
+        node.stop_plugin()
+        fabric = node.spec.fabric_partitions if fabric_partitions == "keep" else fabric_partitions
+        node.spec = dataclasses.replace(node.spec, devices=devices, fabric_partitions=fabric)  # type: ignore[arg-type]
+        (node.paths.gpu / "devices.json").write_text(json.dumps({"devices": devices}, indent=2))
+        node.start_plugin()
+
+        def shows_them() -> bool:
+            for sl in json.loads(self.kubectl("get", "resourceslices", "-o", "json"))["items"]:
+                spec = sl["spec"]
+                if spec.get("nodeName") == name and spec.get("driver") == DRIVER:
+                    got = spec.get("devices") or []
+                    return [(d["name"], d.get("attributes")) for d in got] == [
+                        (d["name"], d.get("attributes")) for d in devices]
+            return False
+
+        _until(f"node {name}'s plugin to publish its new devices", shows_them, timeout, node.plugin,
+               node.paths.logs / "plugin.log")
 
     @contextlib.contextmanager
     def fault(self, kind: str) -> Iterator[None]:

@@ -11,8 +11,12 @@ from typing import Any
 
 import yaml
 
-from components.instance_types import gpu_facts
+from components.addons import dra_driver_gates as dra_gates
+from components.feature_gates import smoke_gpu_health_on
+from components.instance_types import gpu_facts, nvlink_domain
 from components.labels import SIMULATED_POOL_LABEL
+from components.settings.facts import compute_domains_on
+from components.settings.model import Settings
 from components.smoke.expectations import INSTANCE_TYPE_LABEL
 from tests.helpers.cluster_gates import kubelet_gates, local_cluster_gates
 from tests.helpers.tools import TOOLS_DIR, load_tool
@@ -37,11 +41,11 @@ def gpu_count(instance_type: str) -> int:
 
 
 def gpu_model(instance_type: str) -> Any:
-    """What the simulated devices report, from components/instance_types.py."""
+    """What the simulated devices report, from components/instance_types.py (productName as NVML
+    spells it, the product's compute capability: tools/dra_publisher.py GpuModel.of)."""
     facts = gpu_facts(instance_type)
     assert facts is not None, instance_type
-    return load_tool("dra_publisher").GpuModel(product_name=facts.product_name, architecture=facts.architecture,
-                                               memory=f"{facts.memory_mib}Mi")
+    return load_tool("dra_publisher").GpuModel.of(facts.product_name, facts.architecture, facts.memory_mib)
 
 
 def start_kwok_pool(work: Path, bin_dir: Path, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
@@ -65,15 +69,43 @@ def start_kwok_pool(work: Path, bin_dir: Path, settings: dict[str, Any]) -> tupl
     return cluster, nodes
 
 
-def kubelet_tier(work: Path, bin_dir: Path, cluster: Any, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
-    """The node tier for the kubelet pool, not started yet (NodeTier, node -> GPUs)."""
+def kubelet_pools(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    return [pool(settings, name) for name in settings["local"]["kubeletPools"]]
+
+
+def node_specs(settings: dict[str, Any]) -> list[Any]:
+    """One NodeSpec per node of every kubelet pool, shaped as the real nodes would be for these
+    settings: the devices NVIDIA's driver publishes for the pool's instance type (Fabric Manager
+    partition attributes on NVSwitch baseboards when gpuStack.nvlinkPartitions is on), the driver's
+    gates as the dra-driver add-on sets them, the compute-domain plugin on multi-node NVLink pools
+    when compute domains are on, and the kubelet gates of the table. With the gpuHealth case on,
+    gpu-0 of every node of smokeTest.pool carries NVIDIA's health taint: the allocator tries devices
+    in slice order, so a scheduler ignoring taints would hand it out first."""
     nt, dra = load_tool("nodetier"), load_tool("dra_publisher")
-    kubelet = pool(settings, KUBELET_POOL)
-    itype = kubelet["instanceType"]
-    nodes = {f"kubelet-node-{i}": gpu_count(itype) for i in range(kubelet["desiredSize"])}
-    model = gpu_model(itype)
-    specs = [nt.NodeSpec(n, dra.resource_slice_manifest(n, g, model)["spec"]["devices"],
-                         labels={SIMULATED_POOL_LABEL: KUBELET_POOL, INSTANCE_TYPE_LABEL: itype},
-                         feature_gates=kubelet_gates(settings))
-             for n, g in nodes.items()]
+    parsed = Settings.model_validate(settings)
+    driver_gates = dra_gates.feature_gates(parsed)
+    smoke_pool = parsed.smoke_test.pool
+    specs = []
+    for p in kubelet_pools(settings):
+        itype, name = p["instanceType"], p["name"]
+        gpus, domain = gpu_count(itype), nvlink_domain(itype)
+        fabric = (dra.hgx_8gpu_partitions() if parsed.gpu_stack.nvlink_partitions and domain.nvswitch
+                  and domain.scope == "single-node" and gpus == 8 else None)
+        tainted = [0] if smoke_gpu_health_on(parsed) and name == smoke_pool else []
+        for i in range(p["desiredSize"]):
+            node = f"{name}-node-{i}"
+            devices = dra.resource_slice_manifest(node, gpus, gpu_model(itype), partitions=fabric,
+                                                  unhealthy=tainted)["spec"]["devices"]
+            specs.append(nt.NodeSpec(
+                node, devices, labels={SIMULATED_POOL_LABEL: name, INSTANCE_TYPE_LABEL: itype},
+                compute_domains=compute_domains_on(parsed) and domain.scope == "multi-node",
+                feature_gates=kubelet_gates(settings), gpu_plugin_gates=driver_gates, fabric_partitions=fabric))
+    return specs
+
+
+def kubelet_tier(work: Path, bin_dir: Path, cluster: Any, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
+    """The node tier for the kubelet pools, not started yet (NodeTier, node -> GPUs)."""
+    nt = load_tool("nodetier")
+    specs = node_specs(settings)
+    nodes = {s.name: len(s.devices) for s in specs}
     return nt.NodeTier(work / "nodes", Path(cluster.kubeconfig), specs, bin_dir=bin_dir), nodes

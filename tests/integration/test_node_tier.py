@@ -1,19 +1,25 @@
 """The node tier: the smoke test's pods run on REAL kubelets and prove their GPU from inside.
 
 The `local-kubelet` stack through the real Pulumi engine onto the loopback control plane of
-tools/localcluster.py, with two kinds of GPU node: the `gpu` pool's KWOK nodes (slices from the
-test publisher; scale, nothing runs) and the `kubelet` pool's two real nodes of tools/nodetier.py:
-kubelet + containerd v2 (runc, CNI, CDI) + this project's simulated NVIDIA DRA kubelet plugin
-(tools/mod/simgpu). The smoke probe image is built here (tools/probe_image.py) and imported into
-each node's containerd; the stack selects it by digest (smokeTest.image).
+tools/localcluster.py (with the gates components/feature_gates.py gives the stack), with two kinds
+of GPU node: the `gpu` pool's KWOK nodes (slices from the test publisher; scale, nothing runs) and
+the kubelet pools' real nodes of tools/nodetier.py (2 x p6e-gb200.36xlarge, 1 x p5.48xlarge):
+kubelet + containerd v2 (runc, CNI, CDI) + this project's simulated NVIDIA DRA kubelet plugins
+(tools/mod/simgpu: GPUs with Fabric Manager partitions and health taints, and the compute-domain
+driver). The smoke probe image is built here (tools/probe_image.py) and imported into each node's
+containerd; the stack selects it by digest (smokeTest.image). Every DRA case is on.
 
 up -> the report passed with the in-container hops run for real: pods started (claims prepared,
 image present, CDI devices injected), each container's nvidia-smi listed exactly its allocated
-GPU's UUID, no GPU seen by two pods, the Jobs completed -> four broken hops, each failing `up`
-with the report naming it: the kubelet plugin stopped (prepare fails), a CDI spec the runtime
-refuses, the plugin exposing another GPU than allocated, the probe image absent -> `up` passes
-again -> destroy; the tier's processes, mounts, network namespaces, bridges and runc containers
-are gone, and the tier starts and stops cleanly a second time in the same directory.
+GPUs' UUIDs, no GPU seen by two pods, no tainted GPU handed out, the NVLink group's 4 GPUs in one
+partition, both compute-domain pods with their IMEX channel, the preferred and fallback alternatives
+where they belong, the Jobs completed -> eight broken hops, each failing `up` with the report naming
+it: the kubelet plugin stopped (prepare fails), a CDI spec the runtime refuses, the plugin exposing
+another GPU than allocated, the probe image absent, an NVLink partition split (the fabric changed
+under a stale slice), a device turning unhealthy while held, a container without its IMEX channel,
+the fallback taken while the preferred model was free -> `up` passes again -> destroy; the tier's
+processes, mounts, network namespaces, bridges and runc containers are gone, and the tier starts and
+stops cleanly a second time in the same directory.
 
 Needs root, `bash tools/build.sh` and scripts/install-debs.sh (runc, CNI plugins); skips naming
 what is missing, fails under CK8S_GPU_REQUIRE_TOOLS=1 (CI).
@@ -31,7 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.smoke.expectations import RUN_LABEL
+from components.smoke.expectations import CASE_LABEL, RUN_LABEL
 from components.smoke.report import passed
 from tests.helpers.node_tier import SETTINGS_KEY, kubelet_tier, stack_settings, start_kwok_pool
 from tests.helpers.tools import copy_project, skip_or_fail
@@ -42,7 +48,8 @@ pytestmark = pytest.mark.integration
 PASSPHRASE = "node-tier-integration-test"
 # Every hop, the in-container ones included, must have run and passed (none skipped).
 MUST_PASS = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
-             "container-device", "distinct-gpus", "jobs-complete")
+             "container-device", "distinct-gpus", "jobs-complete", "claims-released", "case-nvlink-group",
+             "case-gpu-health", "case-compute-domain", "case-first-available")
 
 nt = load_tool("nodetier")
 
@@ -120,37 +127,72 @@ def report_tests(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["name"]: t for t in report["results"]["tests"]}
 
 
+def run_pods(tier: Tier, report: dict[str, Any], case: str | None = None) -> list[dict[str, Any]]:
+    selector = f"{RUN_LABEL}={report['results']['extra']['runId']}" + (f",{CASE_LABEL}={case}" if case else "")
+    return list(tier.cluster.get_json("pods", "-A", "-l", selector)["items"])
+
+
+def probe_lines(tier: Tier, pod: dict[str, Any], kind: str) -> list[str]:
+    ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+    log = tier.cluster.kubectl("logs", "-n", ns, name, "-c", "probe")
+    return [line.split(" ", 2)[2] for line in log.splitlines() if line.startswith(f"CK8S-SMOKE {kind} ")]
+
+
+def published(tier: Tier) -> dict[tuple[str, str], dict[str, Any]]:
+    """(node, device) -> the device's attributes and taints, as the GPU plugins published them."""
+    return {(s["spec"]["pool"]["name"], d["name"]): d for s in tier.cluster.get_json("resourceslices")["items"]
+            if s["spec"]["driver"] == "gpu.nvidia.com" for d in s["spec"]["devices"]}
+
+
 def test_smoke_pods_run_on_real_kubelets_and_see_exactly_their_gpu(tier: Tier) -> None:
     report = tier.outputs["smokeReport"]
     tests = report_tests(report)
     assert passed(report), f"smoke test did not pass: {report['results']['summary']}"
     for check in MUST_PASS:
         assert tests[check]["status"] == "passed", (check, tests[check])
-    gpus = tier.settings["smokeTest"]["gpus"]
-    assert tests["container-device"]["message"] == f"{gpus} container(s) saw exactly their allocated device"
+    pods = run_pods(tier, report)
+    assert tests["container-device"]["message"] == f"{len(pods)} container(s) saw exactly their allocated device"
     assert "held at the same time" in tests["distinct-gpus"]["message"], tests["distinct-gpus"]
     # Independently of the verifier: each pod ran on a kubelet node, and its own log names the UUID
     # of the device its claim was allocated, read from the plugin's ResourceSlice.
-    run_id = report["results"]["extra"]["runId"]
-    c = tier.cluster
-    pods = c.get_json("pods", "-A", "-l", f"{RUN_LABEL}={run_id}")["items"]
-    assert len(pods) == gpus and {p["spec"]["nodeName"] for p in pods} <= set(tier.kubelet_nodes), pods
-    slices = {(s["spec"]["pool"]["name"], d["name"]): d["attributes"]["uuid"]["string"]
-              for s in c.get_json("resourceslices")["items"] for d in s["spec"]["devices"]}
+    assert {p["spec"]["nodeName"] for p in pods} <= set(tier.kubelet_nodes), pods
+    devices = published(tier)
+    uuid_of = {d["attributes"]["uuid"]["string"]: (node, name) for (node, name), d in devices.items()}
+    gpus = tier.settings["smokeTest"]["gpus"]
+    whole = run_pods(tier, report, "gpus")
     seen = set()
-    for pod in pods:
-        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
-        log = c.kubectl("logs", "-n", ns, name, "-c", "probe")
-        uuids = [line.split()[-1] for line in log.splitlines() if line.startswith("CK8S-SMOKE uuid ")]
-        claim = next(s["resourceClaimName"] for s in pod["status"]["resourceClaimStatuses"])
-        print(f"{name} on {pod['spec']['nodeName']}: claim {claim}, nvidia-smi saw {uuids}")
-        assert len(uuids) == 1 and uuids[0].startswith("GPU-"), log
+    for pod in whole:
+        uuids = probe_lines(tier, pod, "uuid")
+        print(f"{pod['metadata']['name']} on {pod['spec']['nodeName']}: nvidia-smi saw {uuids}")
+        assert len(uuids) == 1 and uuids[0].startswith("GPU-"), uuids
         assert uuids[0] not in seen, f"{uuids[0]} seen by two pods"
         seen.add(uuids[0])
-        assert uuids[0] in {u for (p, _d), u in slices.items() if p == pod["spec"]["nodeName"]}, (uuids, slices)
-    # The pods are done: the kubelet unprepared their claims and the plugin removed each claim's CDI spec.
-    c.wait_for("the claims' CDI specs to be removed on unprepare",
-               lambda: not [f for n in tier.nodes.nodes for f in n.paths.cdi.glob("*.yaml")], timeout=60)
+        node, device = uuid_of[uuids[0]]
+        assert node == pod["spec"]["nodeName"], (uuids, node)
+        # gpu-0 of every kubelet-pool node carries NVIDIA's health taint: never handed out.
+        assert not devices[(node, device)].get("taints"), (node, device, devices[(node, device)])
+    assert len(whole) == gpus
+    # nvlinkGroup: one pod saw 4 GPUs of its node, all in one Fabric Manager partition of 4.
+    (group,) = run_pods(tier, report, "nvlink-group")
+    uuids = probe_lines(tier, group, "uuid")
+    where = {uuid_of[u] for u in uuids}
+    assert len(uuids) == 4 and {n for n, _ in where} == {group["spec"]["nodeName"]}, (uuids, where)
+    assert len({devices[w]["attributes"]["partition4"]["int"] for w in where}) == 1, where
+    # computeDomain: two pods on two nodes, each with the IMEX channel in its container.
+    cd_pods = run_pods(tier, report, "compute-domain")
+    assert len({p["spec"]["nodeName"] for p in cd_pods}) == 2, cd_pods
+    for pod in cd_pods:
+        assert any("nvidia-caps-imex-channels/channel0" in line for line in probe_lines(tier, pod, "imex")), pod
+    # firstAvailable: the H100 node's pod took the preferred H100, the GB200 node's the fallback.
+    for case, want in (("first-available-preferred", "NVIDIA H100 80GB HBM3"),
+                       ("first-available-fallback", None)):
+        (pod,) = run_pods(tier, report, case)
+        (u,) = probe_lines(tier, pod, "uuid")
+        product = devices[uuid_of[u]]["attributes"]["productName"]["string"]
+        assert (product == want) if want else (product != "NVIDIA H100 80GB HBM3"), (case, product)
+    # The pods are done: the kubelet unprepared their claims and the plugins removed each claim's CDI spec.
+    tier.cluster.wait_for("the claims' CDI specs to be removed on unprepare",
+                          lambda: not [f for n in tier.nodes.nodes for f in n.paths.cdi.glob("*.yaml")], timeout=60)
 
 
 def broken_up(tier: Tier, trigger: str) -> str:
@@ -205,6 +247,64 @@ def test_an_absent_probe_image_fails_at_image_pull(tier: Tier) -> None:
         assert "image pull: container probe" in text, text[-4000:]
     finally:
         tier.nodes.restore_probe_image()
+
+
+def hgx_node(tier: Tier) -> Any:
+    return next(n for n in tier.nodes.nodes if n.spec.fabric_partitions is not None)
+
+
+def test_an_allocation_splitting_an_nvlink_partition_fails_at_prepare(tier: Tier) -> None:
+    # The fabric changed under a stale slice: Fabric Manager's 4-GPU partitions are now other GPUs
+    # than the published partition4 attribute says, so the claim's 4 GPUs are no partition and the
+    # driver refuses to prepare them (FabricManagerPartitioning: device_state.go).
+    node = hgx_node(tier)
+    good = dict(node.spec.fabric_partitions)
+    stale = {**good, 1: [1, 2, 5, 6], 2: [3, 4, 7, 8]}
+    tier.nodes.republish(node.name, node.spec.devices, stale)
+    try:
+        text = broken_up(tier, "nvlink-split")
+        assert "pods-started [kubelet]" in text, text[-4000:]
+        assert "does not match any FM partition" in text, text[-4000:]
+        assert "case-nvlink-group [NVLink group]" in text, text[-4000:]
+    finally:
+        tier.nodes.republish(node.name, node.spec.devices, good)
+
+
+def test_a_device_turning_unhealthy_while_held_fails_the_health_hop(tier: Tier) -> None:
+    # One node only (the H100 one, where nvlinkGroup holds 4 GPUs): on every node each prepare would
+    # taint a device until the later cases' pods find no healthy GPU left and wait out the timeout.
+    node = hgx_node(tier)
+    node.set_fault("unhealthy")
+    try:
+        text = broken_up(tier, "unhealthy")
+        assert "case-gpu-health [device health]" in text, text[-4000:]
+        assert "turned unhealthy while" in text and "gpu.nvidia.com/xid" in text, text[-4000:]
+    finally:
+        node.set_fault(None)
+        tier.nodes.republish(node.name, node.spec.devices)  # published again without the new taint
+
+
+def test_a_container_missing_its_imex_channel_fails_the_channel_hop(tier: Tier) -> None:
+    with tier.nodes.cd_fault("no-imex-channel"):
+        text = broken_up(tier, "no-imex-channel")
+    assert "case-compute-domain [IMEX channel]" in text, text[-4000:]
+    assert "pods-started [kubelet]" not in text, "the pods did start: only the channel is missing"
+
+
+def test_the_fallback_taken_while_the_preferred_model_was_free_fails(tier: Tier) -> None:
+    # The H100 node's driver names its GPUs otherwise than the instance table (a driver upgrade
+    # renaming productName): the preferred alternative matches nothing there, the fallback is taken
+    # on a node whose GPUs ARE the preferred model.
+    node = hgx_node(tier)
+    good = node.spec.devices
+    renamed = [{**d, "attributes": {**d["attributes"], "productName": {"string": "NVIDIA H100 HBM3 (renamed)"}}}
+               for d in good]
+    tier.nodes.republish(node.name, renamed)
+    try:
+        text = broken_up(tier, "fallback-while-free")
+        assert "case-first-available [prioritized list]" in text, text[-4000:]
+    finally:
+        tier.nodes.republish(node.name, good)
 
 
 def test_up_passes_again_once_every_hop_is_mended(tier: Tier) -> None:
