@@ -390,26 +390,30 @@ def leaf_queues(s: Settings) -> set[str]:
     return {q.name for q in s.queues if q.name not in parents}
 
 
-def _smoke_queue_quota(s: Settings, path: str) -> Iterator[Problem]:
+def smoke_quota_problems(s: Settings, needed: int, holder: str, fix: str) -> Iterator[Problem]:
     """The smoke Jobs are non-preemptible under KAI (charts/gpu-smoke-test, ADR 0027), and KAI
     schedules a non-preemptible job only within the quota of its queue and of every ancestor
     (v0.17.0 pkg/scheduler/plugins/proportion/capacity_policy/quota_check.go,
-    resultsWithNonPreemptibleOverQuota): a smaller finite GPU quota keeps the run Pending."""
-    t = s.smoke_test
-    needed = t.gpus if (t.whole_gpu or t.gang) else 1
+    resultsWithNonPreemptibleOverQuota): a smaller finite GPU quota keeps the case Pending.
+    `holder` names what holds `needed` GPUs at once, `fix` the setting to lower instead."""
     by_name = {q.name: q for q in s.queues}
     seen: set[str] = set()
-    name: str | None = t.queue
+    name: str | None = s.smoke_test.queue
     while name is not None and name in by_name and name not in seen:
         seen.add(name)
         q = by_name[name]
         if q.gpu.quota != -1 and q.gpu.quota < needed:
-            i = s.queues.index(q)
-            yield (f"{ROOT}.queues[{i}].gpu.quota",
-                   f"queue '{q.name}' has a GPU quota of {q.gpu.quota:g}, but the smoke test ({path}.queue "
-                   f"'{t.queue}') holds {needed} non-preemptible GPU(s) at once, which KAI schedules only within "
-                   "the quota of the queue and each parent: raise the quota (-1 = unlimited) or lower smokeTest.gpus")
+            yield (f"{ROOT}.queues[{s.queues.index(q)}].gpu.quota",
+                   f"queue '{q.name}' has a GPU quota of {q.gpu.quota:g}, but {holder} holds {needed} "
+                   "non-preemptible GPU(s) at once, which KAI schedules only within the quota of the queue and "
+                   f"each parent: raise the quota (-1 = unlimited) or lower {fix}")
         name = q.parent
+
+
+def _smoke_queue_quota(s: Settings, path: str) -> Iterator[Problem]:
+    t = s.smoke_test
+    needed = t.gpus if (t.whole_gpu or t.gang) else 1
+    yield from smoke_quota_problems(s, needed, f"the smoke test ({path}.queue '{t.queue}')", "smokeTest.gpus")
 
 
 def _smoke(s: Settings) -> Iterator[Problem]:

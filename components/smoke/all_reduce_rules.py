@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from components.addons.kai_queues import topology_enabled
 from components.efa import efa_enabled
 from components.settings.model import Settings
-from components.settings.rules import ROOT, SIMULATED_GPUS, Problem, cut
+from components.settings.rules import ROOT, SIMULATED_GPUS, Problem, cut, smoke_quota_problems
 from components.smoke import all_reduce
 
 
@@ -63,21 +63,5 @@ def all_reduce_problems(s: Settings) -> Iterator[Problem]:
         yield (f"{path}.minBusBandwidthGBps", f"no published bus-bandwidth floor for {pool.instance_type} (known: "
                                               f"{known}): set the GB/s the run must reach")
     if t.scheduler == "kai":
-        yield from _all_reduce_quota(s, a.nodes * shape.gpus)
-
-
-def _all_reduce_quota(s: Settings, needed: int) -> Iterator[Problem]:
-    """The allReduce gang holds nodes x GPUs per node at once, non-preemptible: it must fit the
-    quota of the smoke queue and of each parent (as _smoke_queue_quota, for this case's count)."""
-    by_name = {q.name: q for q in s.queues}
-    seen: set[str] = set()
-    name: str | None = s.smoke_test.queue
-    while name is not None and name in by_name and name not in seen:
-        seen.add(name)
-        q = by_name[name]
-        if q.gpu.quota != -1 and q.gpu.quota < needed:
-            yield (f"{ROOT}.queues[{s.queues.index(q)}].gpu.quota",
-                   f"queue '{q.name}' has a GPU quota of {q.gpu.quota:g}, but smokeTest.allReduce holds {needed} "
-                   "non-preemptible GPU(s) at once (nodes x GPUs per node): raise the quota or lower "
-                   "smokeTest.allReduce.nodes")
-        name = q.parent
+        yield from smoke_quota_problems(s, a.nodes * shape.gpus, "smokeTest.allReduce (nodes x GPUs per node)",
+                                        "smokeTest.allReduce.nodes")

@@ -18,7 +18,7 @@ from components.instance_types import nvlink_domain
 from components.nodes import pool_label
 from components.settings.facts import pool_gpus
 from components.settings.model import NodePoolSettings, Settings
-from components.settings.rules import ROOT, SIMULATED_GPUS, Problem
+from components.settings.rules import ROOT, SIMULATED_GPUS, Problem, smoke_quota_problems
 from components.smoke.cases.base import CaseFamily, NameFn
 from components.smoke.checks.base import Check
 from components.smoke.expectations import DRIVER, CaseExpectation
@@ -108,7 +108,7 @@ def problems(s: Settings) -> Iterator[Problem]:
                       "scope single-node): set smokeTest.nvlinkGroup.pool")
         return
     if t.scheduler == "kai":
-        yield from _quota(s, g.gpus)
+        yield from smoke_quota_problems(s, g.gpus, "smokeTest.nvlinkGroup", "smokeTest.nvlinkGroup.gpus")
     _i, p = found
     domain = nvlink_domain(p.instance_type)
     facts = pool_gpus(p)
@@ -126,22 +126,6 @@ def problems(s: Settings) -> Iterator[Problem]:
                       "simulated kubelet plugin models Fabric Manager")
     elif s.platform == "kind":
         yield f"{path}.enabled", f"{SIMULATED_GPUS['kind']} publishes no partition attributes: no claim could allocate"
-
-
-def _quota(s: Settings, needed: int) -> Iterator[Problem]:
-    """Its pod holds `needed` non-preemptible GPUs at once: within the quota of the smoke queue and each
-    parent, or KAI keeps it Pending (as components/settings/rules.py _smoke_queue_quota, for this count)."""
-    by_name = {q.name: q for q in s.queues}
-    seen: set[str] = set()
-    qname: str | None = s.smoke_test.queue
-    while qname is not None and qname in by_name and qname not in seen:
-        seen.add(qname)
-        q = by_name[qname]
-        if q.gpu.quota != -1 and q.gpu.quota < needed:
-            yield (f"{ROOT}.queues[{s.queues.index(q)}].gpu.quota",
-                   f"queue '{q.name}' has a GPU quota of {q.gpu.quota:g}, but smokeTest.nvlinkGroup holds {needed} "
-                   "non-preemptible GPU(s) at once: raise the quota or lower smokeTest.nvlinkGroup.gpus")
-        qname = q.parent
 
 
 def check_nvlink_group(v: View) -> CheckResult:
