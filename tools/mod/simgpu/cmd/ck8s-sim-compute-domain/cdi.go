@@ -1,16 +1,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"sigs.k8s.io/yaml"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
-	"ck8s-gpu.local/tools/simgpu/internal/atomicfile"
+	"ck8s-gpu.local/tools/simgpu/internal/claimspec"
 )
 
 // cmd/compute-domain-kubelet-plugin/cdi.go: cdiVendor = "k8s." + DriverName, cdiClaimClass = "claim".
@@ -81,19 +79,11 @@ func claimSpec(claimUID string, edits map[string]cdispec.ContainerEdits) (*cdisp
 }
 
 func writeClaimSpec(dir, claimUID string, spec *cdispec.Spec) (string, error) {
-	data, err := yaml.Marshal(spec)
-	if err != nil {
-		return "", err
-	}
 	path := filepath.Join(dir, specFileName(claimUID))
-	return path, atomicfile.Write(path, data, 0o644)
+	return path, claimspec.WriteFile(path, spec)
 }
 
 // removeClaimSpec is cdi.go DeleteClaimSpecFileIfExists.
 func removeClaimSpec(dir, claimUID string) error {
-	err := os.Remove(filepath.Join(dir, specFileName(claimUID)))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+	return claimspec.RemoveFile(filepath.Join(dir, specFileName(claimUID)))
 }

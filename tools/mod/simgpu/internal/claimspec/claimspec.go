@@ -203,17 +203,27 @@ func roBind(hostPath, containerPath string) *cdispec.Mount {
 // Write stores the claim's spec in dir atomically (temp file + rename), so the CDI cache
 // never reads half a file. Writing the same claim again replaces it (prepare is idempotent).
 func Write(dir, claimUID string, spec *cdispec.Spec) (string, error) {
+	path := filepath.Join(dir, FileName(claimUID))
+	return path, WriteFile(path, spec)
+}
+
+// WriteFile stores any driver's CDI spec at path atomically (the compute-domain simulator's too).
+func WriteFile(path string, spec *cdispec.Spec) error {
 	data, err := yaml.Marshal(spec)
 	if err != nil {
-		return "", err
+		return err
 	}
-	path := filepath.Join(dir, FileName(claimUID))
-	return path, atomicfile.Write(path, data, 0o644)
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // Remove deletes the claim's spec; a missing file is not an error (cdi.go DeleteClaimSpecFile).
 func Remove(dir, claimUID string) error {
-	err := os.Remove(filepath.Join(dir, FileName(claimUID)))
+	return RemoveFile(filepath.Join(dir, FileName(claimUID)))
+}
+
+// RemoveFile deletes a spec file; a missing one is not an error.
+func RemoveFile(path string) error {
+	err := os.Remove(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
