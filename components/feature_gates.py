@@ -128,13 +128,17 @@ def gpu_health_on(settings: Settings) -> bool:
 
     gpuStack.gpuHealth when set; else (null) on where DRA allocates the GPUs and the stack's track has
     DRADeviceTaints beta and on by default (1.36), off where it is alpha (1.33-1.35: alpha gates are
-    opt-in, ADR 0031) or absent (1.32). An explicit true where the track lacks the gate is refused by
-    components/feature_gate_rules.py, not here.
+    opt-in, ADR 0031) or absent (1.32), and off beside MPS sharing, which the driver's feature-gate
+    reference lists as exclusive with NVMLDeviceHealthCheck (site/content/docs/reference/
+    feature-gates.md:54; its code does not check the pair). An explicit true where the track lacks the
+    gate is refused by components/feature_gate_rules.py, with MPS by components/addons/dra_driver_gates.py.
     """
     explicit = settings.gpu_stack.gpu_health
     if explicit is not None:
         return explicit
-    return settings.gpu_stack.allocation == "dra" and on_by_default(DRA_DEVICE_TAINTS, track_minor(settings))
+    mps = bool(settings.smoke_test.enabled) and settings.smoke_test.sharing == "mps"
+    return (settings.gpu_stack.allocation == "dra" and not mps
+            and on_by_default(DRA_DEVICE_TAINTS, track_minor(settings)))
 
 
 def smoke_gpu_health_on(settings: Settings) -> bool:

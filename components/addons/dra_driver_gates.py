@@ -103,10 +103,7 @@ def _elsewhere(a: str, b: str, fields: Mapping[str, str]) -> bool:
     """Pairs another rule refuses already, with their own words: one fact, one message."""
     pair = {fields.get(a), fields.get(b)}
     # components/validate.py _smoke_sharing: values.featureGates.DynamicMIG with smokeTest.sharing mps.
-    if pair == {"smokeTest.sharing", f"{VALUES_GATES}.DynamicMIG"}:
-        return True
-    # components/settings/rules.py (gpuHealth with smokeTest.sharing mps, H2's rule; docs/adr/0031).
-    return pair == {"smokeTest.sharing", "gpuStack.gpuHealth"}
+    return pair == {"smokeTest.sharing", f"{VALUES_GATES}.DynamicMIG"}
 
 
 def partition_problems(settings: Settings) -> Iterator[Problem]:

@@ -140,3 +140,19 @@ def test_gates_are_judged_only_where_the_driver_is_installed() -> None:
     assert len(problems(gpuStack=bad)) == 1
     bad["addons"]["draDriver"]["enabled"] = False
     assert problems(gpuStack=bad) == []
+
+
+def test_gpu_health_asked_for_beside_mps_sharing_is_refused_naming_both() -> None:
+    # The driver's feature-gate reference lists MPSSupport and NVMLDeviceHealthCheck as exclusive.
+    found = problems(kubernetes=HEALTHY_TRACK, gpuStack={"gpuHealth": True},
+                     smokeTest={"sharing": "mps", "sharedClaim": True})
+    text = " ".join(f"{f}: {r}" for f, r in found)
+    assert "settings.gpuStack.gpuHealth" in text and "settings.smokeTest.sharing" in text, found
+
+
+def test_derived_gpu_health_stays_off_beside_mps_sharing() -> None:
+    # 1.36 derives gpu health on; with MPS sharing it derives off instead of refusing a default.
+    assert gates(kubernetes=HEALTHY_TRACK) == {"NVMLDeviceHealthCheck": True}
+    mps = {"sharing": "mps", "sharedClaim": True}
+    assert gates(kubernetes=HEALTHY_TRACK, smokeTest=mps) == {"MPSSupport": True}
+    assert problems(kubernetes=HEALTHY_TRACK, smokeTest=mps) == []
