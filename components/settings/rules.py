@@ -522,8 +522,10 @@ def _smoke_cases(s: Settings) -> Iterator[Problem]:
     if not t.whole_gpu:
         why = ("allocates whole GPUs, and wholeGpu false says the cluster hands out none (all GPUs "
                "MIG-partitioned): turn it off or set wholeGpu true")
+        # nvlinkGroup refuses it itself (components/smoke/cases/nvlink_group.py), with its own words.
         for key, on in (("sharedClaim", t.shared_claim), ("sharedNamedClaim", t.shared_named_claim),
-                        ("gang", t.gang)):
+                        ("gang", t.gang), ("computeDomain.enabled", t.compute_domain.enabled),
+                        ("firstAvailable.enabled", t.first_available.enabled)):
             if on:
                 yield f"{path}.{key}", why
         if t.gpus != 1:

@@ -226,3 +226,13 @@ def test_every_problem_of_one_stack_comes_in_one_message() -> None:
     assert message.count("invalid settings in") == 1
     for path in ("smokeTest.gang", "smokeTest.migProfile", "smokeTest.sharing", "smokeTest.mpsPinnedMemoryLimitMiB"):
         assert f"  settings.{path}: " in message, message
+
+
+def test_without_whole_gpus_the_whole_gpu_dra_cases_are_refused_too() -> None:
+    # computeDomain and firstAvailable pods each hold a whole GPU (their claim `gpu`).
+    p = problems(with_smoke(AWS_MIG, wholeGpu=False, migProfile="1g.10gb", computeDomain={"enabled": True},
+                            firstAvailable={"enabled": True, "preferredPool": "h100", "fallbackPool": "h100"}))
+    why = ("allocates whole GPUs, and wholeGpu false says the cluster hands out none (all GPUs MIG-partitioned): "
+           "turn it off or set wholeGpu true")
+    assert why in p["settings.smokeTest.computeDomain.enabled"]
+    assert why in p["settings.smokeTest.firstAvailable.enabled"]
