@@ -95,7 +95,7 @@ def plan(raw: dict[str, Any], **smoke: Any) -> SmokePlan:
     return smoke_plan(s, cluster_facts(s), pins.image("smoke-test"))
 
 
-# The node tier's shape for cases computeDomain and firstAvailable (H7): a pool of simulated GB200
+# The node tier's shape for cases computeDomain and firstAvailable: a pool of simulated GB200
 # (multi-node NVLink) and one of simulated H100, both kubelet pools.
 LOCAL_CD_FA: dict[str, Any] = {
     "platform": "local",
