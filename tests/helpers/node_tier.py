@@ -84,22 +84,23 @@ def node_specs(settings: dict[str, Any]) -> list[Any]:
     nt, dra = load_tool("nodetier"), load_tool("dra_publisher")
     parsed = Settings.model_validate(settings)
     driver_gates = dra_gates.feature_gates(parsed)
-    smoke_pool = parsed.smoke_test.pool
+    kubelet = kubelet_gates(settings)
+    smoke_pool, health, domains = parsed.smoke_test.pool, smoke_gpu_health_on(parsed), compute_domains_on(parsed)
     specs = []
     for p in kubelet_pools(settings):
         itype, name = p["instanceType"], p["name"]
         gpus, domain = gpu_count(itype), nvlink_domain(itype)
         fabric = (dra.hgx_8gpu_partitions() if parsed.gpu_stack.nvlink_partitions and domain.nvswitch
                   and domain.scope == "single-node" and gpus == 8 else None)
-        tainted = [0] if smoke_gpu_health_on(parsed) and name == smoke_pool else []
+        tainted = [0] if health and name == smoke_pool else []
         for i in range(p["desiredSize"]):
             node = f"{name}-node-{i}"
             devices = dra.resource_slice_manifest(node, gpus, gpu_model(itype), partitions=fabric,
                                                   unhealthy=tainted)["spec"]["devices"]
             specs.append(nt.NodeSpec(
                 node, devices, labels={SIMULATED_POOL_LABEL: name, INSTANCE_TYPE_LABEL: itype},
-                compute_domains=compute_domains_on(parsed) and domain.scope == "multi-node",
-                feature_gates=kubelet_gates(settings), gpu_plugin_gates=driver_gates, fabric_partitions=fabric))
+                compute_domains=domains and domain.scope == "multi-node",
+                feature_gates=kubelet, gpu_plugin_gates=driver_gates, fabric_partitions=fabric))
     return specs
 
 
