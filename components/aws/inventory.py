@@ -4,6 +4,9 @@ The settings rule `_aws_names` checks these names before any resource exists, so
 environment is a clean settings error instead of a failed `pulumi preview`. The logical names
 mirror the component nesting (AwsCluster "<cluster>" > child "<cluster>-<part>" > resource);
 tests/unit/aws/test_naming.py proves this list equals what the program registers.
+
+Names derived from the cluster name fit their AWS limit for every environment the settings accept:
+readable when they fit, hashed only where a limit needs it (components/hashed_names.py, ADR 0042).
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.addons.selected import backup_target_needed
-from components.aws.naming import name_problems, physical_name
+from components.aws.naming import NAME_RULES, explicit_name, logical_name, name_problems, physical_name
 from components.backup_names import bucket_name, key_alias, user_name
 from components.efa import placement
+from components.hashed_names import fit
 from components.settings.model import Settings
 
 BACKUP = "backup"  # __main__.py: BackupTarget("backup", settings)
@@ -21,15 +25,29 @@ NODE_ROLES = ("control-plane", "worker")
 SECRETS = ("join-auth", "ca-keys")
 
 
+LB, TG = "aws:lb/loadBalancer:LoadBalancer", "aws:lb/targetGroup:TargetGroup"
+ROLE, LT, SSM_DOC = "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:ssm/document:Document"
+
+
 def api_lb_name(cluster_name: str) -> str:
-    """The API NLB's and its target group's AWS name (ELBv2 allows one name for both). Explicit:
-    pulumi-aws would auto-name the LB up to 255 chars, while AWS allows 32."""
-    return f"{cluster_name}-api"
+    """The API NLB's and its target group's AWS name (ELBv2 allows one name for both, so the
+    tighter rule). Explicit: pulumi-aws would auto-name the LB up to 255 chars, while AWS allows 32."""
+    return fit(cluster_name, "-api", min(NAME_RULES[LB].max_len, NAME_RULES[TG].max_len))
 
 
 def mint_document_name(cluster_name: str) -> str:
     """The SSM document nodes run to mint their worker join token."""
-    return f"{cluster_name}-mint-worker-token"
+    return explicit_name(SSM_DOC, cluster_name, "-mint-worker-token")
+
+
+def node_role_name(cluster_name: str, role: str) -> str:
+    """Logical name of a node role's IAM role (auto-named: 64 characters with the random suffix)."""
+    return logical_name(ROLE, cluster_name, f"-{role}-role")
+
+
+def launch_template_name(cluster_name: str, pool: str) -> str:
+    """Logical name of a pool's launch template (auto-named: 125 characters with the random suffix)."""
+    return logical_name(LT, cluster_name, f"-pool-{pool}-lt")
 
 
 @dataclass(frozen=True)
@@ -51,13 +69,13 @@ def _cluster(cluster: str, groups: tuple[str, ...]) -> list[PlannedName]:
     env = "settings.environment"  # cluster_name is ck8s-{environment}-{region}
     api = f"{cluster}-api"  # ApiLoadBalancer component
     out = [
-        PlannedName("aws:lb/loadBalancer:LoadBalancer", f"{api}-nlb", api_lb_name(cluster), env),
-        PlannedName("aws:lb/targetGroup:TargetGroup", f"{api}-tg", api_lb_name(cluster), env),
-        PlannedName("aws:ssm/document:Document", mint_document_name(cluster), mint_document_name(cluster), env),
+        PlannedName(LB, f"{api}-nlb", api_lb_name(cluster), env),
+        PlannedName(TG, f"{api}-tg", api_lb_name(cluster), env),
+        PlannedName(SSM_DOC, f"{cluster}-mint-worker-token", mint_document_name(cluster), env),
     ]
     for role in NODE_ROLES:  # NodeRole f"{cluster}-{role}"
         out += [
-            PlannedName("aws:iam/role:Role", f"{cluster}-{role}-role", None, env),
+            PlannedName(ROLE, node_role_name(cluster, role), None, env),
             PlannedName("aws:iam/rolePolicy:RolePolicy", f"{cluster}-{role}-node", None, env),
             PlannedName("aws:iam/instanceProfile:InstanceProfile", f"{cluster}-{role}-profile", None, env),
         ]
@@ -72,7 +90,7 @@ def _pools(settings: Settings) -> list[PlannedName]:
         base = f"{settings.cluster_name}-pool-{pool.name}"
         field = f"settings.nodePools[{i}].name"
         out += [
-            PlannedName("aws:ec2/launchTemplate:LaunchTemplate", f"{base}-lt", None, field),
+            PlannedName(LT, launch_template_name(settings.cluster_name, pool.name), None, field),
             PlannedName("aws:autoscaling/group:Group", f"{base}-asg", None, field),
         ]
         pg = placement(pool)

@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from components.hashed_names import fit
+
 AUTONAME_SUFFIX = "-abcdef0"  # worst-case shape of "-" + 7 random hex chars (always 8 long)
 DEFAULT_AUTONAME_MAX = 255  # PA provider/autonaming.go: every TF `name` without an override
 
@@ -137,6 +139,19 @@ def physical_name(token: str, logical: str, explicit: str | None) -> str:
     if rule.autoname_prefix and not name.startswith(rule.autoname_prefix):
         name = rule.autoname_prefix + name
     return name
+
+
+def explicit_name(token: str, stem: str, suffix: str) -> str:
+    """An explicit name `<stem><suffix>` for `token`, hashed only when AWS's limit needs it (ADR 0042)."""
+    return fit(stem, suffix, NAME_RULES[token].max_len)
+
+
+def logical_name(token: str, stem: str, suffix: str) -> str:
+    """A logical name `<stem><suffix>` whose pulumi-aws auto-name fits `token`'s rules, hashed only
+    when needed (ADR 0042): the autoname adds 8 characters (and a KMS alias `alias/`)."""
+    rule = NAME_RULES[token]
+    room = min(rule.max_len - len(rule.autoname_prefix), rule.autoname_max) - len(AUTONAME_SUFFIX)
+    return fit(stem, suffix, room)
 
 
 def name_problems(token: str, logical: str, explicit: str | None) -> list[str]:

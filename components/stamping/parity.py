@@ -3,7 +3,8 @@
 Each plan's resources.json is normalised with what is region-scoped in its own settings, then the
 two are diffed by resource key; whatever remains is a parity violation. Region-scoped:
 - the region and the backup region (AZ names `<region>a`, ARNs, endpoints follow from them);
-- the cluster name (`ck8s-<env>-<region>`), so every name and URN derived from it;
+- the cluster name (`ck8s-<env>-<region>`), so every name and URN derived from it, its hashed
+  forms included (`<head>-<digest>`, where a name would not fit its AWS limit: ADR 0042);
 - AZ ids (`use1-az1`), AMI ids, provider-computed ids (the plan's fake ids, hashes);
 - zone-scoped values each region gives its own (stamping refuses the template's): capacity
   reservation ids (hashes), placement group names (carry the cluster name), AZ names;
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from components.hashed_names import hashed_stems
 from components.plan.diff import PlanDiff, diff_resources
 from components.settings.model import Settings
 
@@ -73,12 +75,16 @@ class _Normaliser:
         # Fake ids of the offline plan are `<logical name>-<8 hex>`; names carry the cluster name.
         alternatives = sorted({re.escape(n) for n in names if n}, key=len, reverse=True)
         self.fake_id = re.compile(rf"\b({'|'.join(alternatives)})-[0-9a-f]{{8}}\b") if alternatives else None
+        stems = hashed_stems(scope.cluster_name)
+        self.hashed = re.compile("|".join(re.escape(h) for h in stems)) if stems else None
 
     def text(self, value: str) -> str:
         if self.fake_id is not None:
             value = self.fake_id.sub(lambda m: f"<id:{m.group(1)}>", value)
         value = AMI.sub("<ami>", value)
         value = HASH.sub("<hash>", value)
+        if self.hashed is not None:
+            value = self.hashed.sub("<cluster>", value)
         value = value.replace(self.scope.cluster_name, "<cluster>")
         if self.scope.backup_region:
             value = value.replace(self.scope.backup_region, "<backup-region>")

@@ -5,24 +5,41 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 from functools import cache
 from typing import Any
 
 import pytest
 
-from components.aws.inventory import api_lb_name, mint_document_name, planned_names
+from components.addons.velero_values import velero_values
+from components.aws.inventory import (
+    BACKUP,
+    api_lb_name,
+    launch_template_name,
+    mint_document_name,
+    node_role_name,
+    planned_names,
+)
 from components.aws.naming import NAME_RULES, name_problems, physical_name, tag_problems
+from components.backup_names import ALIAS_MAX, BUCKET_MAX, USER_MAX, bucket_name, key_alias, user_name
+from components.dr.policies import velero_policy
+from components.hashed_names import digest, fit, hashed_stems
 from components.plan import run as plan_run
+from components.plan.artifacts import user_data
 from components.plan.mockengine import PlanRun, Recorded, RecordingMonitor
 from components.plan.names import has_name_input, recorded_problems
 from components.settings.load import SETTINGS_KEY, SettingsError, read_stack_file
-from components.settings.model import Settings
+from components.settings.model import RestoreSource, Settings
 from components.stamping.derive import derive_all
 from components.stamping.overrides import load_overrides
 from components.validate import parse as parse_settings
 from tests.unit.aws.conftest import run_cluster, settings_for, stack_raw
 from tests.unit.stamping.helpers import DATA, template
 
+LT_TOKEN = "aws:ec2/launchTemplate:LaunchTemplate"
 PROGRAM_TOKENS = {
     "aws:lb/loadBalancer:LoadBalancer", "aws:lb/targetGroup:TargetGroup", "aws:iam/role:Role",
     "aws:iam/rolePolicy:RolePolicy", "aws:iam/instanceProfile:InstanceProfile", "aws:iam/user:User",
@@ -252,25 +269,23 @@ def _with(**changes: Any) -> Any:
 
 
 def test_too_long_environment_is_one_clean_settings_error() -> None:
+    long = "a-very-long-environment-name-that-no-cluster-name-fits"  # 54: a DNS label, too long a cluster name
     with pytest.raises(SettingsError) as err:
-        settings_for("aws-dev", _with(environment="a-very-long-environment-name"))
-    paths = {p for p, _ in err.value.problems}
-    assert paths == {"settings.environment"}
-    message = err.value.message
-    assert "aws:lb/loadBalancer:LoadBalancer 'ck8s-a-very-long-environment-name-eu-west-1-api-nlb'" in message
-    assert "cannot be longer than 32 characters" in message and "elbv2/validate.go" in message
-    assert "'ck8s-a-very-long-environment-name-eu-west-1-api'" in message  # the physical name
-    # and what would fit, so the fix is one edit
-    assert "'a-very-long-environment-name' is 28 characters; at most 13 fit every AWS name in eu-west-1" in message
+        settings_for("aws-dev", _with(environment=long))
+    assert err.value.problems == [("settings.environment", (
+        f"'{long}' is 54 characters; at most 48 fit in eu-west-1: the cluster name ck8s-<environment>-<region> "
+        "must be at most 63 characters (a DNS label, as a rebuild's backup.restoreFrom.clusterName must be); "
+        "AWS names too long for their limit get a hashed form (docs/adr/0042)"))]
 
 
-def test_longest_environment_that_fits_is_accepted() -> None:
-    # ck8s-<env>-eu-west-1-api <= 32: 13 characters of environment.
-    settings_for("aws-dev", _with(environment="e" * 13))
-    with pytest.raises(SettingsError, match="cannot be longer than 32"):
-        settings_for("aws-dev", _with(environment="e" * 14))
-    with pytest.raises(SettingsError, match="at most 8 fit every AWS name in ap-southeast-4"):
-        settings_for("aws-dev", _with(environment="e" * 9, region="ap-southeast-4"))
+# The new maximum: the cluster name is a DNS label (63) = 5 ("ck8s-") + environment + 1 + region.
+@pytest.mark.parametrize(("region", "longest"), [("eu-west-1", 48), ("us-east-1", 48), ("ap-southeast-4", 43)])
+def test_longest_environment_that_fits_is_accepted(region: str, longest: int) -> None:
+    settings = settings_for("aws-dev", _with(environment="e" * longest, region=region))
+    assert len(settings.cluster_name) == 63
+    with pytest.raises(SettingsError, match=f"at most {longest} fit in {region}: the cluster name") as err:
+        settings_for("aws-dev", _with(environment="e" * (longest + 1), region=region))
+    assert [p for p, _ in err.value.problems] == ["settings.environment"]
 
 
 def test_pool_derived_names_are_reported_under_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -387,6 +402,189 @@ def test_plan_cli_refuses_a_too_long_environment_before_registering(
     assert main(["plan", "--stack", "aws-name-too-long", "--stacks-dir", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("invalid settings in") == 1 and "Traceback" not in err
-    assert "settings.environment: aws:lb/loadBalancer:LoadBalancer" in err
-    assert "cannot be longer than 32 characters" in err
+    assert "settings.environment: 'a-very-long-environment-name-that-no-cluster-name-fits' is 54 characters" in err
+    assert "at most 63 characters" in err
     assert registered == []
+
+
+# Long environments (ADR 0042): every name fits by a stable hashed form, only where a limit needs it.
+TIGHTEST = "ap-southeast-4"  # the longest region name: the least room for the environment
+LONG_ENV = "ml-platform-research-and-inference-team-eu"  # 42 of the 43 that fit in ap-southeast-4
+
+
+def _long(stack: str, environment: str = LONG_ENV, region: str = TIGHTEST, pool: str | None = None) -> Any:
+    def change(raw: dict[str, Any]) -> None:
+        raw.update(environment=environment, region=region)
+        if stack == "aws-dev":
+            raw["backup"] = {"region": "ap-southeast-2"}  # the Velero bucket, key alias and user too
+        if pool is not None:
+            raw["nodePools"][0]["name"] = pool
+    raw = stack_raw(stack)
+    change(raw)
+    return {SETTINGS_KEY: raw}
+
+
+LONG_CASES = {
+    "dev-tightest": _long("aws-dev"),
+    "dev-tightest-63-char-pool": _long("aws-dev", pool="p" * 63),
+    "dev-longest-env": _long("aws-dev", environment="e" * 43),
+    "prod-us-east-1": _long("aws-prod", environment="prod-" + "x" * 43, region="us-east-1"),
+}
+
+
+@cache
+def _long_plan(case: str) -> plan_run.Plan:
+    return plan_run.plan_config(LONG_CASES[case], case, case)  # raises on any recorded name or tag problem
+
+
+@pytest.mark.parametrize("case", LONG_CASES)
+def test_long_environment_plans_with_every_name_passing_every_rule(case: str) -> None:
+    plan = _long_plan(case)
+    planned = planned_names(plan.settings)
+    recorded = recorded_names(plan.resources)
+    assert sorted(recorded, key=str) == sorted(((p.token, p.logical, p.explicit) for p in planned), key=str)
+    assert [(p.logical, p.physical, p.problems()) for p in planned if p.problems()] == []
+    assert recorded_problems(plan.resources) == []
+    cluster = plan.settings.cluster_name
+    assert len(cluster) <= 63
+    mark = f"-{digest(cluster)}"
+    hashed = [p for p in planned if mark in p.physical]
+    assert {p.token for p in hashed} >= {"aws:lb/loadBalancer:LoadBalancer", "aws:lb/targetGroup:TargetGroup",
+                                         "aws:iam/role:Role"}
+    for p in hashed:  # every hashed name of the cluster: a readable head of it, its digest, what it is
+        head, _, rest = p.physical.removeprefix("alias/").partition(mark)
+        assert rest and cluster.startswith(head) and len(head) >= 10, p.physical
+    # The rest carry the full cluster name, or none (the Velero user's policy: `backup-user-policy`).
+    assert all(cluster in p.physical or p.logical.startswith(BACKUP) for p in planned if p not in hashed)
+    # Where the full name fits, it stays readable: instance profiles, secrets, groups, the SSM document.
+    readable = {p.token for p in planned if cluster in p.physical}
+    assert {"aws:iam/instanceProfile:InstanceProfile", "aws:secretsmanager/secret:Secret",
+            "aws:ec2/securityGroup:SecurityGroup", "aws:ssm/document:Document"} <= readable
+
+
+def test_names_a_limit_needs_are_hashed_and_the_others_stay_readable() -> None:
+    cluster = "ck8s-" + LONG_ENV + "-" + TIGHTEST  # 62
+    d = digest(cluster)
+    assert api_lb_name(cluster) == f"ck8s-ml-platform-re-{d}-api"  # 32: ELBv2's limit
+    assert node_role_name(cluster, "control-plane") == f"ck8s-ml-platform-research-an-{d}-control-plane-role"
+    assert len(node_role_name(cluster, "control-plane")) + 8 == 64  # IAM's 64 with the 7-char autoname
+    assert bucket_name(cluster) == f"ck8s-ml-platform-research-and-inference-team-eu-{d}-velero"  # 63
+    assert user_name(cluster) == bucket_name(cluster)  # 64, but the head never ends in "-"
+    assert key_alias(cluster) == f"alias/{cluster}-velero"  # 256: fits
+    assert mint_document_name(cluster) == f"{cluster}-mint-worker-token"  # 128: fits
+    assert launch_template_name(cluster, "h100") == f"{cluster}-pool-h100-lt"  # 125: fits
+
+
+def test_hashed_names_are_stable_across_runs_and_python_processes() -> None:
+    """Literal expectations: a name must never change once a stack has it (SHA-256, not hash())."""
+    cluster = "ck8s-" + "e" * 43 + "-" + TIGHTEST
+    assert digest(cluster) == "e77a7309"
+    assert api_lb_name(cluster) == "ck8s-eeeeeeeeeeeeee-e77a7309-api"
+    assert bucket_name(cluster) == "ck8s-" + "e" * 42 + "-e77a7309-velero"
+    code = ("from components.aws.inventory import api_lb_name; "
+            f"print(api_lb_name('{cluster}'))")
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed}, cwd=plan_run.PROJECT_DIR)
+        assert out.stdout.strip() == "ck8s-eeeeeeeeeeeeee-e77a7309-api"
+
+
+def test_distinct_environments_give_distinct_names() -> None:
+    """Environments sharing every readable character of the hashed head still differ by the digest."""
+    envs = [f"research-inference-platform-{i:04d}" for i in range(500)]
+    for region in ("us-east-1", TIGHTEST):
+        clusters = [f"ck8s-{e}-{region}" for e in envs]
+        for name in (api_lb_name, bucket_name, user_name, lambda c: node_role_name(c, "worker")):
+            names = [name(c) for c in clusters]
+            assert len(set(names)) == len(names)
+        assert len({api_lb_name(c).rsplit("-", 2)[0] for c in clusters}) == 1  # same head: digest decides
+
+
+def test_short_names_are_unchanged() -> None:
+    """Every name that fits is exactly what it was before hashing existed (the readable f-string)."""
+    for env, region in (("dev", "eu-west-1"), ("e" * 13, "us-east-1"), ("e" * 8, TIGHTEST)):
+        cluster = f"ck8s-{env}-{region}"
+        assert api_lb_name(cluster) == f"{cluster}-api"
+        assert mint_document_name(cluster) == f"{cluster}-mint-worker-token"
+        assert node_role_name(cluster, "control-plane") == f"{cluster}-control-plane-role"
+        assert launch_template_name(cluster, "p" * 63) == f"{cluster}-pool-{'p' * 63}-lt"
+        assert (bucket_name(cluster), user_name(cluster), key_alias(cluster)) == (
+            f"{cluster}-velero", f"{cluster}-velero", f"alias/{cluster}-velero")
+
+
+def test_fit_never_exceeds_its_limit_and_falls_back_when_the_suffix_leaves_no_room() -> None:
+    stem = "ck8s-" + "a-" * 30 + "b"
+    for limit in range(14, 80):  # from 14, "-api" leaves a head of at least one character
+        name = fit(stem, "-api", limit)
+        assert len(name) <= limit and name.endswith("-api")
+        head = name.removesuffix("-api").removesuffix(f"-{digest(stem)}")
+        assert name == stem + "-api" or (not head.endswith(("-", ".")) and stem.startswith(head))
+        assert name == stem + "-api" or name.removesuffix("-api") in hashed_stems(stem)
+    assert fit(stem, "-" + "s" * 40, 45) == stem + "-" + "s" * 40  # no room: the name rules report it
+
+
+def test_backup_limits_are_the_name_rules() -> None:
+    assert NAME_RULES["aws:s3/bucket:Bucket"].max_len == BUCKET_MAX
+    assert NAME_RULES["aws:kms/alias:Alias"].max_len == ALIAS_MAX
+    assert NAME_RULES["aws:iam/user:User"].max_len == USER_MAX
+
+
+def _alias_names(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> dict[str, list[str]]:
+    """logical name -> the names of its aliases, as the program sends them (alias specs)."""
+    seen: dict[str, list[str]] = {}
+    original = RecordingMonitor.RegisterResource
+
+    def spy(self: RecordingMonitor, request: Any) -> Any:
+        seen[request.name] = [a.spec.name for a in request.aliases if a.WhichOneof("alias") == "spec"]
+        return original(self, request)
+
+    monkeypatch.setattr(RecordingMonitor, "RegisterResource", spy)
+    run_cluster(settings)
+    return seen
+
+
+def test_hashed_logical_names_keep_the_readable_one_as_alias(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = parse_settings(LONG_CASES["dev-tightest-63-char-pool"][SETTINGS_KEY], "long")
+    cluster, pool = settings.cluster_name, "p" * 63
+    aliases = _alias_names(monkeypatch, settings)
+    for role in ("control-plane", "worker"):
+        assert node_role_name(cluster, role) != f"{cluster}-{role}-role"
+        assert aliases[node_role_name(cluster, role)] == [f"{cluster}-{role}-role"]
+    assert launch_template_name(cluster, pool) != f"{cluster}-pool-{pool}-lt"
+    assert aliases[launch_template_name(cluster, pool)] == [f"{cluster}-pool-{pool}-lt"]
+    dev = settings_for("aws-dev")
+    short = _alias_names(monkeypatch, dev)  # readable names: registered as before, no alias added
+    c = dev.cluster_name
+    assert [short[n] for n in (f"{c}-control-plane-role", f"{c}-worker-role", f"{c}-pool-l4-lt")] == [[], [], []]
+
+
+def test_every_consumer_of_a_hashed_name_reads_the_same_name() -> None:
+    """Nodes, IAM policies, Velero and the DR tools derive names through the same functions."""
+    plan = _long_plan("dev-tightest")
+    cluster = plan.settings.cluster_name
+    of = {r.type: r for r in plan.resources}
+    lb_name = of["aws:lb/loadBalancer:LoadBalancer"].inputs["name"]
+    doc_name = of["aws:ssm/document:Document"].inputs["name"]
+    assert lb_name == api_lb_name(cluster) != f"{cluster}-api"
+    boot = {line.strip() for r in plan.resources if (text := user_data(r)) for line in text.splitlines()}
+    assert f"CK8S_API_LB_NAME={lb_name}" in boot and f"CK8S_MINT_DOCUMENT={doc_name}" in boot
+    assert f"CK8S_CLUSTER={cluster}" in boot  # control planes are found by the full-name tag
+    worker = json.loads(next(r.inputs["policy"] for r in plan.resources
+                             if r.name == f"{cluster}-worker-node"))  # the worker role's inline policy
+    sends = [st["Resource"] for st in worker["Statement"] if st.get("Sid") == "SendMintDocument"]
+    assert sends == [[f"arn:aws:ssm:{TIGHTEST}:123456789012:document/{doc_name}"]]
+    bucket = of["aws:s3/bucket:Bucket"].inputs["bucket"]
+    assert bucket == bucket_name(cluster) != f"{cluster}-velero"
+    assert of["aws:iam/user:User"].inputs["name"] == user_name(cluster)
+    assert velero_values(plan.settings)["configuration"]["backupStorageLocation"][0]["bucket"] == bucket
+    # Tags and Kubernetes-facing names keep the full, readable cluster name (tag values allow 256).
+    tags = of["aws:ec2/instance:Instance"].inputs["tags"]
+    assert tags["ck8s-gpu/cluster"] == cluster and tags[f"kubernetes.io/cluster/{cluster}"] == "owned"
+    assert plan.outputs["clusterName"] == cluster
+    # A rebuild finds the lost cluster's backups from its name alone: its bucket and key alias.
+    restore = RestoreSource(cluster_name=cluster, region="ap-southeast-2")
+    grants = velero_policy(partition="aws", bucket_arn="arn:aws:s3:::new", key_arn="k", restore_from=restore)
+    by_sid = {st["Sid"]: st for st in grants["Statement"]}
+    assert by_sid["RestoreBucket"]["Resource"] == f"arn:aws:s3:::{bucket}"
+    alias = of["aws:kms/alias:Alias"].inputs["name"]
+    assert by_sid["RestoreKey"]["Condition"]["ForAnyValue:StringEquals"]["kms:ResourceAliases"] == alias
