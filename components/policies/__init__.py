@@ -12,10 +12,11 @@ from pulumi_policy import EnforcementLevel, Policy
 from components.policies.aws_nodes import ENCRYPTED_VOLUMES, IMDSV2_REQUIRED, NO_SPOT_IN_PROD
 from components.policies.grafana import GRAFANA_ADMIN_CREDENTIALS
 from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
-from components.policies.iam import NO_WILDCARD_IAM
+from components.policies.iam import NO_WILDCARD_IAM, NODE_ROLE_MANAGED_POLICIES
 from components.policies.namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
 from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_INGRESS_SET, NO_WORLD_SSH
 from components.policies.rbac import SECRET_READERS_LEAST_PRIVILEGE
+from components.policies.resource_policies import NO_PUBLIC_RESOURCE_POLICY
 from components.policies.secrets import (
     NO_PLAINTEXT_SECRETS,
     SECRETS_ONLY_IN_SECRET_OBJECTS,
@@ -33,6 +34,8 @@ POLICIES: tuple[Policy, ...] = (
     NO_WORLD_INGRESS_SET,
     NO_WORLD_SSH,
     NO_WILDCARD_IAM,
+    NODE_ROLE_MANAGED_POLICIES,
+    NO_PUBLIC_RESOURCE_POLICY,
     NO_PLAINTEXT_SECRETS,
     USER_DATA_WITHOUT_SECRETS,
     SECRETS_ONLY_IN_SECRET_OBJECTS,

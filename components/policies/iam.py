@@ -1,9 +1,17 @@
-"""IAM: no statement allows every action on every resource.
+"""IAM: no statement allows every action on every resource; node roles hold no broad managed policy.
 
 Policy documents appear as JSON strings on `aws:iam/policy:Policy.policy`,
 `aws:iam/rolePolicy:RolePolicy.policy`, `aws:iam/userPolicy`, `aws:iam/groupPolicy` and
 `aws:iam/role:Role.inlinePolicies[].policy`, `aws:s3/bucketPolicy:BucketPolicy.policy`;
 AWS-managed admin policies arrive through `*PolicyAttachment.policyArn` and `Role.managedPolicyArns`.
+
+`node-role-managed-policies` judges what a node role may do through the managed policies attached
+to it (components/policies/managed_policies.py): a node role is a role EC2 may assume (trust policy
+with the `ec2.amazonaws.com` service principal, `ec2.amazonaws.com.cn` in China) or one an instance
+profile of the stack carries. Attachments: `RolePolicyAttachment`, `PolicyAttachment.roles`,
+`RolePolicyAttachmentsExclusive`, `Role.managedPolicyArns`; inline documents (`RolePolicy`,
+`Role.inlinePolicies`) are judged by the same rule. Which role an attachment names is read from its
+property dependencies (the real engine), else from its dependencies, else by name.
 """
 
 from __future__ import annotations
@@ -11,11 +19,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError
 
-from components.policies.props import is_seq, is_unknown, items
+from components.policies.managed_policies import aws_managed, broad_grants, parse_policy_arn, table_document
+from components.policies.props import get, is_seq, is_unknown, items
 
 DOCUMENT_TYPES = {
     "aws:iam/policy:Policy",
@@ -32,8 +50,9 @@ ATTACHMENT_TYPES = {
 }
 ROLE = "aws:iam/role:Role"
 # AWS-managed policies that are `*` on `*` in all but name (any partition: the ARN's tail decides).
-ADMIN_POLICIES = ("/AdministratorAccess", "/AdministratorAccess-Amplify", "/AdministratorAccess-AWSElasticBeanstalk",
-                  "/PowerUserAccess", "/IAMFullAccess")
+# Matched case-insensitively: IAM names are ("IAM identifiers"), so a case variant is the same policy.
+ADMIN_POLICIES = ("/administratoraccess", "/administratoraccess-amplify", "/administratoraccess-awselasticbeanstalk",
+                  "/poweruseraccess", "/iamfullaccess")
 # Judged by what a pattern MATCHES, as IAM does (case-insensitive `*` and `?`; IAM User Guide, "IAM
 # JSON policy elements: Action" and "Resource"): an action no policy names on purpose, and an ARN of
 # a service that does not exist yet. A pattern that matches them matches everything.
@@ -147,7 +166,7 @@ def wildcard_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]
     if resource_type == ROLE:
         arns += items(props, "managedPolicyArns")
     for arn in arns:
-        if isinstance(arn, str) and arn.startswith("arn:") and arn.endswith(ADMIN_POLICIES):
+        if isinstance(arn, str) and arn.startswith("arn:") and arn.lower().endswith(ADMIN_POLICIES):
             problems.append(f"attaches {arn.rsplit('/', 1)[-1]}, which allows (nearly) '*' on '*'")
     return problems
 
@@ -161,5 +180,218 @@ NO_WILDCARD_IAM = ResourceValidationPolicy(
     name="no-wildcard-iam",
     description="No IAM policy allows '*' actions on '*' resources (nor AWS admin policies).",
     validate=validate_no_wildcard_iam,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
+
+
+# --- node roles: managed policies by what they grant ---------------------------------------------
+
+POLICY = "aws:iam/policy:Policy"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+INSTANCE_PROFILE = "aws:iam/instanceProfile:InstanceProfile"
+ROLE_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
+EXCLUSIVE_ATTACHMENTS = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+# Where each resource names its role(s) and its managed policy ARN(s) (pulumi-aws 7.x wire names).
+ROLE_KEYS = {ROLE_ATTACHMENT: "role", POLICY_ATTACHMENT: "roles", EXCLUSIVE_ATTACHMENTS: "roleName",
+             ROLE_POLICY: "role", INSTANCE_PROFILE: "role"}
+ARN_KEYS = {ROLE_ATTACHMENT: "policyArn", POLICY_ATTACHMENT: "policyArn", EXCLUSIVE_ATTACHMENTS: "policyArns",
+            ROLE: "managedPolicyArns"}
+UNKNOWN = "<computed>"
+# Pulumi auto-names a resource `<logical name>-<7 hex>` (the mock engine: 8): how an id made from
+# an auto-named role reads when it is known.
+_AUTONAME = re.compile(r"^(?P<logical>.+)-[0-9a-f]{7,8}$")
+
+
+@dataclass(frozen=True, eq=False)  # identity: nodes are dict keys
+class Node:
+    """A resource as this policy reads it (a PolicyResource, or a test's hand-made one)."""
+
+    type: str
+    urn: str
+    name: str
+    props: Mapping[str, Any]
+    deps: tuple[str, ...] = ()
+    prop_deps: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def known(value: Any) -> Any:
+    """A plain copy of inputs with every unknown value as `<computed>`. The real pack's proxies raise
+    on reading one (pulumi_policy/proxy.py `_raise_if_unknown`), which would skip the whole stack
+    policy in a preview where every new role's id is unknown."""
+    def read(container: Any, key: Any) -> Any:
+        try:
+            return known(container[key])
+        except UnknownValueError:
+            return UNKNOWN
+    if isinstance(value, Mapping):
+        return {k: read(value, k) for k in value}
+    if is_seq(value):
+        return [read(value, i) for i in range(len(value))]
+    return value
+
+
+def nodes_of(resources: Any) -> list[Node]:
+    """The IAM resources among `resources` (only they are read: a stack's other inputs can be large)."""
+    wanted = {ROLE, POLICY, *ROLE_KEYS, *ARN_KEYS}
+    return [Node(r.resource_type, r.urn, r.name, known(r.props), tuple(d.urn for d in (r.dependencies or [])),
+                 {k: tuple(d.urn for d in v) for k, v in (r.property_dependencies or {}).items()})
+            for r in resources if r.resource_type in wanted]
+
+
+def ec2_may_assume(raw: Any) -> bool:
+    """The trust policy lets EC2 assume the role: an instance role (EC2 User Guide, "IAM roles for
+    Amazon EC2"; the China partition's service principal ends in `.com.cn`)."""
+    document, _ = _parsed("assumeRolePolicy", raw)
+    for st in _as_list(document.get("Statement")) if document is not None else []:
+        if not isinstance(st, Mapping) or st.get("Effect") != "Allow":
+            continue
+        if not any(isinstance(a, str) and matches(a, "sts:AssumeRole") for a in _as_list(st.get("Action"))):
+            continue
+        principal = st.get("Principal")
+        services = _as_list(principal.get("Service")) if isinstance(principal, Mapping) else []
+        if any(isinstance(s, str) and s.lower() in ("ec2.amazonaws.com", "ec2.amazonaws.com.cn") for s in services):
+            return True
+    return False
+
+
+def _values(value: Any) -> list[Any]:
+    return list(value) if is_seq(value) else [] if value is None else [value]
+
+
+def _tail(value: str) -> str:
+    return value.rsplit("/", 1)[-1]  # a role or policy ARN's name; a plain name is itself
+
+
+class _Stack:
+    def __init__(self, nodes: list[Node]) -> None:
+        self.by_urn = {n.urn: n for n in nodes}
+        self.roles = [n for n in nodes if n.type == ROLE]
+        self.policies = [n for n in nodes if n.type == POLICY]
+
+    def of_type(self, urns: tuple[str, ...], rtype: str) -> list[Node]:
+        return [self.by_urn[u] for u in urns if u in self.by_urn and self.by_urn[u].type == rtype]
+
+    def named(self, candidates: list[Node], value: str) -> Node | None:
+        wanted = _tail(value).lower()  # IAM names are case-insensitive ("IAM identifiers")
+        for n in candidates:
+            own = n.props.get("name")
+            auto = _AUTONAME.match(_tail(value))
+            if (isinstance(own, str) and own.lower() == wanted) or (auto and auto.group("logical") == n.name):
+                return n
+        return None
+
+    def referred(self, n: Node, key: str, kind: list[Node]) -> list[Node | str]:
+        """What `n`'s `key` names among `kind`: resources of this stack where it can tell, else the
+        names themselves (lowercased); unknown values are left out."""
+        values = [v for v in _values(n.props.get(key)) if not is_unknown(v)]
+        urns = {k.urn for k in kind}
+        if by_prop := [self.by_urn[u] for u in n.prop_deps.get(key, ()) if u in urns]:
+            return list(by_prop)
+        out: list[Node | str] = []
+        for v in values:
+            if isinstance(v, str) and (found := self.named(kind, v)) is not None:
+                out.append(found)
+        deps = [self.by_urn[u] for u in n.deps if u in urns]
+        if not out and deps and len(deps) == len(_values(n.props.get(key))):
+            return list(deps)  # offline: ids are mock names, the dependencies say which
+        return out or [v.lower() for v in values if isinstance(v, str)]
+
+    def node_roles(self) -> dict[Node | str, str]:
+        """Node roles (a role of the stack, or a role name), each with how it was recognised."""
+        found: dict[Node | str, str] = {r: "EC2 may assume it" for r in self.roles
+                                        if ec2_may_assume(r.props.get("assumeRolePolicy"))}
+        for profile in (n for n in self.by_urn.values() if n.type == INSTANCE_PROFILE):
+            for role in self.referred(profile, "role", self.roles):
+                found.setdefault(role, f"instance profile {profile.name} carries it")
+        return found
+
+
+def _label(role: Node | str) -> str:
+    return f"role {role.name}" if isinstance(role, Node) else f"role {role}"
+
+
+def _arn_problems(arn: Any) -> list[str]:
+    ref = parse_policy_arn(arn)
+    if ref is not None and (entry := aws_managed(ref)) is not None:
+        return [f"attaches AWS-managed {entry.name}, which allows {g} ({entry.source})"
+                for g in broad_grants(table_document(entry))]
+    if ref is not None and ref.aws_managed:
+        return [f"attaches AWS-managed {ref.name}, which this pack cannot review (not in its table of AWS-managed "
+                "policies, components/policies/managed_policies.py): a node role gets only reviewed permissions"]
+    return [f"attaches {arn}, a managed policy this pack cannot review (not created in this stack): a node role "
+            "gets only reviewed permissions"]
+
+
+def _document_grants(policy: Node) -> list[str]:
+    document, unreadable = _parsed(f"policy {policy.name}", policy.props.get("policy"))
+    if document is None:
+        return unreadable
+    return [f"attaches {policy.name} (created in this stack), which allows {g}" for g in broad_grants(document)]
+
+
+def _attached(stack: _Stack, n: Node) -> list[str]:
+    """Problems of the managed policies `n` attaches."""
+    key = ARN_KEYS[n.type]
+    raw = _values(n.props.get(key))
+    policies = stack.of_type(n.prop_deps.get(key, ()), POLICY)
+    if not policies and any(parse_policy_arn(a) is None for a in raw):
+        policies = stack.of_type(n.deps, POLICY)
+    problems = [p for policy in policies for p in _document_grants(policy)]
+    for arn in (a for a in raw if not is_unknown(a)):
+        ref = parse_policy_arn(arn)
+        if ref is None and policies:
+            continue  # the id of a policy judged above (a mock ARN offline)
+        if ref is None or not ref.aws_managed:
+            named = stack.named(stack.policies, arn) if isinstance(arn, str) else None
+            if named is not None:
+                problems += [] if named in policies else _document_grants(named)
+                continue
+        problems += _arn_problems(arn)
+    return problems
+
+
+def node_role_problems(nodes: list[Node]) -> list[tuple[str, str]]:
+    """(urn, message) for every broad or unreviewable grant a node role holds."""
+    stack = _Stack(nodes)
+    node_roles = stack.node_roles()
+    if not node_roles:
+        return []
+    out: list[tuple[str, str]] = []
+    for n in nodes:
+        if n.type == ROLE and n in node_roles:
+            targets: list[Node | str] = [n]
+            for i, inline in enumerate(items(n.props, "inlinePolicies")):
+                doc, bad = _parsed(f"inlinePolicies[{i}].policy", get(inline, "policy"))
+                out += [(n.urn, f"node role {n.name} ({node_roles[n]}): {p}") for p in bad]
+                out += [(n.urn, f"node role {n.name} ({node_roles[n]}): inlinePolicies[{i}] allows {g}")
+                        for g in (broad_grants(doc) if doc is not None else [])]
+        elif n.type in ROLE_KEYS and n.type != INSTANCE_PROFILE:
+            targets = [r for r in stack.referred(n, ROLE_KEYS[n.type], stack.roles) if r in node_roles]
+        else:
+            continue
+        for role in targets:
+            why = node_roles[role]
+            if n.type == ROLE_POLICY:
+                doc, bad = _parsed("policy", n.props.get("policy"))
+                problems = bad + [f"inline policy allows {g}" for g in (broad_grants(doc) if doc is not None else [])]
+            elif n.type in ARN_KEYS:
+                problems = _attached(stack, n)
+            else:
+                problems = []
+            out += [(n.urn, f"node {_label(role)} ({why}) {p}") for p in problems]
+    return out
+
+
+def validate_node_role_managed_policies(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for urn, message in node_role_problems(nodes_of(args.resources)):
+        report_violation(message, urn)
+
+
+NODE_ROLE_MANAGED_POLICIES = StackValidationPolicy(
+    name="node-role-managed-policies",
+    description="Node roles hold no managed policy that grants a whole service or reads every secret, "
+                "and none this pack cannot review.",
+    validate=validate_node_role_managed_policies,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

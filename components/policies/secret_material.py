@@ -34,6 +34,7 @@ from typing import Any, TypeGuard
 from urllib.parse import unquote
 
 from components.policies.props import is_seq
+from components.settings.secrets import CREDENTIAL_PAIRS, CREDENTIAL_WORDS
 
 MAX_LAYERS = 4  # base64 of gzip of base64 of a kubeconfig is three; one to spare
 # User-data is at most 16 KiB and real cloud-configs compress 3-10x: one gzipped even 64x is seen
@@ -228,9 +229,9 @@ def _is_der_private_key(data: bytes) -> bool:
 # --- credentials by name ------------------------------------------------------------------------
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_CREDENTIAL_WORDS = frozenset({"PASSWORD", "PASSWD", "PASS", "SECRET", "TOKEN", "APIKEY", "CREDENTIALS"})
-_CREDENTIAL_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
-                               ("SIGNING", "KEY"), ("ENCRYPTION", "KEY"), ("CLIENT", "SECRET")})
+# One table of credential words: the settings' add-on values rule reads the same (docs/adr/0038).
+_CREDENTIAL_WORDS = CREDENTIAL_WORDS
+_CREDENTIAL_PAIRS = CREDENTIAL_PAIRS
 
 
 def is_credential_name(name: Any) -> TypeGuard[str]:
@@ -264,3 +265,113 @@ def credential_literals(value: Any, path: str = "") -> Iterator[tuple[str, str]]
     elif is_seq(value):
         for i, item in enumerate(value):
             yield from credential_literals(item, f"{path}[{i}]")
+
+
+# --- credentials by name in a file's text -------------------------------------------------------
+# `credential_assignments` reads a file's text (user-data, and every file it writes, in any encoding
+# `findings` decodes) for a literal under a name that says credential, in the spellings files use:
+# env files `NAME=value` / `export NAME=value`, YAML `name: value`, JSON `"name": "value"`, INI and
+# TOML `name = value`, systemd `Environment="NAME=value"`, command lines `--db-password=value`, and a
+# manifest's `- name: DB_PASSWORD` / `value: x` pair.
+
+# A name starts a line or follows a delimiter; the value is quoted or runs to whitespace or a
+# delimiter. No delimiter a name may follow can occur inside an unquoted value, and values match
+# possessively: each run of text is scanned once (linear on hostile input).
+_ASSIGNMENT = re.compile(
+    r"""(?:^|(?<=[\s;,{(\["']))(?P<q>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})(?P=q)[ \t]*(?::=|=|:(?!:))[ \t]*"""
+    r"""(?P<value>"[^"\r\n]*+"|'[^'\r\n]*+'|[^\s,;(){}\[\]<>|\\"'#]++(?=[\s,;}\])"'#]|$))""", re.MULTILINE)
+# Command-line flags: `--db-password=value`, `-api-key=value` (the value stops at `=`, padding aside).
+_FLAG = re.compile(r"""(?<![\w-])--?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,127})="""
+                   r"""(?P<value>[^\s=;"'`|&<>()]++={0,2})(?=[\s;"'`|&)]|$)""")
+_ENV_PAIR = re.compile(r"""(?m)^[ \t]*-?[ \t]*name:[ \t]*["']?(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,127})["']?"""
+                       r"""[ \t]*\r?\n[ \t]*value:[ \t]*(?P<value>"[^"\r\n]*"|'[^'\r\n]*'|[^\s#]+)""")
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Last words that say the value is a credential; `key` only after a word that makes it a secret one
+# (`PUBLIC_KEY`, `cacheKey`, a bare `key` are not); `pwd` and `pass` not alone (`PWD` is the
+# working directory). A name that refers to a credential elsewhere is not one (`existingSecret`,
+# `imagePullSecret`: a Secret's name).
+_FILE_CREDENTIAL_WORDS = frozenset({"password", "passwd", "passphrase", "secret", "token", "apikey", "credential",
+                                    "credentials"})
+_FILE_CREDENTIAL_PAIRS = frozenset({"api", "access", "private", "secret", "signing", "encryption", "auth", "master",
+                                    "session", "client", "license", "app"})
+_REFERRING_WORDS = frozenset({"existing", "pull"})
+_NOT_SECRET_VALUES = frozenset({"true", "false", "yes", "no", "on", "off", "null", "none", "nil", "required",
+                                "optional", "enabled", "disabled", "auto", "default"})
+_NUMBER_OR_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]+)?[A-Za-zµ]{0,3})+")  # 15m, 1h30m, 512Mi, 0.5
+_CODE_REFERENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+MIN_CREDENTIAL_LENGTH = 6
+
+
+def name_words(name: str) -> list[str]:
+    """`dbPassword` -> [db, password]; `X_API_KEY` -> [x, api, key]; `APIKey` -> [api, key]."""
+    return [w.lower() for part in re.split(r"[_.\-]+", name) for w in _NAME_WORD.findall(part)]
+
+
+def is_credential_key(name: Any) -> bool:
+    """A variable or key name, in any case and with any separator, whose last word says credential."""
+    if not isinstance(name, str):
+        return False
+    words = name_words(name)
+    if not words or _REFERRING_WORDS & set(words):
+        return False
+    last = words[-1]
+    if last in _FILE_CREDENTIAL_WORDS or last.endswith(("password", "passwd")):
+        return True
+    if last in ("pwd", "pass"):
+        return len(words) > 1
+    return last == "key" and len(words) > 1 and words[-2] in _FILE_CREDENTIAL_PAIRS
+
+
+def looks_like_credential(value: str) -> bool:
+    """A literal long enough to be a credential. Not one: a reference (`$VAR`, `${VAR}`, `$(cmd)`,
+    `` `cmd` ``, `{{ template }}`, `<placeholder>`, `[secret]`), a path, a URL without user info, a
+    number, a duration or size (`15m`, `512Mi`), a boolean or a mode word, a run of one character,
+    prose (whitespace inside), code (`self.token`; calls and subscripts never match as values), a
+    word of one character class shorter than 16 (`unexpected`, `changeme`)."""
+    v = value.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
+        v = v[1:-1].strip()
+    if len(v) < MIN_CREDENTIAL_LENGTH or any(c.isspace() for c in v) or _NOT_A_VALUE.match(v):
+        return False
+    if "${" in v or "$(" in v or "`" in v or "{{" in v or v.startswith(("/", "./", "../", "~/", "@", "%")):
+        return False
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", v) and "@" not in v:
+        return False
+    if _CODE_REFERENCE.fullmatch(v):  # `self.token`, `args.password`: code, not a literal
+        return False
+    if v.lower() in _NOT_SECRET_VALUES or _NUMBER_OR_QUANTITY.fullmatch(v) or len(set(v)) == 1:
+        return False
+    # A single-class word (`unexpected`, `changeme`, `kube-system`) is prose, a placeholder or a
+    # name more often than a secret; generated secrets mix classes or are long.
+    classes = sum(1 for test in (str.islower, str.isupper, str.isdigit) if any(test(c) for c in v))
+    classes += any(not c.isalnum() and c not in "-_." for c in v)  # separators do not make a word a secret
+    return classes >= 2 or len(v) >= 16
+
+
+def _named_literals(text: str, nested: bool = True) -> Iterator[str]:
+    for pattern in (_ASSIGNMENT, _FLAG, _ENV_PAIR):
+        for m in pattern.finditer(text):
+            name, value = m.group("name"), m.group("value")
+            if is_credential_key(name) and looks_like_credential(value):
+                yield name
+            elif nested and pattern is _ASSIGNMENT and "=" in value:  # systemd Environment="NAME=value"
+                yield from _named_literals(value.strip("\"'"), nested=False)
+
+
+def credential_assignments(text: str) -> list[str]:
+    """Names of credential-named literals in `text` or any decoding of it (bounded as `findings`)."""
+    if not text or not isinstance(text, str):
+        return []
+    found: dict[str, None] = {}
+    budget, seen = _Budget(text), set[tuple[str, str]]()
+
+    def scan(view: str, layer: int) -> None:
+        for name in _named_literals(view):
+            found.setdefault(name)
+        if layer < MAX_LAYERS:
+            for decoded in _decodings(view, budget, seen):
+                if isinstance(decoded, str):
+                    scan(decoded, layer + 1)
+
+    scan(text, 0)
+    return list(found)

@@ -19,7 +19,9 @@ referenced through `valueFrom.secretKeyRef`, `envFrom.secretRef` or a Secret vol
 
 Both rules see material by pattern (components/policies/secret_material.py `findings`, through
 every encoding) and by name: a literal under an environment variable name that says credential
-(`DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`: `credential_literals`).
+(`DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`: `credential_literals`). User-data is also read as the
+files it writes (`credential_assignments`): `DB_PASSWORD=x`, `export X_API_KEY=x`, `dbPassword: x`,
+`"apiKey": "x"`, `password = x` in any file, in any encoding `findings` decodes.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pulumi_policy import (
 from components.policies.aws_nodes import NODE_TYPES
 from components.policies.k8s_objects import POD_SPEC_PATHS, K8sObject, objects
 from components.policies.props import decode_user_data, leaves, under
-from components.policies.secret_material import credential_literals, findings
+from components.policies.secret_material import credential_assignments, credential_literals, findings
 
 STACK = "pulumi:pulumi:Stack"
 
@@ -73,11 +75,19 @@ def user_data_secret_problems(resource_type: str, props: Mapping[str, Any]) -> l
     if resource_type not in NODE_TYPES:
         return []
     text = decode_user_data(props)
-    kinds = findings(text) if text else []
-    if not kinds:
+    if not text:
         return []
-    return [f"user-data carries {', '.join(kinds)}: EC2 exposes user-data in plain text (API and metadata "
-            "service); store it in Secrets Manager/SSM and fetch it at boot with the instance role"]
+    problems = []
+    if kinds := findings(text):
+        problems.append(f"user-data carries {', '.join(kinds)}: EC2 exposes user-data in plain text (API and metadata "
+                        "service); store it in Secrets Manager/SSM and fetch it at boot with the instance role")
+    # The files a node writes (cloud-init write_files in any encoding, heredocs, env files): a
+    # literal under a credential name, whatever the file is called.
+    if names := credential_assignments(text):
+        problems.append(f"user-data writes {', '.join(names)} as a literal value: EC2 exposes user-data in plain "
+                        "text; write a reference instead and fetch the value at boot with the instance role "
+                        "(Secrets Manager/SSM)")
+    return problems
 
 
 # Kinds `view` reads whole (bootstrap policy `system:aggregate-to-view`): ConfigMaps and every

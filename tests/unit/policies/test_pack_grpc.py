@@ -147,3 +147,30 @@ def test_objects_of_raw_manifests_are_judged_inside_the_pack(analyzer: analyzer_
     assert by_policy["workload-images-pinned"] == {"dp"}  # the component's own (broken) text is not read
     assert by_policy["secret-readers-least-privilege"] == {"oops"}
     assert by_policy["one-gpu-advertiser"] == {"dp", "gpus"}
+
+
+def test_node_role_attachments_are_linked_by_property_dependencies(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    """A preview of a new stack: the attachment's role is unknown (the engine's sentinel), only its
+    property dependency says which role it names."""
+    unknown = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+    role_urn = "urn:pulumi:prod::ck8s-gpu::aws:iam/role:Role::worker-role"
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
+
+    def attachment(name: str, arn: str) -> Any:
+        return analyzer_pb2.AnalyzerResource(
+            type="aws:iam/rolePolicyAttachment:RolePolicyAttachment", name=name,
+            urn=f"urn:pulumi:prod::ck8s-gpu::aws:iam/rolePolicyAttachment:RolePolicyAttachment::{name}",
+            properties=_struct({"role": unknown, "policyArn": arn}), dependencies=[role_urn],
+            propertyDependencies={"role": analyzer_pb2.AnalyzerPropertyDependencies(urns=[role_urn])},
+            options=analyzer_pb2.AnalyzerResourceOptions())
+
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
+        analyzer_pb2.AnalyzerResource(type="aws:iam/role:Role", urn=role_urn, name="worker-role",
+                                      properties=_struct({"assumeRolePolicy": trust}),
+                                      options=analyzer_pb2.AnalyzerResourceOptions()),
+        attachment("ssm", "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"),
+        attachment("s3", "arn:aws:iam::aws:policy/AmazonS3FullAccess"),
+    ]))
+    flagged = {d.urn.rsplit("::", 1)[-1] for d in response.diagnostics if d.policyName == "node-role-managed-policies"}
+    assert flagged == {"s3"}, [d.message for d in response.diagnostics]

@@ -1,0 +1,189 @@
+"""Resource-based policies open to everyone: a secret, key, bucket (queue, topic, repository) any
+AWS principal of any account may use.
+
+A resource policy grants to principals it names, in any account (IAM User Guide, "Policy evaluation
+logic", cross-account: a resource policy alone suffices for a principal of the same account, and
+with the other account's identity policy for one outside it). So an Allow whose principal is
+everyone hands the resource to every AWS account unless a Condition pins the caller to this
+account or organisation. Open means (IAM User Guide, "AWS JSON policy elements: Principal"):
+`"Principal": "*"`, `{"AWS": "*"}` (or a list holding `*`), any principal value with a wildcard
+(IAM refuses partial wildcards such as `arn:aws:iam::*:root`, but the intent is everyone), and
+`NotPrincipal` with Allow (everyone but a list). Deny statements open nothing.
+
+Narrowing (IAM User Guide, "AWS global condition context keys"; KMS Developer Guide, "kms:CallerAccount"):
+a condition on the caller's account or organisation (`aws:PrincipalAccount`, `aws:PrincipalOrgID`,
+`aws:PrincipalOrgPaths`, `aws:PrincipalArn` naming an account, `aws:SourceAccount`,
+`aws:SourceOrgID`, `aws:SourceOrgPaths`, `aws:SourceArn` naming an account, `kms:CallerAccount`)
+or on the network it must come through (`aws:SourceVpce`, `aws:SourceVpc`), with a positive operator
+(`StringEquals`, `StringLike`, `StringEqualsIgnoreCase`, `ArnEquals`, `ArnLike`, optionally
+`ForAnyValue:`) and concrete values (no `*`, `?` in an account or organisation id; `${aws:ResourceAccount}`
+and `${aws:ResourceOrgID}` count: they name the resource's own). What does not narrow: an
+`...IfExists` operator (true when the key is absent, IAM User Guide "...IfExists condition
+operators"), `ForAllValues:` (true for an absent key, "Multivalued context keys"), negated operators
+(`StringNotEquals`: everyone else), `Null`, any other key (`aws:SourceIp` limits a network, not an
+account). A Deny of the same actions and resources to everyone outside the account or organisation
+(`StringNotEquals` on such a key; `...IfExists` and `ForAllValues:` only make a Deny stricter)
+narrows the whole policy, as S3 bucket policy examples write it.
+
+An explicit other account (`arn:aws:iam::111122223333:root`) is a deliberate, named grant, not
+everyone: the plan does not know the stack's own account (the mock engine's is fake), so it is not
+judged here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from components.policies.props import is_seq, is_unknown
+
+# (resource type, what it holds): each carries its policy document in `policy` (pulumi-aws 7.x).
+RESOURCE_POLICY_TYPES = {
+    "aws:secretsmanager/secretPolicy:SecretPolicy": "secret",
+    "aws:secretsmanager/secret:Secret": "secret",
+    "aws:kms/key:Key": "KMS key",
+    "aws:kms/keyPolicy:KeyPolicy": "KMS key",
+    "aws:s3/bucketPolicy:BucketPolicy": "bucket",
+    "aws:s3/bucket:Bucket": "bucket",
+    "aws:s3/bucketV2:BucketV2": "bucket",
+    "aws:ecr/repositoryPolicy:RepositoryPolicy": "image repository",
+    "aws:sqs/queuePolicy:QueuePolicy": "queue",
+    "aws:sqs/queue:Queue": "queue",
+    "aws:sns/topicPolicy:TopicPolicy": "topic",
+    "aws:sns/topic:Topic": "topic",
+}
+ACCOUNT_KEYS = frozenset(k.lower() for k in (
+    "aws:PrincipalAccount", "aws:PrincipalOrgID", "aws:PrincipalOrgPaths", "aws:SourceAccount", "aws:SourceOrgID",
+    "aws:SourceOrgPaths", "kms:CallerAccount", "aws:SourceVpce", "aws:SourceVpc",
+))
+ARN_KEYS = frozenset({"aws:principalarn", "aws:sourcearn"})
+POSITIVE = frozenset({"stringequals", "stringlike", "stringequalsignorecase", "arnequals", "arnlike"})
+NEGATED = frozenset({"stringnotequals", "stringnotlike", "stringnotequalsignorecase", "arnnotequals", "arnnotlike"})
+OWN = frozenset({"${aws:resourceaccount}", "${aws:resourceorgid}", "${aws:resourceorgpaths}"})
+# An ARN's account field: 12 digits, no wildcard (arn:partition:service:region:account:resource).
+_ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if is_seq(value) else [value]
+
+
+def _matches(pattern: str, value: str) -> bool:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, flags=re.IGNORECASE | re.DOTALL) is not None
+
+
+def open_principal(statement: Mapping[str, Any]) -> str | None:
+    """How an Allow statement's principal is everyone (None: it names someone)."""
+    if "NotPrincipal" in statement:
+        return "NotPrincipal (everyone but a list)"
+    principal = statement.get("Principal")
+    if isinstance(principal, str):
+        return "Principal '*'" if "*" in principal else None
+    if isinstance(principal, Mapping):
+        for kind, values in principal.items():
+            for v in _as_list(values):
+                if isinstance(v, str) and "*" in v:
+                    return f"Principal {{{kind!s}: '{v}'}}"
+    return None
+
+
+def _concrete(key: str, value: Any) -> bool:
+    if not isinstance(value, str) or not value:
+        return False
+    if value.lower() in OWN:
+        return True
+    if key in ARN_KEYS:
+        return _ARN_ACCOUNT.match(value) is not None
+    return "*" not in value and "?" not in value and "$" not in value
+
+
+def _narrowing(conditions: Any, deny: bool = False) -> bool:
+    """A condition block with one `operator: {key: values}` that pins the caller's account/org: for
+    an Allow, a positive match that is false when the key is absent; for a Deny, a negated match
+    that is true when it is absent (`...IfExists`, `ForAllValues:` only make a Deny stricter)."""
+    if not isinstance(conditions, Mapping):
+        return False
+    for operator, block in conditions.items():
+        qualifier, _, base = str(operator).lower().rpartition(":")
+        if deny:
+            if qualifier not in ("", "forallvalues") or base.removesuffix("ifexists") not in NEGATED:
+                continue
+        elif qualifier not in ("", "foranyvalue") or base not in POSITIVE:
+            continue
+        if not isinstance(block, Mapping):
+            continue
+        for key, values in block.items():
+            k = str(key).lower()  # condition keys are case-insensitive (IAM User Guide, "Condition")
+            listed = _as_list(values)
+            if (k in ACCOUNT_KEYS or k in ARN_KEYS) and listed and all(_concrete(k, v) for v in listed):
+                return True
+    return False
+
+
+def _covers(patterns: list[Any], values: list[Any]) -> bool:
+    return all(isinstance(v, str) and any(isinstance(p, str) and _matches(p, v) for p in patterns) for v in values)
+
+
+def _guarded(allow: Mapping[str, Any], statements: list[Mapping[str, Any]]) -> bool:
+    """A Deny to everyone outside the account/org of every action and resource the Allow grants."""
+    actions = _as_list(allow.get("Action"))
+    resources = _as_list(allow.get("Resource", "*"))
+    for deny in statements:
+        if deny.get("Effect") != "Deny" or open_principal(deny) is None or "NotAction" in deny:
+            continue
+        if not _covers(_as_list(deny.get("Action")), actions):
+            continue
+        if "NotResource" in deny or not _covers(_as_list(deny.get("Resource", "*")), resources):
+            continue
+        if _narrowing(deny.get("Condition"), deny=True):
+            return True
+    return False
+
+
+def public_problems(where: str, raw: Any, holds: str) -> list[str]:
+    if raw is None or is_unknown(raw):
+        return []
+    document = raw
+    if isinstance(raw, str):
+        try:
+            document = json.loads(raw)
+        except json.JSONDecodeError:
+            return [f"{where} is not valid JSON; it cannot be reviewed"]
+    if not isinstance(document, Mapping):
+        return []
+    statements = [s for s in _as_list(document.get("Statement")) if isinstance(s, Mapping)]
+    problems = []
+    for i, st in enumerate(statements):
+        if st.get("Effect") != "Allow" or (opened := open_principal(st)) is None:
+            continue
+        if _narrowing(st.get("Condition")) or _guarded(st, statements):
+            continue
+        sid = f" ({st['Sid']})" if st.get("Sid") else ""
+        problems.append(f"{where} Statement[{i}]{sid} opens the {holds} to every AWS account: {opened} without a "
+                        "Condition pinning the caller to this account or organisation (aws:PrincipalAccount, "
+                        "aws:PrincipalOrgID, aws:SourceVpce...)")
+    return problems
+
+
+def resource_policy_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    holds = RESOURCE_POLICY_TYPES.get(resource_type)
+    return public_problems("policy", props.get("policy"), holds) if holds else []
+
+
+def validate_no_public_resource_policy(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    for problem in resource_policy_problems(args.resource_type, args.props):
+        report_violation(problem, None)
+
+
+NO_PUBLIC_RESOURCE_POLICY = ResourceValidationPolicy(
+    name="no-public-resource-policy",
+    description="No secret, KMS key, bucket, queue, topic or repository policy allows every AWS account "
+                "without a condition pinning the caller to this account or organisation.",
+    validate=validate_no_public_resource_policy,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)
