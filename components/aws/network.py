@@ -1,5 +1,9 @@
 """The cluster's network: a new VPC (private node subnets over >= 2 AZs, public subnets for NAT
-and an internet-facing API load balancer) or the existing VPC and subnets named in settings."""
+and an internet-facing API load balancer) or the existing VPC and subnets named in settings.
+
+`natGateways: none` makes the new VPC without NAT: the private route tables hold only the local
+route (and the S3 gateway endpoint's), and the nodes reach AWS's APIs through the VPC endpoints
+(components/aws/endpoints.py, docs/adr/0041) and nothing else."""
 
 from __future__ import annotations
 
@@ -39,12 +43,14 @@ def plan_subnets(vpc_cidr: str, az_count: int) -> SubnetPlan:
 
 class AwsNetwork(pulumi.ComponentResource):
     """Outputs: `vpc_id`, `vpc_cidr`, `private_subnet_ids`, `public_subnet_ids` (may be empty for an
-    existing VPC without public subnets)."""
+    existing VPC without public subnets), `private_route_table_ids` (the new VPC's; empty for an
+    existing VPC, whose route tables are its owner's)."""
 
     vpc_id: pulumi.Output[str]
     vpc_cidr: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
+    private_route_table_ids: list[pulumi.Output[str]]
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("ck8s-gpu:index:AwsNetwork", name, None, opts)
@@ -56,6 +62,7 @@ class AwsNetwork(pulumi.ComponentResource):
             ).cidr_block
             self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
             self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
+            self.private_route_table_ids = []
         else:
             self._create(name, settings)
         self._settings = settings
@@ -94,6 +101,8 @@ class AwsNetwork(pulumi.ComponentResource):
         public: list[aws.ec2.Subnet] = []
         private: list[aws.ec2.Subnet] = []
         nats: list[aws.ec2.NatGateway] = []
+        nat = settings.network.nat_gateways
+        tables: list[aws.ec2.RouteTable] = []
         for i, (priv_cidr, pub_cidr) in enumerate(zip(plan.private, plan.public, strict=True)):
             named_zones = settings.network.availability_zones
             az = (pulumi.Output.from_input(named_zones[i]) if named_zones
@@ -110,7 +119,7 @@ class AwsNetwork(pulumi.ComponentResource):
                 f"{name}-public-{i}", subnet_id=pub.id, route_table_id=public_rt.id, opts=child
             )
             public.append(pub)
-            if i == 0 or settings.network.nat_gateways == "per-az":
+            if nat == "per-az" or (nat == "single" and i == 0):
                 eip = aws.ec2.Eip(f"{name}-nat-{i}", domain="vpc", tags=named(f"{cluster}-nat-{i}"), opts=child)
                 nats.append(
                     aws.ec2.NatGateway(
@@ -135,13 +144,15 @@ class AwsNetwork(pulumi.ComponentResource):
             rt = aws.ec2.RouteTable(
                 f"{name}-private-{i}", vpc_id=vpc.id, tags=named(f"{cluster}-private-{i}"), opts=child
             )
-            aws.ec2.Route(
-                f"{name}-private-{i}-default",
-                route_table_id=rt.id,
-                destination_cidr_block="0.0.0.0/0",
-                nat_gateway_id=nats[-1].id,
-                opts=child,
-            )
+            tables.append(rt)
+            if nats:  # natGateways none: no default route; AWS APIs through the VPC endpoints
+                aws.ec2.Route(
+                    f"{name}-private-{i}-default",
+                    route_table_id=rt.id,
+                    destination_cidr_block="0.0.0.0/0",
+                    nat_gateway_id=nats[-1].id,
+                    opts=child,
+                )
             aws.ec2.RouteTableAssociation(f"{name}-private-{i}", subnet_id=priv.id, route_table_id=rt.id, opts=child)
             private.append(priv)
 
@@ -149,6 +160,7 @@ class AwsNetwork(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = [s.id for s in private]
         self.public_subnet_ids = [s.id for s in public]
+        self.private_route_table_ids = [t.id for t in tables]
 
     def private_subnets_in(self, zone: str | None) -> list[pulumi.Output[str]]:
         """The private subnets a pool launches in: every one, or the one in `zone` (a pool in one zone:

@@ -1,6 +1,6 @@
 """Security groups with exactly the ports Canonical Kubernetes needs (pure rule table + thin shell).
 
-Three groups:
+The groups:
 - `nodes` on every node (and the only group carrying the CCM ownership tag): k8sd 6400, kubelet
   10250, Cilium VXLAN 8472/udp and health 4240 between nodes; all egress (snap store, registries,
   AWS APIs through NAT).
@@ -13,6 +13,10 @@ Three groups:
   the group itself, inbound and outbound, as EFA requires (AWS EC2 User Guide efa-start.html,
   "Prepare an EFA-enabled security group"; its OS-bypass traffic uses no port), and nothing else:
   nodes without EFA never accept it.
+- `endpoints` (only with network.endpoints: create) on the VPC interface endpoints
+  (components/aws/endpoints.py): 443 from the VPC's CIDR and nothing else, no egress (the group
+  is stateful: replies need none; pulumi-aws removes the allow-all egress AWS adds to a new group:
+  its ec2.SecurityGroup docs, "NOTE on Egress rules").
 Nothing is open to 0.0.0.0/0 unless the allow-list says so. No SSH: nodes are reached with SSM.
 """
 
@@ -30,9 +34,10 @@ from components.aws.tags import named, ownership_tag
 from components.efa import efa_enabled
 from components.settings.model import Settings
 
-Group = Literal["nodes", "control-plane", "api-lb", "efa"]
+Group = Literal["nodes", "control-plane", "api-lb", "efa", "endpoints"]
 GROUPS: tuple[Group, ...] = ("nodes", "control-plane", "api-lb")
 EFA_GROUP: Group = "efa"
+ENDPOINTS_GROUP: Group = "endpoints"
 VPC = "vpc"  # peer placeholder: the VPC's CIDR, known only once the VPC exists
 
 
@@ -85,9 +90,25 @@ EFA_RULES = (
 )
 
 
+# The AWS APIs behind interface endpoints answer on HTTPS only (AWS PrivateLink Guide,
+# create-interface-endpoint.html: the endpoint's security group must allow 443 from the clients).
+ENDPOINT_RULES = (
+    Rule("endpoints", "ingress", "tcp", 443, 443, VPC, "AWS APIs through VPC endpoints, from the VPC"),
+)
+
+
 def groups_for(settings: Settings) -> tuple[Group, ...]:
-    """The groups this stack makes: `efa` only when some pool has EFA interfaces."""
-    return GROUPS + ((EFA_GROUP,) if any(efa_enabled(p) for p in settings.node_pools) else ())
+    """The groups this stack makes: `efa` only when some pool has EFA interfaces, `endpoints` only
+    when the stack creates VPC endpoints."""
+    return (GROUPS + ((EFA_GROUP,) if any(efa_enabled(p) for p in settings.node_pools) else ())
+            + ((ENDPOINTS_GROUP,) if settings.network.endpoints == "create" else ()))
+
+
+def rules_for(settings: Settings) -> list[Rule]:
+    """Every rule of the groups this stack makes."""
+    made = groups_for(settings)
+    return (cluster_rules(api_sources(settings)) + (list(EFA_RULES) if EFA_GROUP in made else [])
+            + (list(ENDPOINT_RULES) if ENDPOINTS_GROUP in made else []))
 
 
 def _cidr_args(cidr: str) -> dict[str, str]:
@@ -119,8 +140,7 @@ class ClusterSecurityGroups(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
-        rules = cluster_rules(api_sources(settings)) + (list(EFA_RULES) if EFA_GROUP in made else [])
-        for rule in rules:
+        for rule in rules_for(settings):
             args: dict[str, pulumi.Input[str]] = {}
             if rule.peer.startswith("sg:"):
                 args["referenced_security_group_id"] = groups[rule.peer[3:]].id
@@ -143,4 +163,5 @@ class ClusterSecurityGroups(pulumi.ComponentResource):
         self.control_plane = groups["control-plane"]
         self.api_lb = groups["api-lb"]
         self.efa: aws.ec2.SecurityGroup | None = groups.get(EFA_GROUP)
+        self.endpoints: aws.ec2.SecurityGroup | None = groups.get(ENDPOINTS_GROUP)
         self.register_outputs({g: groups[g].id for g in made})

@@ -8,7 +8,10 @@ path), DescribeImages (a pool's own `ami-` id), service-quotas GetServiceQuota, 
 GetAWSDefaultServiceQuota when the account has no applied value; for a pool's
 `capacityReservation`: ec2 DescribeCapacityReservations by id, and for a `resourceGroupArn`
 resource-groups ListGroupResources (the group's reservation ARNs; DescribeCapacityReservations
-has no group filter) then DescribeCapacityReservations of its members. "Not found" answers become
+has no group filter) then DescribeCapacityReservations of its members; for network.existing:
+ec2 DescribeRouteTables and DescribeVpcEndpoints (filter vpc-id); for network.endpoints: create:
+DescribeVpcEndpointServices (filter service-name, so a service the region lacks is an absent
+answer rather than an InvalidServiceName error for the whole call). "Not found" answers become
 facts (no AMI, default quota, no reservation); any other error is recorded so the check reports
 "could not check" rather than passing.
 """
@@ -19,9 +22,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from components.aws.endpoints import planned_endpoints
 from components.instance_types import GPU_INSTANCE_TYPES
 from components.preflight.checks import alternatives, demands, image_sources, instance_types
-from components.preflight.facts import RegionFacts, Reservation
+from components.preflight.facts import RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
 from components.preflight.quotas import SERVICE_CODE
 from components.preflight.reservations import efa_types
 from components.preflight.reservations import source as reservation_key
@@ -68,9 +72,35 @@ class AwsRegion:
                      {"Name": "state", "Values": ["available"]}])
         return tuple(sorted(z["ZoneName"] for z in answer["AvailabilityZones"]))
 
-    def subnet_zones(self, subnet_ids: list[str]) -> tuple[str, ...]:
+    def subnet_zones(self, subnet_ids: list[str]) -> dict[str, str]:
+        """Subnet id -> its AZ."""
         answer = self.ec2.describe_subnets(SubnetIds=subnet_ids)
-        return tuple(sorted({s["AvailabilityZone"] for s in answer["Subnets"]}))
+        return {s["SubnetId"]: s["AvailabilityZone"] for s in answer["Subnets"]}
+
+    def route_tables(self, vpc_id: str) -> tuple[RouteTable, ...]:
+        pages = self.ec2.get_paginator("describe_route_tables").paginate(
+            Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])
+        return tuple(_route_table(t) for page in pages for t in page["RouteTables"])
+
+    def vpc_endpoints(self, vpc_id: str) -> tuple[VpcEndpoint, ...]:
+        pages = self.ec2.get_paginator("describe_vpc_endpoints").paginate(
+            Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])
+        return tuple(_endpoint(e) for page in pages for e in page["VpcEndpoints"])
+
+    def endpoint_services(self, names: list[str]) -> dict[str, frozenset[str]]:
+        pages = self.ec2.get_paginator("describe_vpc_endpoint_services").paginate(
+            Filters=[{"Name": "service-name", "Values": names}])
+        found: dict[str, set[str]] = {}
+        for page in pages:
+            # GovCloud has answered with ServiceNames only, ignoring the filter (terraform-provider-aws
+            # vpc_endpoint_service_data_source.go): such a name is offered, its AZs unknown (empty).
+            for n in page.get("ServiceNames", []):
+                if n in names:
+                    found.setdefault(n, set())
+            for d in page.get("ServiceDetails", []):
+                if d["ServiceName"] in names:
+                    found.setdefault(d["ServiceName"], set()).update(d.get("AvailabilityZones", []))
+        return {n: frozenset(z) for n, z in found.items()}
 
     def offerings(self, types: list[str]) -> dict[str, frozenset[str]]:
         found: dict[str, set[str]] = {t: set() for t in types}
@@ -156,12 +186,31 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
             return RegionFacts(region=api.region, unavailable=_text(exc))
         raise
     errors: dict[str, str] = {}
-    subnet_zones: tuple[str, ...] = ()
-    if settings.network.existing is not None:
+    subnet_az: dict[str, str] = {}
+    route_tables: tuple[RouteTable, ...] = ()
+    vpc_endpoints: tuple[VpcEndpoint, ...] = ()
+    existing = settings.network.existing
+    if existing is not None:
         try:
-            subnet_zones = api.subnet_zones(list(settings.network.existing.private_subnet_ids))
+            subnet_az = api.subnet_zones(list(existing.private_subnet_ids))
         except Exception as exc:
             errors["subnets"] = _text(exc)
+        try:
+            route_tables = api.route_tables(existing.vpc_id)
+        except Exception as exc:
+            errors["route-tables"] = _text(exc)
+        try:
+            vpc_endpoints = api.vpc_endpoints(existing.vpc_id)
+        except Exception as exc:
+            errors["vpc-endpoints"] = _text(exc)
+    endpoint_services: dict[str, frozenset[str]] = {}
+    wanted = sorted(name for _, name in planned_endpoints(settings, existing_vpc=existing is not None))
+    if wanted:
+        try:
+            endpoint_services = api.endpoint_services(wanted)
+        except Exception as exc:
+            errors["endpoint-services"] = _text(exc)
+    subnet_zones = tuple(sorted(set(subnet_az.values())))
 
     types = list(instance_types(settings))
     asked = sorted({*types, *(a for t in types for a in alternatives(t, settings))})
@@ -209,9 +258,33 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
             quotas[demand.quota.code] = api.quota(demand.quota.code)
         except Exception as exc:
             errors[demand.quota.code] = _text(exc)
-    return RegionFacts(region=api.region, zones=zones, subnet_zones=subnet_zones, offerings=offerings,
-                       vcpus=vcpus, efa_supported=efa, amis=amis, quotas=quotas, reservations=reservations,
-                       now=api.now(), errors=errors)
+    return RegionFacts(region=api.region, zones=zones, subnet_zones=subnet_zones, subnet_az=subnet_az,
+                       route_tables=route_tables, vpc_endpoints=vpc_endpoints, endpoint_services=endpoint_services,
+                       offerings=offerings, vcpus=vcpus, efa_supported=efa, amis=amis, quotas=quotas,
+                       reservations=reservations, now=api.now(), errors=errors)
+
+
+# A route's target is whichever of these members the answer sets (EC2 API Reference, `Route`).
+ROUTE_TARGETS = ("NatGatewayId", "TransitGatewayId", "GatewayId", "InstanceId", "NetworkInterfaceId",
+                 "VpcPeeringConnectionId", "LocalGatewayId", "CarrierGatewayId", "CoreNetworkArn",
+                 "EgressOnlyInternetGatewayId")
+
+
+def _route_table(t: dict[str, Any]) -> RouteTable:
+    assocs = t.get("Associations", [])
+    defaults = tuple(
+        Route(target=next((str(r[k]) for k in ROUTE_TARGETS if r.get(k)), ""), state=r.get("State", ""))
+        for r in t.get("Routes", []) if r.get("DestinationCidrBlock") == "0.0.0.0/0")
+    return RouteTable(id=t["RouteTableId"], main=any(a.get("Main") for a in assocs),
+                      subnet_ids=tuple(a["SubnetId"] for a in assocs if a.get("SubnetId")),
+                      default_routes=defaults)
+
+
+def _endpoint(e: dict[str, Any]) -> VpcEndpoint:
+    return VpcEndpoint(id=e["VpcEndpointId"], service_name=e.get("ServiceName", ""),
+                       type=e.get("VpcEndpointType", ""), state=str(e.get("State", "")).lower(),
+                       private_dns=bool(e.get("PrivateDnsEnabled", False)),
+                       subnet_ids=tuple(e.get("SubnetIds", [])), route_table_ids=tuple(e.get("RouteTableIds", [])))
 
 
 def _utc(value: Any) -> datetime | None:

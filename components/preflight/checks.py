@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from components.aws.ami import ssm_parameter
 from components.images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
 from components.instance_types import GPU_INSTANCE_TYPES, arch_for_instance_type
-from components.preflight import reservations
+from components.preflight import egress, reservations
 from components.preflight.facts import RegionFacts
 from components.preflight.findings import Finding, Kind, Severity
 from components.preflight.quotas import Purchase, Quota, increase_command, quota_for
@@ -211,7 +211,8 @@ def check(settings: Settings, facts: RegionFacts) -> list[Finding]:
                         f"{facts.region} cannot be used: {facts.unavailable}. Enable the region for the account "
                         f"(Account > AWS Regions) or check the credentials")]
     return [*_zones(settings, facts), *_offerings(settings, facts), *_amis(settings, facts), *_quotas(settings, facts),
-            *reservations.check(settings, facts, chosen_zones(settings, facts))]
+            *reservations.check(settings, facts, chosen_zones(settings, facts)),
+            *egress.check(settings, facts, chosen_zones(settings, facts))]
 
 
 def failed(findings: list[Finding]) -> bool:

@@ -26,6 +26,40 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class Route:
+    """A default route (0.0.0.0/0) of a route table (EC2 API Reference, `Route`)."""
+
+    target: str  # nat-..., tgw-..., igw-..., eni-..., i-..., pcx-..., vgw-..., vpce-... ("" if none named)
+    state: str  # active | blackhole (its target is gone: no traffic leaves through it)
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    """One route table of the VPC as DescribeRouteTables describes it (`RouteTable`)."""
+
+    id: str
+    main: bool  # the VPC's main table: subnets without an explicit association use it
+    subnet_ids: tuple[str, ...]  # explicitly associated subnets
+    default_routes: tuple[Route, ...] = ()
+
+
+@dataclass(frozen=True)
+class VpcEndpoint:
+    """One VPC endpoint as DescribeVpcEndpoints describes it (`VpcEndpoint`)."""
+
+    id: str
+    service_name: str
+    type: str  # Interface | Gateway | GatewayLoadBalancer | ...
+    # available | pending | pendingacceptance | failed | ..., lowercased here: the service answers
+    # `available`, `pendingAcceptance` (terraform-provider-aws internal/service/ec2/consts.go), not
+    # the capitalised enum of botocore's model.
+    state: str
+    private_dns: bool  # PrivateDnsEnabled
+    subnet_ids: tuple[str, ...] = ()  # Interface: one per AZ
+    route_table_ids: tuple[str, ...] = ()  # Gateway
+
+
+@dataclass(frozen=True)
 class RegionFacts:
     region: str
     # Set when the region cannot be used at all (not enabled for the account, bad credentials):
@@ -34,6 +68,13 @@ class RegionFacts:
     zones: tuple[str, ...] = ()  # available AZs (zone type availability-zone), in AWS's order
     # AZs of `network.existing` subnets, when the stack brings its own network.
     subnet_zones: tuple[str, ...] = ()
+    subnet_az: dict[str, str] = field(default_factory=dict)  # existing private subnet -> its AZ
+    # The existing VPC's route tables and VPC endpoints (network.existing only).
+    route_tables: tuple[RouteTable, ...] = ()
+    vpc_endpoints: tuple[VpcEndpoint, ...] = ()
+    # Endpoint services the stack would create endpoints of (network.endpoints: create): service
+    # name -> the AZs it is offered in (DescribeVpcEndpointServices); a name missing: not offered.
+    endpoint_services: dict[str, frozenset[str]] = field(default_factory=dict)
     offerings: dict[str, frozenset[str]] = field(default_factory=dict)  # type -> AZs offering it
     vcpus: dict[str, int] = field(default_factory=dict)  # from DescribeInstanceTypes
     # type -> NetworkInfo.EfaSupported (DescribeInstanceTypes), for pools with reserved capacity

@@ -8,7 +8,9 @@ from typing import Literal
 Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missing", "quota-too-low",
                "vcpus-unknown", "quota-unchecked", "could-not-check",
                "reservation-missing", "reservation-mismatch", "reservation-state", "reservation-too-small",
-               "reservation-window", "efa-unsupported", "zone-unused"]
+               "reservation-window", "efa-unsupported", "zone-unused",
+               # components/preflight/egress.py: private subnets' ways to AWS's APIs and beyond
+               "no-aws-route", "no-egress", "endpoint-service-missing", "endpoint-subnets", "endpoint-conflict"]
 # info: reported, never fails (a Capacity Block's window); warning: reported, does not fail.
 Severity = Literal["error", "warning", "info"]
 

@@ -160,3 +160,109 @@ def test_collect_and_check_are_separable() -> None:
     facts = collect(settings, AwsRegion(session, session.region))
     assert facts.quotas == {"L-1216C47A": 640.0, "L-DB2E81BA": 64.0, "L-417A185B": 192.0}
     assert check(settings, facts) == check(settings, facts)
+
+
+# Private subnets without NAT (issue 27, docs/adr/0041): recorded DescribeRouteTables and
+# DescribeVpcEndpoints answers of an existing VPC, DescribeVpcEndpointServices for endpoints: create.
+
+def _existing() -> object:
+    from components.settings.model import ExistingNetwork
+
+    return ExistingNetwork(vpc_id="vpc-0123456789abcdef0",
+                           private_subnet_ids=("subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"))
+
+
+def _network(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.kind not in ("not-offered",)]  # us-east-1e lacks the GPU types
+
+
+def test_existing_subnets_with_a_nat_route_need_no_endpoint() -> None:
+    """...718 by its own table, ...719 by the main table (no explicit association): both NAT."""
+    findings, session = _run("existing-subnets.json", existing=_existing())
+    assert _network(findings) == []
+    assert session.called("ec2.DescribeRouteTables") == [{"Filters": [{"Name": "vpc-id",
+                                                                        "Values": ["vpc-0123456789abcdef0"]}]}]
+    assert session.called("ec2.DescribeVpcEndpoints") == [{"Filters": [{"Name": "vpc-id",
+                                                                         "Values": ["vpc-0123456789abcdef0"]}]}]
+    assert session.called("ec2.DescribeVpcEndpointServices") == []  # endpoints: off creates none
+
+
+def test_a_subnet_with_neither_nat_nor_endpoints_is_an_error_naming_it_and_the_missing_services() -> None:
+    findings, _ = _run("existing-no-egress.json", existing=_existing())
+    net = _network(findings)
+    assert [(f.kind, f.severity, f.subject) for f in net] == [
+        ("no-aws-route", "error", "settings.network.existing.privateSubnetIds[0]"),
+        ("no-aws-route", "error", "settings.network.existing.privateSubnetIds[1]"),
+    ]
+    first, second = net
+    assert "subnet-0a1b2c3d4e5f60718 (us-east-1d, route table rtb-0a1b2c3d4e5f60718)" in first.message
+    assert "default route to nat-0a1b2c3d4e5f60001 in state blackhole" in first.message
+    assert "subnet-0a1b2c3d4e5f60719 (us-east-1e, route table rtb-0a1b2c3d4e5f60001) has no default route" in (
+        second.message)
+    for f in net:
+        assert ("no usable endpoint for ssmmessages, ec2messages, secretsmanager (vpce-0a1b2c3d4e5f60003 has "
+                "private DNS off") in f.message
+        assert "ec2 (vpce-0a1b2c3d4e5f60002 is pending, not available)" in f.message
+        assert f.message.rstrip().endswith("(or create them and set expect)")
+        assert "elasticloadbalancing" in f.message
+        assert "ssm," not in f.message.split("endpoint for")[1].split(":")[0]  # ssm's endpoint is fine
+        assert "s3" not in f.message  # not on the boot path
+    assert failed(findings)
+
+
+def test_endpoints_without_egress_reach_aws_but_warn_about_everything_outside_it() -> None:
+    findings, _ = _run("existing-endpoints-only.json", existing=_existing(), endpoints="expect")
+    net = _network(findings)
+    assert [(f.kind, f.severity) for f in net] == [("no-egress", "warning"), ("no-egress", "warning")]
+    assert "Snap Store (the k8s and aws-cli snaps)" in net[0].message and "issue 29" in net[0].message
+
+
+def test_endpoints_create_in_an_existing_vpc_counts_the_ones_it_will_make() -> None:
+    """The boot path's endpoints are made by the stack: no error for their absence, and the
+    region's endpoint services are asked about (the S3 gateway is not made in a VPC it does not own)."""
+    session = RecordedSession("existing-no-egress.json")
+    session.doc["responses"]["ec2.DescribeVpcEndpointServices"] = RecordedSession(
+        "endpoint-services.json").doc["responses"]["ec2.DescribeVpcEndpointServices"]
+    s = _settings(session.region, existing=_existing(), endpoints="create")
+    net = _network(preflight(s, session))
+    [asked] = session.called("ec2.DescribeVpcEndpointServices")
+    assert asked["Filters"][0]["Values"] == [f"com.amazonaws.us-east-1.{n}" for n in (
+        "ec2", "ec2messages", "elasticloadbalancing", "secretsmanager", "ssm", "ssmmessages")]
+    # The VPC's own ssm and ec2 endpoints have private DNS on: a second one of each cannot be made.
+    assert [(f.kind, f.severity) for f in net] == [("endpoint-conflict", "error"), ("endpoint-conflict", "error"),
+                                                   ("no-egress", "warning"), ("no-egress", "warning")]
+    assert "vpce-0a1b2c3d4e5f60001 for com.amazonaws.us-east-1.ssm with private DNS on" in net[0].message
+    assert "vpce-0a1b2c3d4e5f60002 for com.amazonaws.us-east-1.ec2" in net[1].message  # pending counts too
+    assert "set endpoints: expect" in net[0].message
+
+
+def test_natless_new_vpc_with_endpoints_passes_with_a_warning() -> None:
+    findings, session = _run("endpoint-services.json", nat_gateways="none", endpoints="create")
+    assert [(f.kind, f.severity, f.subject) for f in findings] == [
+        ("no-egress", "warning", "settings.network.natGateways")]
+    assert not failed(findings)
+    [asked] = session.called("ec2.DescribeVpcEndpointServices")
+    assert "com.amazonaws.us-east-1.s3" in asked["Filters"][0]["Values"]  # the gateway, in the VPC it makes
+    assert session.called("ec2.DescribeRouteTables") == []  # a new VPC has none yet: settings decide
+
+
+def test_an_endpoint_service_missing_in_the_region_or_a_zone_fails_create() -> None:
+    findings, _ = _run("endpoint-services-partial.json", nat_gateways="none", endpoints="create")
+    errors = [f for f in findings if f.severity == "error"]
+    assert [(f.kind, f.subject) for f in errors] == [
+        ("endpoint-service-missing", "settings.network.endpoints"),
+        ("endpoint-service-missing", "settings.network.endpoints")]
+    # In ENDPOINTS' order: ssmmessages before elasticloadbalancing.
+    assert "com.amazonaws.us-east-1.ssmmessages is not an endpoint service in us-east-1" in errors[0].message
+    assert ("com.amazonaws.us-east-1.elasticloadbalancing is not offered in us-east-1c (offered in us-east-1a, "
+            "us-east-1b, us-east-1d)") in errors[1].message
+
+
+def test_route_tables_that_cannot_be_read_fail_closed() -> None:
+    session = RecordedSession("existing-subnets.json")
+    session.doc["responses"]["ec2.DescribeRouteTables"] = {
+        "Error": {"Code": "UnauthorizedOperation", "Message": "You are not authorized to perform this operation."}}
+    findings = _network(preflight(_settings(session.region, existing=_existing()), session))
+    assert [(f.kind, f.subject) for f in findings] == [
+        ("could-not-check", "settings.network.existing.privateSubnetIds")]
+    assert "UnauthorizedOperation" in findings[0].message and "ec2:DescribeRouteTables" in findings[0].message
