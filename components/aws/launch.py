@@ -17,6 +17,17 @@ from components import efa
 from components.efa import Interface
 from components.settings.model import NodePoolSettings, PlacementSettings
 
+# A worker whose first boot fails powers itself off (components/aws/scripts/ck8s-node.sh die):
+# `terminate` ends the instance, root volume included (EC2 User Guide, "Change instance initiated
+# shutdown behavior": the default is `stop`), and the group's EC2 health check replaces it. A
+# stopped one would be unhealthy too, but keeps its EBS billed until the group terminates it, and
+# EC2 stops no Spot Instance of a one-time request (UnsupportedOperation). The console line stays
+# readable for at least an hour after termination (EC2 API GetConsoleOutput). docs/adr/0040.
+SHUTDOWN_BEHAVIOR = "terminate"
+# EC2 status checks: "any state other than running" is unhealthy (EC2 Auto Scaling User Guide,
+# "Health checks for instances in an Auto Scaling group").
+HEALTH_CHECK_TYPE = "EC2"
+
 # With a Capacity Block the group cannot launch before the block starts, and AWS retries the
 # launches itself: `up` must not wait (it would fail after CAPACITY_TIMEOUT for a later start).
 NO_WAIT = "0"

@@ -7,6 +7,11 @@ Allow statement matches it and no Deny does), "IAM JSON policy elements: Action 
 request lacks does not match). It refuses any policy element it does not model (NotAction,
 NotResource, other condition operators, Principal): a judgement it cannot make is an error, never
 a silent allow or deny.
+
+`granted_actions` lists what a policy set allows by name (for proofs over every allowed action);
+a wildcard action cannot be listed without the service's own action list, so it is refused.
+ACCESS_LEVELS is the Service Authorization Reference's "Access level" column for the actions the
+node roles' inline policies name: List and Read actions change nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +54,14 @@ SSM_MANAGED_INSTANCE_CORE: dict[str, Any] = {
             "Resource": "*",
         },
     ],
+}
+
+
+# Service Authorization Reference: "Actions defined by Amazon EC2" / "AWS Systems Manager".
+ACCESS_LEVELS: dict[str, str] = {
+    "ec2:DescribeInstances": "List",
+    "ssm:SendCommand": "Write",
+    "ssm:GetCommandInvocation": "Read",
 }
 
 
@@ -109,3 +122,21 @@ def allowed(policies: Sequence[Mapping[str, Any]], request: Request) -> bool:
     if any(v not in ("Allow", "Deny") for v in verdicts):
         raise UnmodelledPolicy(f"unknown Effect in {verdicts}")
     return "Allow" in verdicts and "Deny" not in verdicts
+
+
+def granted_actions(policies: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every action an Allow statement names, as written. A Deny statement is refused: what it
+    takes away depends on its resources and conditions, not on names alone."""
+    out: set[str] = set()
+    for p in policies:
+        for s in p["Statement"]:
+            unknown = set(s) - MODELLED_STATEMENT_KEYS
+            if unknown:
+                raise UnmodelledPolicy(f"statement elements {sorted(unknown)} are not modelled")
+            if s["Effect"] != "Allow":
+                raise UnmodelledPolicy(f"granted_actions lists Allow statements only, not {s['Effect']}")
+            for action in _as_list(s["Action"]):
+                if "*" in action or "?" in action:
+                    raise UnmodelledPolicy(f"{action} is a wildcard: its actions cannot be listed here")
+                out.add(action)
+    return out
