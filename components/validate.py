@@ -21,12 +21,14 @@ from components.addons.dra_driver import SHARING_FEATURE_GATES, gate_problems
 from components.addons.graph import AddonGraphError, install_graph
 from components.addons.kai_queues import topology_enabled, topology_problems
 from components.addons.kai_scheduler import FALLBACK_QUEUE
+from components.aws.endpoints import endpoint_problems
 from components.aws.inventory import planned_names
 from components.aws.launch_rules import launch_problems
 from components.aws.naming import NAME_RULES, tag_problems
 from components.aws.tags import node_tags
 from components.feature_gate_rules import feature_gate_problems
 from components.settings.facts import nested, truthy
+from components.settings.limits import limit_problems
 from components.settings.load import (
     KNOWN_KEYS,
     KUBECONFIG_KEY,
@@ -47,6 +49,7 @@ from components.settings.rules import (
     leaf_queues,
     region_problem,
 )
+from components.settings.secrets import mark_secrets, values_problems
 from components.smoke.cases import case_problems
 
 
@@ -79,6 +82,13 @@ def _smoke_sharing(s: Settings) -> Iterator[Problem]:
         # dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/featuregates.go ValidateFeatureGates.
         yield (f"{ROOT}.gpuStack.addons.draDriver.values.featureGates.DynamicMIG",
                "cannot be on with MPSSupport (smokeTest.sharing mps): the DRA driver refuses to start with both")
+
+
+def _addon_credentials(s: Settings) -> Iterator[Problem]:
+    """A credential in plain text in an add-on's values (components/settings/secrets.py): the stack
+    file, the plan's out/ and the release would hold it in clear; a Pulumi secret is accepted."""
+    for key, addon in s.gpu_stack.addons.by_key():
+        yield from values_problems(key, addon.values)
 
 
 def _fallback_queue(s: Settings) -> Iterator[Problem]:
@@ -198,8 +208,9 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
+    limit_problems, _addon_credentials,
     _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, gate_problems, _aws_names, _aws_launch,
-    _topology, case_problems,
+    endpoint_problems, _topology, case_problems,
     _graph, _platform, _smoke_plan,
 )
 TWO_ADVERTISERS = "two GPU advertisers"  # components/addons/advertisers.py problems(): the graph's wording
@@ -233,17 +244,22 @@ def parse(raw: Any, source: str = "stack config") -> Settings:
     return settings
 
 
-def from_config(config: Mapping[str, Any], source: str, *, offline: bool = False) -> Settings:
+def from_config(config: Mapping[str, Any], source: str, *, offline: bool = False, secret: bool = False) -> Settings:
     """From a stack's `config:` mapping (keys `ck8s-gpu:*`). `offline` (plan, stamp, preflight)
-    tolerates a missing kubeconfig: it is needed only to deploy."""
+    tolerates a missing kubeconfig: it is needed only to deploy. `secret`: the engine says the
+    settings key holds a Pulumi secret somewhere (components/settings/secrets.py mark_secrets)."""
     unknown = [k for k in config if k.startswith(f"{PROJECT}:") and k not in KNOWN_KEYS]
     problems = [(f"config.{k}", f"unknown key; known: {', '.join(sorted(KNOWN_KEYS))}") for k in unknown]
     if SETTINGS_KEY not in config:
         problems.append((f"config.{SETTINGS_KEY}", "required"))
     if problems:
         raise SettingsError(source, problems)
-    settings = parse_model(config[SETTINGS_KEY], source)
-    problems = validate(settings)
+    raw, misplaced = mark_secrets(config[SETTINGS_KEY], whole_key_secret=secret)
+    try:
+        settings = parse_model(raw, source)
+    except SettingsError as exc:
+        raise SettingsError(source, [*exc.problems, *misplaced]) from None
+    problems = misplaced + validate(settings)
     if settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in config and not offline:
         problems.append((f"config.{KUBECONFIG_KEY}", f"required for platform {settings.platform}: the program is "
                                                      "handed its cluster (set it with --secret)"))
@@ -261,9 +277,10 @@ def load_settings() -> Settings:
     """The running program's validated settings, or a clean RunError (no traceback) before any resource."""
     import pulumi
 
-    from components.settings.from_pulumi import project_config
+    from components.settings.from_pulumi import is_config_secret, project_config
 
     try:
-        return from_config(project_config(PROJECT, frozenset({SETTINGS_KEY})), f"stack {pulumi.get_stack()}")
+        return from_config(project_config(PROJECT, frozenset({SETTINGS_KEY})), f"stack {pulumi.get_stack()}",
+                           secret=is_config_secret(SETTINGS_KEY))
     except SettingsError as exc:
         raise pulumi.RunError(exc.message) from None

@@ -31,6 +31,7 @@ from components.addons.graph import AddonGraphError, InstallGraph, contexts, ins
 from components.charts import release_chart_path
 from components.cluster import ClusterHandle
 from components.settings.model import Settings
+from components.settings.secrets import SecretText, redacted
 
 PSA = "pod-security.kubernetes.io"
 _LEVELS = ("restricted", "baseline", "privileged")
@@ -59,6 +60,19 @@ def release_values(addon: Addon, ctx: AddonContext, extra: Mapping[str, Any] | N
     override: the stack keeps the last word, as everywhere else."""
     computed = deep_merge(addon.values(ctx), extra) if extra else addon.values(ctx)
     return deep_merge(computed, addon.addon_settings(ctx.settings).values)
+
+
+def with_secrets(values: Any) -> Any:
+    """Values with each secret of the stack's (components/settings/secrets.py SecretText) as a
+    Pulumi secret at its place: the state, previews and plans hold `[secret]` there, the rest of
+    the values stay readable."""
+    if isinstance(values, SecretText):
+        return pulumi.Output.secret(values.reveal())
+    if isinstance(values, Mapping):
+        return {k: with_secrets(v) for k, v in values.items()}
+    if isinstance(values, list | tuple):
+        return [with_secrets(v) for v in values]
+    return values
 
 
 def wiring_problems(graph: InstallGraph, settings: Settings, supplied: Iterable[str]) -> list[str]:
@@ -194,9 +208,10 @@ class AddonSet(pulumi.ComponentResource):
             ctx = ctxs[addon.name]
             args = release_args(addon, ctx)
             repo = args.pop("repository_opts", None)
+            args["values"] = with_secrets(args["values"])
             if addon.name in extra_values:
                 args["values"] = pulumi.Output.from_input(extra_values[addon.name]).apply(
-                    lambda extra, a=addon, c=ctx: release_values(a, c, extra))
+                    lambda extra, a=addon, c=ctx: pulumi.Output.from_input(with_secrets(release_values(a, c, extra))))
             depends: list[pulumi.Resource] = [cluster.ready]
             depends += [self.namespaces[addon.namespace]] if addon.owns_namespace else []
             depends += [self.ready[d] for d in graph.edges[addon.name]]
@@ -236,7 +251,7 @@ class AddonSet(pulumi.ComponentResource):
                     later_gpu_nodes=later_gpu_nodes(settings),
                     timeout_seconds=addon.timeout_seconds,
                     # Anything the operator consumes: a values-only change waits again too.
-                    trigger=operator_digest(ctx.version, release_values(addon, ctx)),
+                    trigger=operator_digest(ctx.version, redacted(release_values(addon, ctx))),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
                 )
 

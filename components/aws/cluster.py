@@ -20,8 +20,9 @@ import pulumi_kubernetes as k8s
 
 from components.aws.ami import ubuntu_ami
 from components.aws.control_plane import ControlPlane
+from components.aws.endpoints import VpcEndpoints
 from components.aws.iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
-from components.aws.inventory import mint_document_name
+from components.aws.inventory import mint_document_name, node_role_name
 from components.aws.kubeconfig import api_server_url, render_kubeconfig
 from components.aws.load_balancer import ApiLoadBalancer
 from components.aws.mint import mint_document
@@ -76,6 +77,9 @@ class AwsCluster(ClusterHandleBase):
 
         network = AwsNetwork(f"{name}-network", settings, on_aws)
         groups = ClusterSecurityGroups(f"{name}-sg", settings, network.vpc_id, network.vpc_cidr, on_aws)
+        if groups.endpoints is not None:  # network.endpoints: create (docs/adr/0041)
+            VpcEndpoints(f"{name}-endpoints", settings, network.vpc_id, network.private_subnet_ids,
+                         network.private_route_table_ids, groups.endpoints.id, on_aws)
         pki = ClusterPki(f"{name}-pki", settings, pulumi.ResourceOptions(parent=self))
         secrets = ClusterSecrets(
             f"{name}-secrets",
@@ -91,6 +95,7 @@ class AwsCluster(ClusterHandleBase):
                 lambda arns: policy_json(control_plane_policy([str(a) for a in arns], ccm))
             ),
             on_aws,
+            role_name=node_role_name(cluster, "control-plane"),
         )
         # Workers get their join token from a control plane through this document, and no secret.
         mint_name = mint_document_name(cluster)
@@ -112,6 +117,7 @@ class AwsCluster(ClusterHandleBase):
                                                     mint_name))
             ),
             on_aws,
+            role_name=node_role_name(cluster, "worker"),
         )
         api = ApiLoadBalancer(
             f"{name}-api",
@@ -181,7 +187,7 @@ class AwsCluster(ClusterHandleBase):
         for i, instance in enumerate(control_plane.instances):
             previous = NodeUpgrade(
                 f"{name}-cp-{i}-upgrade", track=settings.kubernetes.track, region=region, cluster=cluster,
-                instance_id=instance.id, policy=policy,
+                instance_id=instance.id, policy=policy, snap=settings.kubernetes.snap,
                 opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(depends_on=[previous])),
             )
         control_planes_upgraded = previous
@@ -211,12 +217,13 @@ class AwsCluster(ClusterHandleBase):
             )
             pool_upgrades.append(PoolUpgrade(
                 f"{name}-pool-{pool.name}-upgrade", track=settings.kubernetes.track, region=region, cluster=cluster,
-                pool=pool.name, policy=policy,
+                pool=pool.name, policy=policy, snap=settings.kubernetes.snap,
                 opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(
                     depends_on=[control_planes_upgraded, self.node_pools[-1].launch_template])),
             ))
         UpgradeComplete(
             f"{name}-upgrade-complete", track=settings.kubernetes.track, region=region, cluster=cluster, policy=policy,
+            snap=settings.kubernetes.snap,
             opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(
                 depends_on=[control_planes_upgraded, *pool_upgrades])),
         )

@@ -4,8 +4,9 @@ Control planes read the CAPI join auth secret and the CA-key secret, look up the
 balancer's DNS name for their certificates (and, with the AWS cloud controller manager on, get its
 policy: it runs on them with host networking). Workers read no
 secret at all: they list the cluster's control planes (ec2:DescribeInstances has no resource-level
-scoping), send the one mint document to them (components/aws/mint.py), read its output, and may
-mark an instance of their own cluster's worker groups Unhealthy when their first boot fails.
+scoping), send the one mint document to them (components/aws/mint.py) and read its output. They
+hold no Auto Scaling or EC2 write action: a worker whose first boot fails powers itself off and
+its group's EC2 health check replaces it (docs/adr/0040), so no worker can act on another.
 """
 
 from __future__ import annotations
@@ -145,7 +146,9 @@ def worker_policy(scope: Scope, mint_document_name: str) -> dict[str, Any]:
     ssm:SendCommand is authorised on the document AND on each target instance, so they are two
     statements: the instance one carries the tag conditions (ssm:resourceTag/*), which a document
     does not have. ssm:GetCommandInvocation has no resource-level scoping (Service Authorization
-    Reference, Systems Manager); the output it can read is worker tokens only.
+    Reference, Systems Manager); the output it can read is worker tokens only. Nothing here may
+    act on an instance's health or state: autoscaling:SetInstanceHealth takes any instance id and
+    no condition key binds it to the caller (docs/adr/0040).
     """
     p, r, a = scope.partition, scope.region, scope.account
     return {
@@ -174,16 +177,6 @@ def worker_policy(scope: Scope, mint_document_name: str) -> dict[str, Any]:
                 "Action": ["ssm:GetCommandInvocation"],
                 "Resource": "*",
             },
-            {
-                "Sid": "ReplaceSelfOnFailedBoot",
-                "Effect": "Allow",
-                "Action": ["autoscaling:SetInstanceHealth"],
-                "Resource": [f"arn:{p}:autoscaling:{r}:{a}:autoScalingGroup:*:autoScalingGroupName/*"],
-                "Condition": {"StringEquals": {
-                    f"autoscaling:ResourceTag/{CLUSTER_TAG}": scope.cluster,
-                    f"autoscaling:ResourceTag/{ROLE_TAG}": "worker",
-                }},
-            },
         ],
     }
 
@@ -191,12 +184,19 @@ def worker_policy(scope: Scope, mint_document_name: str) -> dict[str, Any]:
 class NodeRole(pulumi.ComponentResource):
     """An EC2 role + instance profile for one node role: `instance_profile`, `role`, `grants`.
 
-    `policy` is the role's inline policy document (JSON), built by the pure functions above."""
+    `policy` is the role's inline policy document (JSON), built by the pure functions above.
+    `role_name`: the role's logical name when `<name>-role` would auto-name past IAM's 64 characters
+    (components/aws/inventory.py node_role_name, ADR 0042); aliased to the readable one."""
 
-    def __init__(self, name: str, policy: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, policy: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None,
+                 *, role_name: str | None = None) -> None:
         super().__init__("ck8s-gpu:index:NodeRole", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.role = aws.iam.Role(f"{name}-role", assume_role_policy=assume_role_policy(), opts=child)
+        readable = f"{name}-role"
+        role_name = role_name or readable
+        aliases = [pulumi.Alias(name=readable)] if role_name != readable else None
+        self.role = aws.iam.Role(role_name, assume_role_policy=assume_role_policy(),
+                                 opts=pulumi.ResourceOptions(parent=self, aliases=aliases))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         ssm = aws.iam.RolePolicyAttachment(
             f"{name}-ssm",

@@ -16,7 +16,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.hardening import IMDS, ROOT_DEVICE, root_volume
-from components.aws.launch import interface_args, launch_plan, placement_args
+from components.aws.inventory import launch_template_name
+from components.aws.launch import HEALTH_CHECK_TYPE, SHUTDOWN_BEHAVIOR, interface_args, launch_plan, placement_args
 from components.aws.tags import node_tags
 from components.settings.model import NodePoolSettings, Settings
 
@@ -70,8 +71,11 @@ class GpuNodePool(pulumi.ComponentResource):
             self.placement_group = aws.ec2.PlacementGroup(
                 f"{name}-pg", **placement_args(plan.placement), tags=tags,
                 opts=pulumi.ResourceOptions(parent=self))
+        # `<name>-lt` unless its auto-name would not fit: then hashed (ADR 0042), and aliased to the
+        # readable name so a stack registered under it keeps its template.
+        lt_name, readable_lt = launch_template_name(settings.cluster_name, pool.name), f"{name}-lt"
         self.launch_template = aws.ec2.LaunchTemplate(
-            f"{name}-lt",
+            lt_name,
             image_id=ami,
             instance_type=pool.instance_type,
             iam_instance_profile=aws.ec2.LaunchTemplateIamInstanceProfileArgs(arn=instance_profile.arn),
@@ -80,6 +84,8 @@ class GpuNodePool(pulumi.ComponentResource):
             capacity_reservation_specification=reservation,
             instance_market_options=market,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(**IMDS),
+            # A failed first boot powers the node off; this ends it for its group to replace.
+            instance_initiated_shutdown_behavior=SHUTDOWN_BEHAVIOR,
             block_device_mappings=[
                 aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
                     device_name=ROOT_DEVICE,
@@ -94,7 +100,8 @@ class GpuNodePool(pulumi.ComponentResource):
             ],
             update_default_version=True,
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self, aliases=[pulumi.Alias(name=readable_lt)] if lt_name != readable_lt else None),
         )
         version = self.launch_template.latest_version.apply(str)
         spec = aws.autoscaling.GroupLaunchTemplateArgs(id=self.launch_template.id, version=version)
@@ -127,7 +134,7 @@ class GpuNodePool(pulumi.ComponentResource):
             launch_template=None if spot else spec,
             mixed_instances_policy=mixed,
             capacity_rebalance=spot,
-            health_check_type="EC2",
+            health_check_type=HEALTH_CHECK_TYPE,
             # The group's id IS its name (terraform-provider-aws ec2_placement_group.go: d.SetId(name)).
             placement_group=self.placement_group.id if self.placement_group is not None else group_name,
             wait_for_capacity_timeout=plan.wait_for_capacity_timeout or CAPACITY_TIMEOUT,

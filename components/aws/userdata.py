@@ -24,6 +24,7 @@ from components.addons.selected import installs
 from components.aws.inventory import api_lb_name
 from components.efa import HUGEPAGES_2MI, efa_enabled
 from components.feature_gates import COMPONENTS, Component, required
+from components.instance_types import arch_for_instance_type
 from components.labels import EFA_NODE_LABEL, POOL_TAG
 from components.nodes import gpu_node_labels
 from components.settings.model import NodePoolSettings, Settings, Taint
@@ -60,6 +61,15 @@ class ClusterBoot:
     features: tuple[tuple[str, bool], ...] = ()
     # The SSM document workers run on a control plane to get a worker join token (aws/mint.py).
     mint_document: str = ""
+    # The cluster's k8s snap (settings.kubernetes.snap, ADR 0039): every node installs exactly the
+    # revision of its CPU architecture and refuses to join when it is not that version. Unset: the
+    # channel's current revision (a node launched later may run another patch).
+    snap_version: str = ""
+    snap_revisions: tuple[tuple[str, int], ...] = ()
+    control_plane_arch: str = "amd64"
+
+    def snap_revision(self, arch: str) -> int | None:
+        return dict(self.snap_revisions).get(arch)
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ class WorkerBoot:
     # 2 MiB huge pages reserved before the kubelet starts (it reads them once, at start, into the
     # node's hugepages-2Mi capacity): EFA's libfabric provider maps its buffers from them.
     hugepages_2mi: int = 0
+    arch: str = "amd64"  # the pool's CPU architecture: which pinned snap revision it installs
 
 
 # --------------------------------------------------------------------------------------------
@@ -137,7 +148,19 @@ def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) ->
         cloud_provider_external=ccm_enabled(settings),
         features=features(settings),
         mint_document=mint_document,
+        **snap_pin(settings),
     )
+
+
+def snap_pin(settings: Settings) -> dict[str, Any]:
+    """ClusterBoot's snap fields from settings.kubernetes.snap (rules.py checks it covers every
+    architecture the nodes have)."""
+    pin = settings.kubernetes.snap
+    return {
+        "snap_version": pin.version if pin else "",
+        "snap_revisions": tuple(sorted(pin.revisions.items())) if pin else (),
+        "control_plane_arch": arch_for_instance_type(settings.control_plane.instance_type),
+    }
 
 
 def control_plane_boot(settings: Settings, pki_secret_id: str) -> ControlPlaneBoot:
@@ -166,6 +189,7 @@ def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
         labels=tuple(sorted(pool_labels(settings, pool).items())),
         taints=tuple(taint_arg(t) for t in pool.taints),
         hugepages_2mi=HUGEPAGES_2MI if efa_enabled(pool) else 0,
+        arch=arch_for_instance_type(pool.instance_type),
     )
 
 
@@ -247,11 +271,15 @@ def dump_yaml(doc: Any) -> str:
 
 
 _HEREDOC = re.compile(r"<<-?\s*'?(\w+)'?\s*$")  # `<<'EOF'` ending a line; not `<<<` (a here-string)
+# A trailing comment: `#` after whitespace with no quote after it on the line (so never one inside
+# a quoted string; `${#x}` and `$#` have no whitespace before the `#`).
+_TRAILING_COMMENT = re.compile(r"\s+#\s[^'\"]*$")
 
 
 def compact_script(lines: list[str]) -> list[str]:
-    """Comment-only lines dropped and indentation removed (EC2's 16 KiB user-data limit), except
-    inside here-documents, whose bodies (Python) are kept byte for byte. Shellcheck directives stay."""
+    """Comment-only lines and trailing comments dropped and indentation removed (EC2's 16 KiB
+    user-data limit), except inside here-documents, whose bodies (Python) are kept byte for byte.
+    Shellcheck directives stay."""
     out: list[str] = []
     terminator = None
     for line in lines:
@@ -263,6 +291,7 @@ def compact_script(lines: list[str]) -> list[str]:
         code = line.lstrip()
         if code.startswith("#") and not code.startswith("# shellcheck"):
             continue
+        code = _TRAILING_COMMENT.sub("", code)
         out.append(code)
         m = _HEREDOC.search(code)
         if m and "<<<" not in code:
@@ -278,12 +307,21 @@ def node_script() -> str:
     return "\n".join(header + compact_script(lines[1:])) + "\n"
 
 
-def node_env(role: NodeRole, c: ClusterBoot, **extra: str) -> str:
+def snap_env(c: ClusterBoot, arch: str) -> dict[str, str]:
+    """The exact snap a node of `arch` installs (none when the stack pins none for it)."""
+    revision = c.snap_revision(arch)
+    if not c.snap_version or revision is None:
+        return {}
+    return {"CK8S_SNAP_REVISION": str(revision), "CK8S_SNAP_VERSION": c.snap_version}
+
+
+def node_env(role: NodeRole, c: ClusterBoot, arch: str | None = None, **extra: str) -> str:
     values = {
         "CK8S_ROLE": role,
         "CK8S_CLUSTER": c.cluster_name,
         "CK8S_REGION": c.region,
         "CK8S_SNAP_CHANNEL": c.snap_channel,
+        **snap_env(c, arch or c.control_plane_arch),
         "CK8S_HOLD_SNAP_REFRESH": "true" if c.hold_snap_refresh else "false",
         **({"CK8S_MINT_DOCUMENT": c.mint_document} if role == "worker"
            else {"CK8S_AUTH_SECRET_ID": c.auth_secret_id, "CK8S_API_LB_NAME": c.api_lb_name}),
@@ -336,5 +374,5 @@ def render_joining_control_plane(c: ClusterBoot) -> str:
 
 def render_gpu_worker(c: ClusterBoot, w: WorkerBoot) -> str:
     labels = " ".join(f"{k}={v}" for k, v in w.labels)
-    env = node_env("worker", c, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
+    env = node_env("worker", c, w.arch, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
     return cloud_config("worker", c, {"join.yaml": worker_join_config(c, w)}, env, w.hugepages_2mi)

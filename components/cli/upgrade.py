@@ -109,6 +109,13 @@ def run_upgrade(args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     settings, path = loaded
+    pin = settings.kubernetes.snap
+    if pin is not None and not args.plan and args.to != settings.kubernetes.track:
+        # Writing the track alone would leave a pin of the old track (refused by settings, ADR 0039).
+        print(f"ck8s-gpu upgrade: settings.kubernetes.snap: pinned to {pin.version}; on a pinned stack set "
+              f"kubernetes.track: {args.to} and kubernetes.snap (the new track's version and revisions) together "
+              "in the stack file, then run `pulumi up` (docs/runbooks/upgrade.md)", file=sys.stderr)
+        return 2
     stack = None if args.plan else _automation_stack(args.stack)  # selected once: read, then `up`
     deployed = args.deployed or (_deployed_track(stack) if stack else None) or settings.kubernetes.track
     try:

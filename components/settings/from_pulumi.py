@@ -7,7 +7,8 @@ import contextlib
 import json
 from typing import Any
 
-from pulumi.runtime.config import CONFIG, get_config_env
+from pulumi.runtime.config import CONFIG, get_config_env, get_config_secret_keys_env
+from pulumi.runtime.config import is_config_secret as _sdk_is_secret
 
 
 def project_config(project: str, structured: frozenset[str]) -> dict[str, Any]:
@@ -23,3 +24,11 @@ def project_config(project: str, structured: frozenset[str]) -> dict[str, Any]:
                 value = json.loads(value)
         out[key] = value
     return out
+
+
+def is_config_secret(key: str) -> bool:
+    """Whether the engine lists `key` as holding a secret (PULUMI_CONFIG_SECRET_KEYS, or what
+    set_all_config was given). A structured key is listed whole when any value inside it is
+    `secure:` (pulumi/pulumi sdk/go/common/resource/config/value.go hasSecureValue): which leaf was
+    secret is not passed to the program."""
+    return _sdk_is_secret(key) or key in get_config_secret_keys_env()

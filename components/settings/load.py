@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -54,13 +56,41 @@ def field_path(loc: tuple[int | str, ...], root: str = ROOT) -> str:
     return out
 
 
+_TYPE_ERRORS = {"int_type", "bool_type", "string_type", "float_type", "tuple_type", "dict_type", "model_type"}
+_TYPE_NAMES = {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "a mapping",
+               type(None): "null"}
+
+
 def pydantic_reason(err: Mapping[str, Any]) -> str:
     kind = err["type"]
     if kind == "extra_forbidden":
         return "unknown setting (check the spelling; settings are camelCase)"
     if kind == "missing":
         return "required"
+    if kind in _TYPE_ERRORS:
+        # Strict parsing: say what was given, so `true` for a count or "2" for a number is plain.
+        given = _TYPE_NAMES.get(type(err.get("input")), type(err.get("input")).__name__)
+        return f"{err['msg']}, got {given} (values are not converted: write the type the setting takes)"
     return str(err["msg"])
+
+
+# Go's encoding/json writes a float64 without a fraction as an integer below 1e21 (strconv 'g'-style
+# formatting in encode.go floatEncoder), and the Pulumi CLI hands the program its structured config
+# as that JSON (components/settings/secrets.py cites value.go): under the engine `count: 2.0` arrives
+# as 2. The stack file read here is made to agree, so `plan` and `up` judge the same value.
+_GO_JSON_INTEGRAL_BELOW = 1e21
+
+
+def as_engine_reads(value: Any) -> Any:
+    """`value` with integral floats as the ints the engine hands the program (see above)."""
+    if (isinstance(value, float) and math.isfinite(value) and value.is_integer()
+            and abs(value) < _GO_JSON_INTEGRAL_BELOW):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: as_engine_reads(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_engine_reads(v) for v in value]
+    return value
 
 
 def parse_model(raw: Any, source: str = "stack config") -> Settings:
@@ -69,7 +99,9 @@ def parse_model(raw: Any, source: str = "stack config") -> Settings:
     if not isinstance(raw, Mapping):
         raise SettingsError(source, [(ROOT, f"must be a mapping, got {type(raw).__name__}")])
     try:
-        return Settings.model_validate(raw)
+        # Strict: no coercion (a boolean is no count, "2" no number, "yes" no boolean); a stack
+        # file's lists become the model's tuples first (model.py _Model._lists_as_tuples).
+        return Settings.model_validate(as_engine_reads(raw), strict=True)
     except ValidationError as exc:
         raise SettingsError(source, [(field_path(e["loc"]), pydantic_reason(e)) for e in exc.errors()]) from None
 
@@ -88,8 +120,17 @@ MAX_DEPTH = 64  # deeper YAML is no stack file; PyYAML's recursive composer woul
 MAX_VALUES = 100_000  # values after alias expansion: an alias bomb is refused, not expanded
 
 
+class DuplicateKeys(yaml.YAMLError):
+    """Mapping keys given twice: (key path from the document root, key, first line, repeated line)."""
+
+    def __init__(self, found: list[tuple[tuple[Any, ...], str, int, int]]) -> None:
+        super().__init__(f"{len(found)} duplicate mapping key(s)")
+        self.found = found
+
+
 class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that refuses nesting past MAX_DEPTH while composing (before recursion runs out)."""
+    """SafeLoader that refuses nesting past MAX_DEPTH while composing (before recursion runs out),
+    refuses a mapping key given twice, and resolves plain scalars as YAML 1.2 (see _YAML12)."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -104,6 +145,72 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None and (found := duplicate_keys(node)):
+            raise DuplicateKeys(found)
+        return node
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def duplicate_keys(root: yaml.Node) -> list[tuple[tuple[Any, ...], str, int, int]]:
+    """Keys given twice in one mapping, anywhere: PyYAML keeps the last silently, the Pulumi CLI
+    refuses the file (go-yaml v3 decode.go: "mapping key %#v already defined at line %d", which
+    compares scalar keys by their text, as this does). Each node is walked once, so aliases (which
+    share nodes) cost nothing extra: an alias bomb is refused later, by size."""
+    found: list[tuple[tuple[Any, ...], str, int, int]] = []
+    seen: set[int] = set()
+    todo: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())]
+    while todo:
+        node, path = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            lines: dict[str, int] = {}
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode) or key.tag == _MERGE:
+                    todo.append((value, path))
+                    continue
+                line = key.start_mark.line + 1
+                if key.value in lines:
+                    found.append(((*path, key.value), key.value, lines[key.value], line))
+                else:
+                    lines[key.value] = line
+                todo.append((value, (*path, key.value)))
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend((item, (*path, i)) for i, item in enumerate(node.value))
+    return sorted(found, key=lambda f: f[3])
+
+
+# YAML 1.2 plain scalars, as the Pulumi CLI's go-yaml v3 reads them into untyped values (its
+# README, "Compatibility": YAML 1.1 booleans only into typed bools; no base-60 numbers): `yes`,
+# `no`, `on`, `off` stay text (so a boolean setting refuses them under `plan` and `up` alike) and
+# `1:30` is no number. PyYAML's SafeLoader is YAML 1.1 and would read them as True/False/90.
+_BOOL, _INT, _FLOAT = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_BoundedLoader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL, _INT, _FLOAT)]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_BoundedLoader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_BoundedLoader.add_implicit_resolver(  # PyYAML's int pattern less its base-60 form
+    _INT, re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
+    list("-+0123456789"))
+_BoundedLoader.add_implicit_resolver(  # PyYAML's float pattern less its base-60 form
+    _FLOAT, re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
+
+
+def _dup_path(path: tuple[Any, ...]) -> str:
+    """A duplicate key's place as settings errors name it: settings.a.b under the settings key,
+    config.<key> elsewhere in `config:`, else `file`."""
+    if len(path) >= 2 and path[0] == "config" and path[1] == SETTINGS_KEY:
+        return field_path(path[2:])
+    if len(path) >= 2 and path[0] == "config" and isinstance(path[1], str) and re.fullmatch(r"[\w:-]+", path[1]):
+        return f"config.{path[1]}" + "".join(f"[{p}]" if isinstance(p, int) else path_key(p) for p in path[2:])
+    return "file"
 
 
 def _expanded_size(value: Any, limit: int) -> int:
@@ -130,6 +237,11 @@ def parse_stack_text(data: bytes, source: str) -> Any:
                             ) from None
     try:
         doc = yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: plain data only
+    except DuplicateKeys as exc:
+        raise SettingsError(source, [
+            (_dup_path(path), f"key '{_cut(key, 80)}' is given twice (lines {first} and {again}): YAML would keep the "
+                              "last one silently and the Pulumi CLI refuses the file; keep one")
+            for path, key, first, again in exc.found]) from None
     except yaml.YAMLError as exc:
         raise SettingsError(source, [("file", f"not valid YAML: {_cut(str(exc), 300)}")]) from None
     except RecursionError:

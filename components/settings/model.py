@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -43,6 +44,28 @@ class _Model(BaseModel):
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _lists_as_tuples(cls, data: Any) -> Any:
+        # The config boundary validates strictly (components/settings/load.py parse_model: no bool
+        # as a count, no "2" as a number), and strict pydantic takes only a tuple for a tuple field:
+        # a stack file's lists become tuples here, before anything else reads them.
+        if not isinstance(data, dict):
+            return data
+        keys = _tuple_keys(cls)
+        return {k: tuple(v) if k in keys and isinstance(v, list) else v for k, v in data.items()}
+
+
+def _tuple_keys(model: type[BaseModel]) -> frozenset[str]:
+    """Names and aliases of `model`'s tuple-typed fields (`tuple[...]`, `tuple[...] | None`)."""
+    found: set[str] = set()
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if get_origin(ann) is tuple or (get_origin(ann) in (Union, UnionType) and
+                                        any(get_origin(a) is tuple for a in get_args(ann))):
+            found |= {name, field.alias or name}
+    return frozenset(found)
+
 
 class FeatureSettings(_Model):
     """Canonical Kubernetes' built-in features. `k8s bootstrap --file` turns every feature the file
@@ -73,8 +96,31 @@ class UpgradeSettings(_Model):
     node_ready_timeout_seconds: int = Field(default=900, ge=60, le=7200)
 
 
+class SnapPinSettings(_Model):
+    """The cluster's k8s snap, installed exactly on every node (ADR 0039): k8sd refuses a control
+    plane on another patch. `version` is `snap list k8s`'s Version (the Kubernetes patch); a
+    revision is per CPU architecture (`snap list k8s`'s Rev on a node of that architecture)."""
+
+    version: str = Field(pattern=r"^v\d+\.\d+\.\d+$")
+    revisions: dict[Literal["amd64", "arm64"], int] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_revisions(cls, data: Any) -> Any:
+        # A revision is a store number: no booleans, no strings coerced into one.
+        revs = data.get("revisions") if isinstance(data, dict) else None
+        if isinstance(revs, dict):
+            bad = [k for k, v in revs.items() if type(v) is not int or v < 1]
+            if bad:
+                paths = ", ".join(f"revisions.{k}" for k in bad)
+                raise ValueError(f"{paths}: a snap revision is a whole number from 1")
+        return data
+
+
 class KubernetesSettings(_Model):
     track: str = pins.DEFAULT_TRACK
+    # None: every node installs what the channel serves at its boot (and may join on another patch).
+    snap: SnapPinSettings | None = None
     upgrade: UpgradeSettings = UpgradeSettings()
     features: FeatureSettings = FeatureSettings()
     # Stop the snap refreshing inside its track behind our back; upgrades are deliberate.
@@ -157,12 +203,19 @@ def parse_utc(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+# Kubernetes supports clusters of at most 5,000 nodes (kubernetes.io, "Considerations for large
+# clusters", docs/setup/best-practices/cluster-large.md): no pool, nor all of them, may be larger.
+MAX_CLUSTER_NODES = 5000
+
+
 class NodePoolSettings(_Model):
     name: str = Field(pattern=DNS_LABEL)
     instance_type: str = "g6.xlarge"
-    min_size: int = Field(default=1, ge=0)
-    desired_size: int = Field(default=1, ge=0)
-    max_size: int = Field(default=2, ge=0)
+    # At most a cluster's worth (MAX_CLUSTER_NODES): structural, so nothing expands an absurd size
+    # before the platform's own bound (components/settings/limits.py) is judged.
+    min_size: int = Field(default=1, ge=0, le=MAX_CLUSTER_NODES)
+    desired_size: int = Field(default=1, ge=0, le=MAX_CLUSTER_NODES)
+    max_size: int = Field(default=2, ge=0, le=MAX_CLUSTER_NODES)
     capacity_type: CapacityType = "on-demand"
     root_volume_gib: int = Field(default=200, ge=50, le=16384, alias="rootVolumeGiB")
     labels: dict[str, str] = Field(default_factory=dict)
@@ -290,7 +343,9 @@ class QueueSettings(_Model):
     name: str = Field(pattern=DNS_LABEL)
     parent: str | None = None
     display_name: str | None = None
-    priority: int | None = Field(default=None, ge=-(2**31), le=2**31 - 1)  # the Queue CRD's int32
+    # KAI v0.17.0 pkg/apis/scheduling/v2/queue_types.go: higher first, unset means 100. A negative
+    # number only sorts below 0 (and reads like -1 "unlimited" of the quotas): 0 up to the int32 max.
+    priority: int | None = Field(default=None, ge=0, le=2**31 - 1)
     gpu: QueueResource = QueueResource()
     cpu: QueueResource = QueueResource()
     memory: QueueResource = QueueResource()
@@ -446,7 +501,14 @@ class NetworkSettings(_Model):
     existing: ExistingNetwork | None = None
     # CIDRs that may reach the Kubernetes API (6443) through the load balancer.
     api_allow_list: tuple[str, ...] = ()
-    nat_gateways: Literal["single", "per-az"] = "single"
+    # `none`: a new VPC without NAT gateways; its nodes reach AWS's APIs only through VPC endpoints
+    # (needs endpoints: create) and reach NOTHING outside AWS: no Snap Store (the k8s snap), no
+    # public image registry, no off-region backup bucket, until offline images exist (issue 29).
+    nat_gateways: Literal["single", "per-az", "none"] = "single"
+    # VPC endpoints for the AWS APIs the nodes call (components/aws/endpoints.py, docs/adr/0041):
+    # `create` makes them in the private subnets; `expect` relies on ones an existing VPC already
+    # has (`ck8s-gpu preflight` checks them); `off`: the subnets reach AWS through NAT or other egress.
+    endpoints: Literal["off", "create", "expect"] = "off"
 
 
 class ProtectionSettings(_Model):

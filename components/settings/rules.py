@@ -10,6 +10,7 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from components import pins
+from components.instance_types import arch_for_instance_type
 from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from components.settings import k8s_syntax
 from components.settings.facts import (
@@ -39,6 +40,9 @@ PATH_ARCH = {"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "
 DRIVER_BRANCH = re.compile(r"^\d+$")
 FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
 ROOT = "settings"
+# The longest cluster name (ck8s-<environment>-<region>) on AWS: a DNS label, as RestoreSource.clusterName
+# and Kubernetes-facing names need; every AWS name derived from it fits by hashing (ADR 0042).
+CLUSTER_NAME_MAX = 63
 # Labels the project sets on pool nodes itself: a stack label with one of these keys would be
 # silently replaced. Its own namespace (components/aws/tags.py POOL_TAG lives there) and the GPU
 # publishers' selection labels.
@@ -83,6 +87,14 @@ def _region(s: Settings) -> Iterator[Problem]:
         yield f"{ROOT}.region", why
     if s.platform == "aws" and s.region is None:
         yield f"{ROOT}.region", "required when platform is aws"
+    if (s.platform == "aws" and s.region is not None and len(s.cluster_name) > CLUSTER_NAME_MAX
+            and not region_problem(s.region)):
+        fits = CLUSTER_NAME_MAX - len(s.cluster_name) + len(s.environment)
+        yield (f"{ROOT}.environment",
+               f"'{cut(s.environment)}' is {len(s.environment)} characters; at most {fits} fit in {s.region}: the "
+               f"cluster name ck8s-<environment>-<region> must be at most {CLUSTER_NAME_MAX} characters "
+               "(a DNS label, as a rebuild's backup.restoreFrom.clusterName must be); "
+               "AWS names too long for their limit get a hashed form (docs/adr/0042)")
 
 
 def _production(s: Settings) -> Iterator[Problem]:
@@ -118,6 +130,30 @@ def _kubernetes(s: Settings) -> Iterator[Problem]:
     for i, gate in enumerate(k.feature_gates):
         if not FEATURE_GATE.match(gate):
             yield f"{ROOT}.kubernetes.featureGates[{i}]", f"'{gate}' is not Name=true|false"
+    yield from _snap_pin(s)
+
+
+def _snap_pin(s: Settings) -> Iterator[Problem]:
+    """kubernetes.snap (ADR 0039): a patch of the track, and a revision for every CPU architecture
+    the stack's nodes have (a node without one would install the channel's patch)."""
+    pin, track = s.kubernetes.snap, pins.SNAP_TRACKS.get(s.kubernetes.track)
+    if pin is None or track is None:
+        return
+    if pin.version.split(".")[:2] != track.kubernetes.split(".")[:2]:
+        yield (f"{ROOT}.kubernetes.snap.version", f"{pin.version} is not a patch of track {track.track} "
+               f"({'.'.join(track.kubernetes.split('.')[:2])}.x): set the version with the track")
+    if not s.kubernetes.hold_snap_refresh:
+        yield (f"{ROOT}.kubernetes.holdSnapRefresh", "must stay true with kubernetes.snap: snapd refreshes a "
+               "revision installed with --revision to the channel's (snapd cmd_snap_op.go, install help)")
+    if s.platform != "aws":
+        return
+    used = {arch_for_instance_type(s.control_plane.instance_type): f"{ROOT}.controlPlane.instanceType"}
+    for i, p in enumerate(s.node_pools):
+        used.setdefault(arch_for_instance_type(p.instance_type), f"{ROOT}.nodePools[{i}].instanceType")
+    for arch, where in sorted(used.items()):
+        if arch not in pin.revisions:
+            yield (f"{ROOT}.kubernetes.snap.revisions.{arch}", f"missing: {where} is {arch}; its nodes would "
+                   "install whatever the channel serves (`snap list k8s` on such a node shows its Rev)")
 
 
 def _pools(s: Settings) -> Iterator[Problem]:

@@ -72,10 +72,13 @@ def discover(region: str, cluster: str, client: Any = None) -> tuple[list[NodeRe
                 tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
                 # The node script names the node after the private DNS name (components/aws/scripts).
                 name = inst["PrivateDnsName"]
+                # EC2's Architecture (x86_64 | arm64 | ...) in the snap store's words: the pinned
+                # revision a node refreshes to is its architecture's (ADR 0039).
+                arch = {"x86_64": "amd64"}.get(inst.get("Architecture", "x86_64"), inst.get("Architecture", ""))
                 if tags.get(ROLE_TAG) == "control-plane":
-                    cps.append((tags.get("Name", ""), NodeRef(inst["InstanceId"], name, "control-plane")))
+                    cps.append((tags.get("Name", ""), NodeRef(inst["InstanceId"], name, "control-plane", arch=arch)))
                 elif tags.get(POOL_TAG):
                     pool = tags[POOL_TAG]
-                    pools.setdefault(pool, []).append(NodeRef(inst["InstanceId"], name, "worker", pool))
+                    pools.setdefault(pool, []).append(NodeRef(inst["InstanceId"], name, "worker", pool, arch))
     return [ref for _, ref in sorted(cps, key=lambda c: c[0])], {p: sorted(n, key=lambda r: r.name)
                                                                   for p, n in pools.items()}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from components.settings.model import UpgradeSettings
+from components.settings.model import SnapPinSettings, UpgradeSettings
 from components.upgrade import kubeview, skew
 from components.upgrade.kubeview import UPGRADE_LABEL, NodeView
 
@@ -59,6 +59,7 @@ class NodeRef:
     name: str
     role: Role
     pool: str | None = None
+    arch: str = "amd64"  # which of kubernetes.snap's revisions it installs (ADR 0039)
 
 
 class UpgradeStopped(Exception):
@@ -98,6 +99,9 @@ class Operator:
     clock: Clock = field(default_factory=WallClock)
     log: Callable[[str], None] = lambda _line: None
     poll_seconds: float = POLL_SECONDS
+    # settings.kubernetes.snap: nodes go to exactly that version (and revision of their
+    # architecture), also within a track; None: to whatever the track's channel serves.
+    snap: SnapPinSettings | None = None
 
     # ------------------------------------------------------------------ primitives
 
@@ -216,8 +220,18 @@ class Operator:
                                                  "long job) and run the upgrade again, or set "
                                                  "kubernetes.upgrade.onDrainFailure to skip or force")
 
+    def _at_target(self, view: NodeView, target: int) -> bool:
+        return view.minor == target and (self.snap is None or view.kubelet_version == self.snap.version)
+
     def refresh(self, node: NodeRef, track: str) -> None:
-        self._run(node, ["snap", "refresh", "k8s", f"--channel={track}/stable"], "snap refresh", node.name, 900)
+        argv = ["snap", "refresh", "k8s", f"--channel={track}/stable"]
+        if self.snap is not None:
+            revision = self.snap.revisions.get(node.arch)  # type: ignore[call-overload]
+            if revision is None:
+                raise UpgradeStopped(node.name, "snap refresh", f"no revision for {node.arch} in kubernetes.snap."
+                                                                f"revisions: add {node.arch}'s (ADR 0039)")
+            argv.append(f"--revision={revision}")
+        self._run(node, argv, "snap refresh", node.name, 900)
 
     def wait_ready(self, via: NodeRef, node: NodeRef, target: int) -> None:
         deadline = self.clock.now() + self.policy.node_ready_timeout_seconds
@@ -229,13 +243,14 @@ class Operator:
                     view = kubeview.nodes(result.stdout).get(node.name)
                 except kubeview.ViewError as exc:
                     raise UpgradeStopped(node.name, "wait for Ready", str(exc)) from None
-                if view is not None and view.ready and view.minor == target:
+                if view is not None and view.ready and self._at_target(view, target):
                     return
                 last = "missing" if view is None else f"{view.kubelet_version}, Ready={view.ready}"
             else:
                 last = _tail(result.stderr)  # the API restarts with a single control plane
             self.clock.sleep(self.poll_seconds)
-        raise UpgradeStopped(node.name, "wait for Ready", f"not Ready on 1.{target} after "
+        on = self.snap.version if self.snap is not None else f"1.{target}"
+        raise UpgradeStopped(node.name, "wait for Ready", f"not Ready on {on} after "
                                                           f"{self.policy.node_ready_timeout_seconds}s (last: {last})")
 
     # ------------------------------------------------------------------ operations
@@ -252,7 +267,7 @@ class Operator:
                 self.log(f"{node.name}: no Node yet (still joining); left to join by itself")
                 outcomes.append(Outcome(node.name, "skipped", "not joined yet"))
                 continue
-            if view.minor == target:
+            if self._at_target(view, target):
                 if view.held_by_upgrade:  # interrupted after the refresh: finish the node
                     self.release(via, node, True)
                 outcomes.append(Outcome(node.name, "already", view.kubelet_version))
@@ -305,13 +320,15 @@ class Operator:
         """k8sd's own record: the newest Upgrade to this minor reaches Completed (every Node counted,
         features re-applied). Stuck in NodeUpgrade, the message names the nodes it still waits for."""
         target = skew.minor(track)
+        # pkg/upgrade/upgrade.go GetName: cluster-upgrade-to-k8s-<version>-rev-<revision>
+        mark = f"-k8s-{self.snap.version.lstrip('v')}-rev-" if self.snap is not None else f"-k8s-1.{target}."
         via = self._via("")
         deadline = self.clock.now() + timeout
         last = "no Upgrade seen"
         while True:
             out = self._run(via, kubeview.upgrades_command(), "read k8sd upgrades", "cluster", 120)
             try:
-                ups = [u for u in kubeview.upgrades(out.stdout) if f"-k8s-1.{target}." in u.name]
+                ups = [u for u in kubeview.upgrades(out.stdout) if mark in u.name]
             except kubeview.ViewError as exc:
                 raise UpgradeStopped("cluster", "read k8sd upgrades", str(exc)) from None
             if ups and ups[-1].phase == "Completed":

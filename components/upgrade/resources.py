@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.settings.model import UpgradeSettings
+from components.settings.model import SnapPinSettings, UpgradeSettings
 from components.upgrade import skew
 from components.upgrade.executor import Operator, Outcome
 
@@ -39,7 +39,16 @@ def _operator(inputs: dict[str, Any]) -> tuple[Operator, Any]:
     region, cluster = str(inputs["region"]), str(inputs["cluster"])
     cps, pools = discover(region, cluster)
     policy = UpgradeSettings.model_validate(inputs.get("policy") or {})
-    return Operator(SsmRunner(region), cps, policy, log=lambda line: pulumi.log.info(line)), pools
+    return Operator(SsmRunner(region), cps, policy, log=lambda line: pulumi.log.info(line), snap=_snap(inputs)), pools
+
+
+def _snap(inputs: dict[str, Any]) -> SnapPinSettings | None:
+    """The pin as the state holds it (Pulumi's numbers may come back as floats)."""
+    pin = inputs.get("snap")
+    if not pin:
+        return None
+    return SnapPinSettings.model_validate({"version": pin["version"],
+                                           "revisions": {k: int(v) for k, v in pin["revisions"].items()}})
 
 
 class _Provider(pulumi.dynamic.ResourceProvider):
@@ -56,7 +65,8 @@ class _Provider(pulumi.dynamic.ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         outcomes: list[Outcome] = []
-        if olds.get("track") != news.get("track"):
+        # A new track, or a new pinned snap (a patch upgrade within the track, ADR 0039).
+        if olds.get("track") != news.get("track") or olds.get("snap") != news.get("snap"):
             outcomes = self.run(news)
         return pulumi.dynamic.UpdateResult(outs={**news, "outcomes": _outcomes(outcomes)})
 
@@ -96,8 +106,11 @@ class _Upgrade(pulumi.dynamic.Resource):
     outcomes: pulumi.Output[list[dict[str, str]]]
 
     def __init__(self, provider: _Provider, name: str, track: str, region: str, cluster: str,
-                 policy: UpgradeSettings, extra: dict[str, Any], opts: pulumi.ResourceOptions | None) -> None:
-        super().__init__(provider, name, {"track": track, "region": region, "cluster": cluster, **extra,
+                 policy: UpgradeSettings, extra: dict[str, Any], opts: pulumi.ResourceOptions | None,
+                 snap: SnapPinSettings | None = None) -> None:
+        # `snap` None is no key at all: stacks without a pin keep their state's inputs unchanged.
+        pin = {"snap": snap.model_dump()} if snap is not None else {}
+        super().__init__(provider, name, {"track": track, "region": region, "cluster": cluster, **extra, **pin,
                                           "policy": _policy(policy), "outcomes": None}, opts)
 
 
@@ -105,21 +118,23 @@ class NodeUpgrade(_Upgrade, module="ck8s-gpu", name="NodeUpgrade"):  # type: ign
     """One control plane's Kubernetes minor, upgraded in place when the track changes."""
 
     def __init__(self, name: str, *, track: str, region: str, cluster: str, instance_id: pulumi.Input[str],
-                 policy: UpgradeSettings, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_NodeProvider(), name, track, region, cluster, policy, {"instanceId": instance_id}, opts)
+                 policy: UpgradeSettings, opts: pulumi.ResourceOptions | None = None,
+                 snap: SnapPinSettings | None = None) -> None:
+        super().__init__(_NodeProvider(), name, track, region, cluster, policy, {"instanceId": instance_id}, opts,
+                         snap)
 
 
 class PoolUpgrade(_Upgrade, module="ck8s-gpu", name="PoolUpgrade"):  # type: ignore[misc,call-arg]
     """One pool's nodes, upgraded in place (maxUnavailable at a time) when the track changes."""
 
     def __init__(self, name: str, *, track: str, region: str, cluster: str, pool: str, policy: UpgradeSettings,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_PoolProvider(), name, track, region, cluster, policy, {"pool": pool}, opts)
+                 opts: pulumi.ResourceOptions | None = None, snap: SnapPinSettings | None = None) -> None:
+        super().__init__(_PoolProvider(), name, track, region, cluster, policy, {"pool": pool}, opts, snap)
 
 
 class UpgradeComplete(_Upgrade, module="ck8s-gpu", name="UpgradeComplete"):  # type: ignore[misc,call-arg]
     """After every pool: stragglers upgraded, then k8sd's InPlace Upgrade reaches Completed."""
 
     def __init__(self, name: str, *, track: str, region: str, cluster: str, policy: UpgradeSettings,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_CompleteProvider(), name, track, region, cluster, policy, {}, opts)
+                 opts: pulumi.ResourceOptions | None = None, snap: SnapPinSettings | None = None) -> None:
+        super().__init__(_CompleteProvider(), name, track, region, cluster, policy, {}, opts, snap)

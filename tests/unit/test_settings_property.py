@@ -148,3 +148,71 @@ def test_mutated_stack_files_exit_0_or_name_the_bad_fields(case: tuple[str, dict
 def test_near_valid_stack_files_plan_or_name_the_bad_fields(case: tuple[str, dict[str, Any]], tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     _check(case, tmp_path, capsys)
+
+
+# Issue 27's classes: each mutation is one the settings must refuse, naming the field.
+CREDENTIAL_KEYS = st.sampled_from(["password", "registryPassword", "api_key", "authToken", "clientSecret",
+                                   "SECRET_KEY", "accessKey"])
+
+
+@st.composite
+def must_refuse(draw: st.DrawFn) -> tuple[str, str, str]:
+    """(stack, stack file text, a field path the refusal must name)."""
+    stack = draw(st.sampled_from(sorted(STACKS)))
+    config = yaml.safe_load(yaml.safe_dump(STACKS[stack]))
+    doc = config["ck8s-gpu:settings"]
+    pool = doc.setdefault("nodePools", [{"name": "gpu"}])[0]
+    kind = draw(st.sampled_from(["size", "bool-count", "yes-bool", "duplicate", "priority", "fraction", "cp-type",
+                                 "credential"]))
+    marker = "__YAML_1_1__"
+    if kind == "size":
+        field = draw(st.sampled_from(["minSize", "desiredSize", "maxSize"]))
+        pool[field] = draw(st.integers(min_value=5001, max_value=2**62))
+        path = f"settings.nodePools[0].{field}"
+    elif kind == "bool-count":
+        where = draw(st.sampled_from([("smokeTest", "gpus"), ("controlPlane", "count"),
+                                      ("smokeTest", "timeoutSeconds")]))
+        doc.setdefault(where[0], {})[where[1]] = draw(st.booleans())
+        path = f"settings.{where[0]}.{where[1]}"
+    elif kind == "yes-bool":
+        doc.setdefault("kubernetes", {})["holdSnapRefresh"] = marker
+        path = "settings.kubernetes.holdSnapRefresh"
+    elif kind == "duplicate":
+        path = "settings.environment"
+    elif kind in ("priority", "fraction"):
+        queue: dict[str, Any] = {"name": "fuzzed", "parent": "gpu-root"}
+        if kind == "priority":
+            queue["priority"] = draw(st.integers(min_value=-(2**31), max_value=-1))
+            leaf = "priority"
+        else:
+            queue["gpu"] = {"quota": draw(st.floats(min_value=-0.999, max_value=-0.001))}
+            leaf = "gpu.quota"
+        doc["queues"] = [*(doc.get("queues") or [{"name": "gpu-root"}, {"name": "default", "parent": "gpu-root"},
+                                                 {"name": "smoke-test", "parent": "gpu-root"}]), queue]
+        path = f"settings.queues[{len(doc['queues']) - 1}].{leaf}"
+    elif kind == "cp-type":
+        doc.setdefault("controlPlane", {})["instanceType"] = draw(st.sampled_from(["banana", "m7i", "xlarge", "M7I.X"]))
+        path = "settings.controlPlane.instanceType"
+    else:
+        key = draw(CREDENTIAL_KEYS)
+        addon = draw(st.sampled_from(ADDONS))
+        doc.setdefault("gpuStack", {}).setdefault("addons", {}).setdefault(addon, {}).setdefault("values", {})[
+            "auth"] = {key: draw(st.from_regex(r"\A[A-Za-z0-9]{8,24}\Z"))}
+        path = f"settings.gpuStack.addons.{addon}.values.auth.{key}"
+    text = yaml.safe_dump({"config": config}, sort_keys=False).replace(f"'{marker}'", marker).replace(marker, "yes")
+    if kind == "duplicate":
+        text = text.replace("    platform:", "    environment: first\n    environment: second\n    platform:", 1)
+    return stack, text, path
+
+
+@settings(max_examples=60, **COMMON)
+@given(case=must_refuse())
+def test_each_issue_27_class_is_refused_naming_its_field(case: tuple[str, str, str], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    stack, text, path = case
+    (tmp_path / "Pulumi.mutant.yaml").write_text(text)
+    code = main(["plan", "--stack", "mutant", "--stacks-dir", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, f"{stack}: accepted, expected {path} refused"
+    assert "Traceback" not in err
+    assert any(line.startswith(f"  {path}: ") for line in err.splitlines()), err[:2000]

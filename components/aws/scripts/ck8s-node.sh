@@ -15,7 +15,8 @@
 # only run `k8s get-join-token <name> --worker`. No token ever sits in user-data.
 #
 # A node that cannot join gives up with `CK8S-GPU-BOOT-FAILED: <reason>` on its console; a worker
-# then marks its instance Unhealthy so its Auto Scaling group replaces it.
+# then powers itself off: its launch template terminates it on shutdown and its Auto Scaling group
+# replaces it (docs/adr/0040). The worker role can act on no instance, this one included.
 # Idempotent: a marker makes a second run (reboot, `cloud-init clean`) a no-op. Secrets live in a
 # tmpfs directory removed on exit and never reach the log. CK8S_* variables override every path,
 # so tests run this unchanged against the k8s-snap fake (tests/fakes/k8s_snap).
@@ -44,17 +45,18 @@ INSTANCE_ID=
 log() { printf '%s [%s] %s\n' "$(date -u +%FT%TZ)" "$CK8S_ROLE" "$*" | tee -a "$LOG" >&2; }
 
 # die REASON: give up for good. cloud-init never runs this script again on this instance, so the
-# reason goes to the console (`aws ec2 get-console-output`) and a worker asks its Auto Scaling
-# group for a replacement.
+# reason goes to the console (`aws ec2 get-console-output`, kept an hour after termination) and a
+# worker powers off: instance-initiated shutdown terminates it (launch template) and its group's
+# EC2 health check replaces it. No API call: no credential of a worker may touch an instance.
 die() {
   log "FAILED: $*"
   { printf 'CK8S-GPU-BOOT-FAILED: %s %s: %s\n' "$CK8S_ROLE" "${NODE_NAME:-?}" "$*" >"$CONSOLE"; } 2>/dev/null || true
-  if [ "$CK8S_ROLE" = worker ] && [ -n "$INSTANCE_ID" ]; then
-    if aws autoscaling set-instance-health --region "$CK8S_REGION" --instance-id "$INSTANCE_ID" \
-      --health-status Unhealthy --no-should-respect-grace-period >>"$LOG" 2>&1; then
-      log "marked instance $INSTANCE_ID Unhealthy: its Auto Scaling group replaces it"
+  if [ "$CK8S_ROLE" = worker ]; then
+    # systemctl poweroff only queues the shutdown and returns: the script still exits (and cleans up).
+    if systemctl poweroff >>"$LOG" 2>&1; then
+      log "powering off: the instance terminates and its Auto Scaling group replaces it"
     else
-      log "could not mark instance $INSTANCE_ID Unhealthy (see $LOG)"
+      log "could not power off (see $LOG): replace instance ${INSTANCE_ID:-?} by hand"
     fi
   fi
   exit 1
@@ -82,8 +84,17 @@ retry() {
 install_snaps() {
   # On first boot snapd may still be seeding: installs fail with "too early for operation".
   retry 8 "wait for snapd seeding" quiet snap wait system seed.loaded || die "snapd did not finish seeding"
-  retry 8 "snap install k8s ($CK8S_SNAP_CHANNEL)" quiet snap install k8s --classic --channel="$CK8S_SNAP_CHANNEL" ||
-    die "could not install the k8s snap"
+  # The cluster's pinned revision when the stack has one (docs/adr/0039): the channel moves on, and
+  # k8sd refuses a control plane on another patch. snapd installs any published revision for anyone
+  # and tracks the channel given with it (snapd #12817; overlord/snapstate resolveChannelForStore).
+  local pin=()
+  [ -z "${CK8S_SNAP_REVISION:-}" ] || pin=(--revision="$CK8S_SNAP_REVISION")
+  retry 8 "snap install k8s ($CK8S_SNAP_CHANNEL ${pin[*]})" quiet snap install k8s --classic --channel="$CK8S_SNAP_CHANNEL" "${pin[@]}" ||
+    die "could not install the k8s snap ${pin[*]}"
+  # A revision is one architecture's build: a wrong one (another patch, another architecture's
+  # number) is refused here, not by k8sd at this join (a control plane) or at every later one.
+  [ -z "${pin[*]}" ] || snap list k8s | grep -E "^k8s +$CK8S_SNAP_VERSION +$CK8S_SNAP_REVISION " >/dev/null ||
+    die "k8s snap is not $CK8S_SNAP_VERSION revision $CK8S_SNAP_REVISION (docs/adr/0039)"
   if [ "$CK8S_HOLD_SNAP_REFRESH" = true ]; then
     retry 8 "hold k8s refreshes" quiet snap refresh --hold k8s || die "could not hold k8s snap refreshes"
   fi

@@ -18,7 +18,10 @@ Behaviour modelled on the AWS CLI v2 and service API references:
   bash-only construct fails here as it would there;
 - elbv2 describe-load-balancers --names answers the load balancer, DNS name included, from its
   creation on (State.Code `provisioning`, then `active`), and LoadBalancerNotFound before it exists
-  (Elastic Load Balancing API reference: DescribeLoadBalancers, LoadBalancerNotFoundException).
+  (Elastic Load Balancing API reference: DescribeLoadBalancers, LoadBalancerNotFoundException);
+- a shutdown from inside an instance (instance_initiated_shutdown, the fake `systemctl poweroff`)
+  ends it as its InstanceInitiatedShutdownBehavior says, and its group's EC2 health check then
+  finds it Unhealthy (below).
 """
 
 from __future__ import annotations
@@ -381,6 +384,39 @@ def terminate_instance_in_auto_scaling_group(state: dict[str, Any], opts: dict[s
         "StartTime": f"{stamp}.000Z", "StatusCode": "InProgress", "Progress": 0,
         "Details": json.dumps({"Subnet ID": "subnet-0fake", "Availability Zone": f"{os.environ['FAKE_REGION']}a"}),
     }}
+
+
+# ------------------------------------------------------------------------ instance-initiated shutdown
+
+# EC2 User Guide, "Change instance initiated shutdown behavior": an OS shutdown (shutdown, poweroff)
+# stops an EBS-backed instance unless its InstanceInitiatedShutdownBehavior is `terminate`.
+SHUTDOWN_BEHAVIORS = {"stop": "stopped", "terminate": "terminated"}
+DEFAULT_SHUTDOWN_BEHAVIOR = "stop"
+
+
+def instance_initiated_shutdown(state: dict[str, Any], iid: str) -> None:
+    """The OS of instance `iid` powered off. A group's instance takes the behaviour its launch
+    template sets (the group's `instance_initiated_shutdown_behavior` here); others EC2's default.
+    Then the group's EC2 health check: "If the instance status is any state other than running
+    ... considers the instance to be unhealthy and launches a replacement" (EC2 Auto Scaling User
+    Guide, "Health checks for instances in an Auto Scaling group"); the fake records the verdict
+    (`health`) and launches nothing. No IAM: nothing is called, the instance just goes away."""
+    inst = state["instances"][iid]
+    if inst["state"] != "running":
+        raise AssertionError(f"{iid} is {inst['state']}: only a running instance powers off")
+    group = inst.get("asg")
+    behavior = (state["asgs"][group].get("instance_initiated_shutdown_behavior", DEFAULT_SHUTDOWN_BEHAVIOR)
+                if group else DEFAULT_SHUTDOWN_BEHAVIOR)
+    if behavior not in SHUTDOWN_BEHAVIORS:
+        raise AssertionError(f"InstanceInitiatedShutdownBehavior is stop or terminate, not {behavior!r}")
+    inst["state"] = SHUTDOWN_BEHAVIORS[behavior]
+    world.record(state, iid, f"ec2 instance-initiated shutdown {iid} {inst['state']}")
+    if group is not None:
+        inst["health"] = "Unhealthy"
+        world.record(state, iid, f"autoscaling ec2 health check {iid} Unhealthy ({inst['state']})")
+    from tests.fakes.k8s_snap import invariants
+
+    invariants.check(state, f"shutdown of {iid}")
 
 
 # ---------------------------------------------------------------------------------------- main

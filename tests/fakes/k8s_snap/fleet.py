@@ -1,8 +1,8 @@
 """A simulated fleet of EC2 instances running the REAL node script from rendered user-data.
 
 Each instance has its own root directory (its /etc/ck8s-gpu from user-data, /etc/kubernetes,
-/snap, /var/log, console), its own fake `aws`, `snap` and `cloud-init` on PATH, the real bash,
-curl and python3, and acts in the shared world (world.py). Control planes serve k8sd's CAPI
+/snap, /var/log, console), its own fake `aws`, `snap`, `cloud-init` and `systemctl` on PATH, the
+real bash, curl and python3, and acts in the shared world (world.py). Control planes serve k8sd's CAPI
 endpoint on their loopback address once they are cluster members (k8sd_server.py).
 """
 
@@ -105,7 +105,8 @@ class Fleet:
         return world.locked(self.dir)
 
     def add_instance(self, user_data: str, tags: dict[str, str], role_policies: list[dict[str, Any]],
-                     role: str, asg: str | None = None) -> Instance:
+                     role: str, asg: str | None = None, arch: str = "amd64") -> Instance:
+        """`arch`: the instance type's CPU architecture (which builds the fake Snap Store serves it)."""
         n = len(self.instances) + 10
         ip = f"{self.net}.{n}"
         iid = f"i-{secrets.token_hex(8)}{n:x}"
@@ -126,10 +127,10 @@ class Fleet:
             state["instances"][iid] = {
                 "ip": ip, "name": name, "tags": dict(tags), "state": "running", "health": "Healthy",
                 "role": role, "role_policies": role_policies, "asg": asg, "root": str(root), "node": {"snap": {}},
-                "ssm_online": True, "launched": launched,
+                "ssm_online": True, "launched": launched, "arch": arch,
             }
         fake_bin = root / "fakebin"
-        for tool in ("aws", "snap", "cloud-init"):
+        for tool in ("aws", "snap", "cloud-init", "systemctl"):  # systemctl: poweroff only (systemctl.py)
             shim(fake_bin / tool, tool, iid, str(self.dir), self.region)
         env = {
             "PATH": f"{fake_bin}:{root / 'snap/bin'}:/usr/bin:/bin:{Path(sys.executable).parent}",

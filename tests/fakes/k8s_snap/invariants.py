@@ -49,7 +49,7 @@ def _apiservers(state: dict[str, Any]) -> dict[str, str]:
     for name, member in state["cluster"]["members"].items():
         inst = workloads.node_instance(state, name)
         if member["role"] == "control-plane" and _up(inst) and inst is not None:
-            out[name] = tracks.from_channel(inst["node"]["snap"]["k8s"]).kubernetes_version
+            out[name] = tracks.installed(inst["node"]).kubernetes_version
     return out
 
 

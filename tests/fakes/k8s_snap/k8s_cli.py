@@ -60,7 +60,7 @@ def _me(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _track(state: dict[str, Any]) -> tracks.Track:
-    return tracks.from_channel(_me(state)["node"]["snap"]["k8s"])
+    return tracks.installed(_me(state)["node"])  # the revision it has: k8sd compares versions
 
 
 def _duration_seconds(text: str) -> float:

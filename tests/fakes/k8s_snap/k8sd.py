@@ -266,7 +266,14 @@ def reconcile_upgrades(state: dict[str, Any]) -> None:
 
 def check_control_plane_join(state: dict[str, Any], name: str, track: Track) -> None:
     """app/hooks_join.go handleRollOutUpgrade (onPostJoin, control planes only; a worker's join has
-    no such step). Raises K8sdError with upstream's text, or records a rolling upgrade."""
+    no such step). Raises K8sdError with upstream's text, or records a rolling upgrade.
+
+    What is compared is Kubernetes versions, not snap revisions: the joiner's from its snap's
+    bom.json (pkg/snap/snap.go NodeKubernetesVersion), the cluster's from every other Node's
+    status.nodeInfo.kubeletVersion, workers included (client/kubernetes/node.go NodeVersions). So a
+    worker on another patch joins, and then every control plane's join is refused ("different
+    Kubernetes versions"); a control plane on the cluster's minor but another patch is refused
+    ("different patch version"); another revision of the same version joins (docs/adr/0039)."""
     versions = {n: node["version"] for n, node in state["cluster"]["nodes"].items() if n != name}
     mine = track.kubernetes_version
     current = in_progress_upgrade(state)

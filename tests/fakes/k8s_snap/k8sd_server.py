@@ -59,7 +59,7 @@ def handle(world_dir: Path, instance: str, headers: dict[str, str], body: bytes)
             return 401, _envelope(401, "invalid token")
         me = state["instances"][instance]
         try:
-            minted = k8sd.mint(state, tracks.from_channel(me["node"]["snap"]["k8s"]), str(request.get("name", "")),
+            minted = k8sd.mint(state, tracks.installed(me["node"]), str(request.get("name", "")),
                                bool(request.get("worker", False)), int(request.get("ttl", 0)) / 1e9)
         except k8sd.K8sdError as exc:
             return exc.status, _envelope(exc.status, f"failed to create token: {exc}")

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +54,40 @@ def snap(argv: Sequence[str]) -> int:
                 if opts.get("--classic") is not True:
                     print('error: This revision of snap "k8s" was published using classic confinement', file=sys.stderr)
                     return 1
+                arch = str(me.get("arch", "amd64"))
                 try:
-                    tracks.from_channel(channel)
+                    release = tracks.channel_head(state, channel, arch)
                 except KeyError:
                     print(f'error: requested a non-existing branch on {channel} for snap "k8s"', file=sys.stderr)
                     return 1
+                if "--revision" in opts:
+                    # cmd/snapd/cli/error.go ErrorKindSnapRevisionNotAvailable ("note --revision
+                    # overrides --channel"): the channel given with it is only what the snap tracks.
+                    found = tracks.find_revision(state, str(opts["--revision"]), arch)
+                    if found is None:
+                        print(f'error: snap "k8s" revision {opts["--revision"]} not available (see \'snap info k8s\')',
+                              file=sys.stderr)
+                        return 1
+                    release = found[1]
+                me["node"].setdefault("snap_release", {})["k8s"] = release
                 root = Path(me["root"])
                 here = (os.environ["FAKE_WORLD"], os.environ["FAKE_REGION"])
                 shim(root / "snap/bin/k8s", "k8s", me_id, *here)
                 shim(root / "snap/k8s/current/bin/kubectl", "kubectl", me_id, *here)
             me["node"].setdefault("snap", {})[name] = channel
+            return 0
+        if list(argv) == ["list", "k8s"]:
+            # cmd/snapd/cli/cmd_list.go: a header, then Name Version Rev Tracking Publisher Notes
+            # (the publisher's badge `**` without a UTF-8 terminal, as `snap refresh` prints it;
+            # notes.go: `classic` before `held`).
+            if "k8s" not in me["node"].get("snap", {}):
+                print("error: no matching snaps installed", file=sys.stderr)
+                return 1
+            track = tracks.installed(me["node"])
+            notes = "classic,held" if me["node"].get("held") else "classic"
+            print("Name  Version  Rev  Tracking  Publisher  Notes")
+            tracking = me["node"]["snap"]["k8s"]
+            print(f"k8s  {track.kubernetes_version}  {track.revision}  {tracking}  canonical**  {notes}")
             return 0
         if list(argv) == ["refresh", "--hold", "k8s"]:
             if "k8s" not in me["node"].get("snap", {}):
@@ -74,10 +99,12 @@ def snap(argv: Sequence[str]) -> int:
     return 1
 
 
-def _refresh_args(args: list[str]) -> tuple[list[str], str | None]:
-    """cmd/snapd/cli/cmd_snap_op.go cmdRefresh (go-flags: flags anywhere, `--channel X` or `=X`)."""
+def _refresh_args(args: list[str]) -> tuple[list[str], str | None, str | None]:
+    """cmd/snapd/cli/cmd_snap_op.go cmdRefresh (go-flags: flags anywhere, `--channel X` or `=X`,
+    `--revision=N`)."""
     names: list[str] = []
     channel: str | None = None
+    revision: str | None = None
     risks = {"--stable": "stable", "--candidate": "candidate", "--beta": "beta", "--edge": "edge"}
     i = 0
     while i < len(args):
@@ -87,6 +114,8 @@ def _refresh_args(args: list[str]) -> tuple[list[str], str | None]:
             continue
         if a.startswith("--channel="):
             channel = a.split("=", 1)[1]
+        elif a.startswith("--revision="):
+            revision = a.split("=", 1)[1]
         elif a in risks:
             if channel is not None:
                 raise ValueError("Please specify a single channel")
@@ -96,7 +125,7 @@ def _refresh_args(args: list[str]) -> tuple[list[str], str | None]:
         else:
             names.append(a)
         i += 1
-    return names, channel
+    return names, channel, revision
 
 
 def refresh(me_id: str, args: list[str]) -> int:
@@ -119,7 +148,7 @@ def refresh(me_id: str, args: list[str]) -> int:
     `state["refresh_seconds"]` (slept outside the lock). Then the node's kubelet (and apiserver) run
     the new track's Kubernetes, and k8sd's post-refresh hook runs (k8sd.post_refresh)."""
     try:
-        names, channel = _refresh_args(args)
+        names, channel, revision = _refresh_args(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -147,15 +176,25 @@ def refresh(me_id: str, args: list[str]) -> int:
             target = f"{installed.split('/')[0]}/{channel}"
         else:  # a track: its stable risk
             target = f"{channel}/stable"
+        arch = str(me.get("arch", "amd64"))
         try:
-            new = tracks.from_channel(target)
+            release = tracks.channel_head(state, target, arch)
         except KeyError:
             print(f'error: requested a non-existing branch on {target} for snap "{name}"', file=sys.stderr)
             return 1
-        if target == installed:
+        if revision is not None:  # cmd_snap_op.go "Refresh to the given revision" (error.go as install)
+            found = tracks.find_revision(state, revision, arch)
+            if found is None:
+                print(f'error: snap "{name}" revision {revision} not available (see \'snap info {name}\')',
+                      file=sys.stderr)
+                return 1
+            release = found[1]
+        old = tracks.installed(me["node"])
+        new = replace(tracks.from_channel(target), kubernetes_version=release["version"],
+                      revision=release["revision"])
+        if target == installed and release["revision"] == old.revision:
             print(f'snap "{name}" has no updates available', file=sys.stderr)
             return 0
-        old = tracks.from_channel(installed)
         node_name = me["node"].get("name")
         member = state.get("cluster") is not None and node_name in state["cluster"]["members"]
         me["node"]["refreshing"] = True
@@ -167,6 +206,7 @@ def refresh(me_id: str, args: list[str]) -> int:
     with world.locked() as state:
         me = state["instances"][me_id]
         me["node"]["snap"][name] = target
+        me["node"].setdefault("snap_release", {})[name] = release
         me["node"]["refreshing"] = False
         cluster = state.get("cluster")
         if member and cluster is not None and node_name in cluster["members"]:
@@ -216,6 +256,10 @@ def main(argv: Sequence[str]) -> int:
         return snap(rest)
     if tool == "cloud-init":
         return cloud_init(rest)
+    if tool == "systemctl":
+        from tests.fakes.k8s_snap import systemctl
+
+        return systemctl.main(rest)
     print(f"fake: unknown tool {tool}", file=sys.stderr)
     return 127
 

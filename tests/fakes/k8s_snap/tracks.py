@@ -8,7 +8,8 @@ src/k8s/ on 1.34/1.35 and to the k8sd repository root on 1.36.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,56 @@ TRACKS = {
 }
 # The fake store knows these tracks only: a channel on any other (1.32, 1.33, ...) is refused as
 # non-existing by `snap install` and `snap refresh` alike.
+
+
+# ------------------------------------------------------------------------------ the snap store
+# What the fake Snap Store serves: per track and CPU architecture, the revisions published to
+# `<track>/stable` in order, the channel serving the last one. A revision is one architecture's
+# build (snapcraft.io/docs/revisions: "a unique identity within, and across, its channels"; the
+# Snap Store Proxy docs, "Revisions and Architectures"): the fake's arm64 builds are numbered one
+# above the amd64 ones. Every published revision stays installable with `--revision` by anyone
+# (snapd ce63d447, #12817: "the access to revisions limitations have been dropped in the store").
+ARCHES = ("amd64", "arm64")
+
+
+def initial_store() -> dict[str, dict[str, list[dict[str, str]]]]:
+    return {t.name: {arch: [{"revision": str(int(t.revision) + i), "version": t.kubernetes_version}]
+                     for i, arch in enumerate(ARCHES)} for t in TRACKS.values()}
+
+
+def store(state: dict[str, Any]) -> dict[str, dict[str, list[dict[str, str]]]]:
+    found: dict[str, dict[str, list[dict[str, str]]]] = state.setdefault("snap_store", initial_store())
+    return found
+
+
+def publish(state: dict[str, Any], track: str, arch: str, version: str, revision: str) -> None:
+    """The publisher releases `revision` (`version`) to `<track>-classic/stable` for `arch`: the
+    channel now serves it; earlier revisions stay installable by number."""
+    store(state)[track.split("-", 1)[0]][arch].append({"revision": revision, "version": version})
+
+
+def channel_head(state: dict[str, Any], channel: str, arch: str) -> dict[str, str]:
+    """The revision `channel` serves on `arch` (KeyError: no such track in the fake store)."""
+    return dict(store(state)[from_channel(channel).name][arch][-1])
+
+
+def find_revision(state: dict[str, Any], revision: str, arch: str) -> tuple[str, dict[str, str]] | None:
+    """(track, release) of a published revision of `arch`; None: not available on this architecture."""
+    for track, arches in store(state).items():
+        for release in arches.get(arch, []):
+            if release["revision"] == revision:
+                return track, dict(release)
+    return None
+
+
+def installed(node: dict[str, Any]) -> Track:
+    """The track a node's snap tracks, with the Kubernetes version and revision it actually has
+    (`snap list k8s`): not necessarily the channel's newest."""
+    track = from_channel(node["snap"]["k8s"])
+    release = node.get("snap_release", {}).get("k8s")
+    if not release:
+        return track
+    return replace(track, kubernetes_version=release["version"], revision=release["revision"])
 
 
 def minor_of(version: str) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.aws import iam, mint
+from components.aws import iam, launch, mint
 from components.aws import userdata as ud
 from components.aws.inventory import api_lb_name, mint_document_name
 from components.aws.secrets import pki_secret_document
@@ -93,5 +93,7 @@ def simulate(
         }
         for pool in settings.node_pools:
             tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
-            state["asgs"][f"{settings.cluster_name}-pool-{pool.name}-asg-0a1b2c3"] = {"tags": tags}
+            # What the pool's launch template gives its instances (components/aws/node_pool.py).
+            state["asgs"][f"{settings.cluster_name}-pool-{pool.name}-asg-0a1b2c3"] = {
+                "tags": tags, "instance_initiated_shutdown_behavior": launch.SHUTDOWN_BEHAVIOR}
     return SimCluster(settings, fleet, auth_arn, pki_arn, token, boot, cp_boot)

@@ -207,6 +207,24 @@ def test_workers_read_no_secret_and_control_planes_read_both(run: PlanRun) -> No
     assert "elasticloadbalancing:DescribeLoadBalancers" in plane  # the API NLB's DNS name, looked up at boot
 
 
+@pytest.mark.parametrize("stack", AWS_STACKS)
+def test_a_failed_worker_ends_itself_and_its_role_touches_no_instance(
+        stack: str, stack_run: Callable[[str], PlanRun]) -> None:
+    """docs/adr/0040: the node script powers a failed worker off; its launch template terminates
+    it and its group's EC2 health check replaces it. The role it runs with names no Auto Scaling
+    action and no EC2 action but DescribeInstances; control planes keep EC2's default (stop)."""
+    run = stack_run(stack)
+    assert {lt.inputs.get("instanceInitiatedShutdownBehavior") for lt in of_type(run, LAUNCH_TEMPLATE)} == {
+        "terminate"}
+    assert {g.inputs["healthCheckType"] for g in of_type(run, ASG)} == {"EC2"}
+    assert all("instanceInitiatedShutdownBehavior" not in i.inputs for i in of_type(run, INSTANCE))
+    (worker,) = [yaml.safe_load(r.raw_inputs["policy"]) for r in of_type(run, "aws:iam/rolePolicy:RolePolicy")
+                 if r.name.split("-")[-2] == "worker"]
+    actions = {a for s in worker["Statement"] for a in s["Action"]}
+    assert not [a for a in actions if a.startswith("autoscaling:") or (a.startswith("ec2:") and
+                                                                        a != "ec2:DescribeInstances")]
+
+
 def run_region(run: PlanRun) -> str:
     (provider,) = of_type(run, "pulumi:providers:aws")
     return str(provider.inputs["region"])

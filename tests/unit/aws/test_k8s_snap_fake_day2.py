@@ -9,6 +9,7 @@ instance (`Instance.exec`, as SSM RunShellScript runs it).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import threading
@@ -19,9 +20,13 @@ from typing import Any
 
 import pytest
 
+from components.settings.model import SnapPinSettings, UpgradeSettings
+from components.upgrade.executor import Operator, UpgradeStopped
+from tests.fakes.k8s_snap import tracks as fake_tracks
 from tests.fakes.k8s_snap import workloads
 from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import SimCluster, simulate
+from tests.unit.upgrade.fleet_ops import Booted, FleetRunner, WorldClock
 
 TRACK = "1.34-classic"
 PDB_429 = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -371,3 +376,67 @@ def test_an_instance_terminated_through_its_group_leaves_a_node_that_is_not_read
     nodes = {n["metadata"]["name"]: n for n in json.loads(kubectl(cp, "get", "nodes", "-o", "json").stdout)["items"]}
     assert nodes[w2.name]["status"]["conditions"][0]["status"] == "Unknown"  # kubelet stopped posting
     assert not any(v.startswith("etcd") for v in violations(s))
+
+
+# ------------------------------------- the pinned snap through upgrades and replacement (docs/adr/0039)
+
+
+def _pinned_cluster(tmp: Path, version: str, revision: int) -> Booted:
+    s = simulate(tmp, "aws-prod", TRACK, {"snap_version": version, "snap_revisions": (("amd64", revision),)})
+    cps = [ok(s.control_plane(i)) for i in range(s.settings.control_plane.count)]
+    return Booted(s, cps, [ok(s.worker()) for _ in range(2)])
+
+
+def _pinned_operator(b: Booted, runner: FleetRunner, version: str, revision: int) -> Operator:
+    pin = SnapPinSettings(version=version, revisions={"amd64": revision})
+    return Operator(runner, b.cp_refs, UpgradeSettings(), WorldClock(b.fleet.dir), poll_seconds=60, snap=pin)
+
+
+def test_a_new_pin_upgrades_every_node_to_its_patch_and_replacements_follow_it(tmp_path: Path) -> None:
+    """The stack file moves kubernetes.snap to a newer patch of the same track (the record changed
+    on purpose); the channel meanwhile serves a newer one still. Every node goes to the pin, k8sd's
+    Upgrade completes, and a control plane replaced afterwards installs the new pin and joins."""
+    b = _pinned_cluster(tmp_path, "v1.34.11", 4104)
+    try:
+        with b.fleet.mutate() as state:
+            fake_tracks.publish(state, TRACK, "amd64", "v1.34.12", "4204")
+            fake_tracks.publish(state, TRACK, "amd64", "v1.34.13", "4304")  # the channel's head
+        runner = FleetRunner(b.fleet)
+        op = _pinned_operator(b, runner, "v1.34.12", 4204)
+        op.upgrade_control_planes(TRACK)
+        op.upgrade_pool(b.worker_refs, TRACK)
+        assert op.wait_upgrade_completed(TRACK) == "cluster-upgrade-to-k8s-1.34.12-rev-4204"
+        assert set(versions(b.sim).values()) == {"v1.34.12"} and violations(b.sim) == []
+        refreshes = [argv for _, argv in runner.calls if argv[:2] == ("snap", "refresh")]
+        assert refreshes == [("snap", "refresh", "k8s", f"--channel={TRACK}/stable", "--revision=4204")] * 5
+        # run again: every node is at the pin, nothing is refreshed
+        assert {o.result for o in op.upgrade_control_planes(TRACK)} == {"already"}
+        # the stack's user-data now carries the new pin; a replaced control plane follows it
+        b.sim.boot = dataclasses.replace(b.sim.boot, snap_version="v1.34.12", snap_revisions=(("amd64", 4204),))
+        op.remove_control_plane(op.control_planes[1])
+        b.fleet.terminate(b.control_planes[1])
+        new = ok(b.sim.control_plane(1))
+        assert new.state["node"]["snap_release"]["k8s"] == {"revision": "4204", "version": "v1.34.12"}
+        assert set(versions(b.sim).values()) == {"v1.34.12"} and violations(b.sim) == []
+    finally:
+        b.fleet.close()
+
+
+def test_a_pinned_track_upgrade_refreshes_to_the_new_tracks_revision(tmp_path: Path) -> None:
+    b = _pinned_cluster(tmp_path, "v1.34.11", 4104)
+    try:
+        target = fake_tracks.from_channel("1.35-classic/stable")
+        runner = FleetRunner(b.fleet)
+        op = _pinned_operator(b, runner, target.kubernetes_version, int(target.revision))
+        op.upgrade_control_planes("1.35-classic")
+        op.upgrade_pool(b.worker_refs, "1.35-classic")
+        op.wait_upgrade_completed("1.35-classic")
+        assert set(versions(b.sim).values()) == {target.kubernetes_version} and violations(b.sim) == []
+        assert all(argv[-1] == f"--revision={target.revision}" for _, argv in runner.calls
+                   if argv[:2] == ("snap", "refresh"))
+        # a node of an architecture the pin does not name is stopped before anything is refreshed
+        arm = dataclasses.replace(b.worker_refs[0], arch="arm64")
+        with pytest.raises(UpgradeStopped, match=r"no revision for arm64 in kubernetes\.snap\.revisions"):
+            op.refresh(arm, "1.35-classic")
+    finally:
+        b.fleet.close()

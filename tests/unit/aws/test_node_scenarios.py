@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from components.aws.inventory import api_lb_name
+from tests.fakes.k8s_snap import tracks as fake_tracks
 from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import CA_KEY, CLIENT_CA_KEY, LB, PEM, TRACKS, SimCluster, simulate
 
@@ -287,12 +288,58 @@ def test_replacing_the_only_control_plane_while_it_runs_is_refused(sim: Sim, tra
 @pytest.mark.parametrize("track", TRACKS)
 @pytest.mark.parametrize("stack", STACKS)
 def test_a_worker_that_cannot_join_has_its_group_replace_it(sim: Sim, stack: str, track: str) -> None:
+    """It powers itself off (docs/adr/0040): its launch template terminates it, its group's EC2
+    health check finds it Unhealthy; the worker itself calls no AWS API to get there."""
     s = sim(stack, track)
     w = s.worker()  # no control plane at all
     assert w.run(CK8S_JOIN_ATTEMPTS="2").returncode == 1
     assert f"{FAILED}: worker {w.name}: could not join cluster {s.cluster}" in w.console
-    assert w.state["health"] == "Unhealthy"
-    assert w.calls("autoscaling set-instance-health") == [f"autoscaling set-instance-health {w.id} Unhealthy"]
+    assert w.calls("systemctl") == ["systemctl poweroff"]
+    assert (w.state["state"], w.state["health"]) == ("terminated", "Unhealthy")
+    assert w.calls("aws autoscaling") == [] and "powering off: the instance terminates" in w.log
+
+
+def test_the_replacement_of_a_failed_worker_joins(sim: Sim) -> None:
+    s = sim("aws-dev")
+    failed = s.worker()
+    assert failed.run(CK8S_JOIN_ATTEMPTS="1").returncode == 1 and failed.state["state"] == "terminated"
+    control_planes(s)
+    replacement = ok(s.worker())  # what the group launches for the Unhealthy one
+    cluster = s.fleet.cluster
+    assert cluster and replacement.name in cluster["members"] and failed.name not in cluster["members"]
+    assert replacement.calls("systemctl") == []
+
+
+def test_the_fake_power_off_is_ec2s_and_refuses_what_it_does_not_model(sim: Sim) -> None:
+    """tests/fakes/k8s_snap/systemctl.py: `systemctl poweroff` only; an instance in no group stops
+    (EC2's default shutdown behaviour) and no health check judges it."""
+    s = sim("aws-dev")
+    w = s.worker()
+    for argv, message in ((["systemctl", "bogus"], "Unknown command verb 'bogus'."),
+                          (["systemctl", "reboot"], "is not modelled"),
+                          (["systemctl", "poweroff", "--no-wall"], "is not modelled")):
+        refused = w.exec(argv)
+        assert refused.returncode == 1 and message in refused.stderr, argv
+    assert w.state["state"] == "running" and w.calls("systemctl") == []
+    cp = s.control_plane(0)
+    assert cp.exec(["systemctl", "poweroff"]).returncode == 0
+    assert (cp.state["state"], cp.state["health"]) == ("stopped", "Healthy")
+
+
+def test_a_worker_can_mark_no_instance_unhealthy_nor_end_one(sim: Sim) -> None:
+    """The worker role holds no Auto Scaling action (docs/adr/0040): through the fake CLI's IAM,
+    neither another worker of its group, nor one of another pool, nor itself."""
+    s = sim("aws-prod")
+    me, peer, other_pool = s.worker(0), s.worker(0), s.worker(1)
+    for target in (peer, other_pool, me):
+        for args in (["set-instance-health", "--instance-id", target.id, "--health-status", "Unhealthy",
+                      "--no-should-respect-grace-period"],
+                     ["terminate-instance-in-auto-scaling-group", "--instance-id", target.id,
+                      "--no-should-decrement-desired-capacity"]):
+            denied = me.exec(["aws", "autoscaling", args[0], "--region", s.fleet.region, *args[1:]])
+            assert denied.returncode == 254 and "is not authorized to perform: autoscaling:" in denied.stderr, args
+    assert {i.state["health"] for i in (me, peer, other_pool)} == {"Healthy"}
+    assert {i.state["state"] for i in (me, peer, other_pool)} == {"running"}
 
 
 @pytest.mark.parametrize("track", TRACKS)
@@ -389,3 +436,117 @@ def test_control_planes_launched_together_make_one_cluster(sim: Sim, track: str)
     cluster = s.fleet.cluster
     assert cluster and len(cluster["members"]) == 3 and s.fleet.world.get("second_bootstraps") is None
     assert all(cp.state["node"]["extra_sans"] == [LB] for cp in cps)
+
+
+# ------------------------------------- the cluster's snap, pinned across patch releases (docs/adr/0039)
+
+
+def pinned(track: str) -> dict[str, object]:
+    """settings.kubernetes.snap as the fake store first serves the track (ud.snap_pin's fields)."""
+    t = fake_tracks.from_channel(f"{track}/stable")
+    return {"snap_version": t.kubernetes_version,
+            "snap_revisions": (("amd64", int(t.revision)), ("arm64", int(t.revision) + 1))}
+
+
+def next_patch(s: SimCluster, track: str) -> str:
+    """The publisher releases the track's next patch (amd64 and arm64): the channel moves on."""
+    t = fake_tracks.from_channel(f"{track}/stable")
+    major, minor, patch = t.kubernetes_version.lstrip("v").split(".")
+    version = f"v{major}.{minor}.{int(patch) + 1}"
+    with s.fleet.mutate() as state:
+        for i, arch in enumerate(("amd64", "arm64")):
+            fake_tracks.publish(state, track, arch, version, str(int(t.revision) + 100 + i))
+    return version
+
+
+def node_versions(s: SimCluster) -> dict[str, str]:
+    cluster = s.fleet.cluster
+    assert cluster is not None
+    return {n: node["version"] for n, node in cluster["nodes"].items()}
+
+
+def replace_control_plane(s: SimCluster, survivor: Instance, old: Instance, index: int) -> Instance:
+    """What `ck8s-gpu replace-node` does to a control plane (docs/adr/0016): leave, then a new instance."""
+    assert survivor.exec(["k8s", "remove-node", old.name]).returncode == 0
+    s.fleet.terminate(old)
+    return s.control_plane(index)
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_a_pinned_cluster_keeps_its_patch_after_the_channel_moves_on(sim: Sim, track: str) -> None:
+    s = sim("aws-prod", track, boot_override=pinned(track))
+    cps = control_planes(s)
+    worker = ok(s.worker())
+    version = fake_tracks.from_channel(f"{track}/stable").kubernetes_version
+    newer = next_patch(s, track)
+    new_cp = ok(replace_control_plane(s, cps[0], cps[1], 1))
+    s.fleet.terminate(worker)  # its group launches a replacement
+    healed = ok(s.worker())
+    revision = str(dict(pinned(track)["snap_revisions"])["amd64"])  # type: ignore[call-overload]
+    for inst in (new_cp, healed):
+        assert inst.state["node"]["snap_release"]["k8s"] == {"revision": revision, "version": version}
+        assert inst.state["node"]["snap"]["k8s"] == f"{track}/stable" and inst.state["node"]["held"] is True
+        assert f"snap install k8s ({track}/stable --revision={revision})" not in inst.log  # no retry needed
+    assert set(node_versions(s).values()) == {version} and newer != version
+    cluster = s.fleet.cluster
+    assert cluster is not None and {new_cp.name, healed.name} <= set(cluster["members"])
+    assert cluster.get("violations", []) == []
+
+
+@pytest.mark.parametrize("track", TRACKS)
+def test_unpinned_a_replaced_control_plane_on_the_new_patch_is_refused_as_k8sd_refuses_it(
+        sim: Sim, track: str) -> None:
+    s = sim("aws-prod", track)
+    cps = control_planes(s)
+    newer = next_patch(s, track)
+    new_cp = replace_control_plane(s, cps[0], cps[1], 1)
+    assert new_cp.run(CK8S_JOIN_ATTEMPTS="1").returncode == 1
+    assert new_cp.state["node"]["snap_release"]["k8s"]["version"] == newer  # what the channel serves now
+    # k8sd's text (app/hooks_join.go handleNoUpgradeInProgress), through `k8s join-cluster`
+    assert "failed to handle rollout-upgrade: the joining node has a different patch version than cluster nodes" \
+        in new_cp.log
+    assert f"{FAILED}: control-plane {new_cp.name}: could not join cluster" in new_cp.console
+    cluster = s.fleet.cluster
+    assert cluster is not None and new_cp.name not in cluster["members"]
+
+
+def test_unpinned_a_self_healed_worker_on_the_new_patch_blocks_every_later_control_plane(sim: Sim) -> None:
+    """k8sd lets the worker in (no rollout check on a worker's join), then refuses any control plane:
+    the cluster's Nodes no longer agree on one version."""
+    track = "1.34-classic"
+    s = sim("aws-prod", track)
+    cps = control_planes(s)
+    worker = ok(s.worker())
+    newer = next_patch(s, track)
+    s.fleet.terminate(worker)
+    healed = ok(s.worker())
+    assert node_versions(s)[healed.name] == newer
+    new_cp = replace_control_plane(s, cps[0], cps[1], 1)
+    assert new_cp.run(CK8S_JOIN_ATTEMPTS="1").returncode == 1
+    old = fake_tracks.from_channel(f"{track}/stable").kubernetes_version.lstrip("v")
+    assert (f'the cluster has nodes with different Kubernetes versions "{old}" and "{newer.lstrip("v")}" - upgrade '
+            "all nodes to the same version before joining a new one") in new_cp.log
+
+
+def test_a_hand_broken_pin_is_refused_on_the_node_before_it_joins(sim: Sim) -> None:
+    track = "1.34-classic"
+    pin = pinned(track)
+    first = fake_tracks.from_channel(f"{track}/stable")
+    # another architecture's build: the store has no such amd64 revision
+    s = sim("aws-dev", track, boot_override={**pin, "snap_revisions": (("amd64", int(first.revision) + 1),)})
+    cp = s.control_plane(0)
+    assert cp.run(CK8S_RETRY_BASE_SECONDS="0").returncode == 1
+    assert f"{FAILED}: bootstrap {cp.name}: could not install the k8s snap --revision={int(first.revision) + 1}" \
+        in cp.console
+    assert f'error: snap "k8s" revision {int(first.revision) + 1} not available (see \'snap info k8s\')' in cp.log
+    # a revision of another patch under the cluster's version: installed, then refused on the node
+    s2 = sim("aws-dev", track, boot_override=pin)
+    ok(s2.control_plane(0))
+    newer = next_patch(s2, track)
+    broken = s2.worker(boot=dataclasses.replace(s2.boot, snap_revisions=(("amd64", int(first.revision) + 100),)))
+    assert broken.run().returncode == 1
+    assert (f"{FAILED}: worker {broken.name}: k8s snap is not {first.kubernetes_version} revision "
+            f"{int(first.revision) + 100} (docs/adr/0039)") in broken.console
+    assert broken.state["node"]["snap_release"]["k8s"]["version"] == newer  # what that revision is
+    cluster = s2.fleet.cluster
+    assert cluster is not None and broken.name not in cluster["members"]

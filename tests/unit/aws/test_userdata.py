@@ -188,8 +188,10 @@ def test_the_node_script_is_embedded_without_comments_and_executable() -> None:
     doc = yaml.safe_load(ud.render_bootstrap_control_plane(c, cp))
     script = next(f for f in doc["write_files"] if f["path"] == ud.SCRIPT_PATH)
     source = ud.SCRIPT_SOURCE.read_text()
-    code = [line.lstrip() for line in source.splitlines() if not line.lstrip().startswith("#") or "shellcheck" in line]
+    code = [ud._TRAILING_COMMENT.sub("", line.lstrip()) for line in source.splitlines()
+            if not line.lstrip().startswith("#") or "shellcheck" in line]
     embedded = script["content"].splitlines()
+    assert "# SSM invocation polls" in source and "# SSM invocation polls" not in script["content"]  # trailing
     assert embedded[0] == "#!/bin/bash" and "components/aws/scripts/ck8s-node.sh" in embedded[1]
     assert [line.lstrip() for line in embedded[2:]] == code  # the same code, in order, indentation aside
     # here-document bodies (Python) keep their indentation byte for byte, and bash still parses it all
@@ -215,3 +217,75 @@ def test_oversized_user_data_fails_at_render_time() -> None:
     huge = ud.ClusterBoot(**{**c.__dict__, "feature_gates": (("kube-apiserver", "A" * 8000 + "=true"),)})
     with pytest.raises(ValueError, match="EC2 accepts 16384"):
         ud.render_bootstrap_control_plane(huge, cp)
+
+
+# ------------------------------------------------------- the cluster's snap pin (docs/adr/0039)
+
+
+def _pin(raw: dict[str, Any], **snap: Any) -> None:
+    raw.setdefault("kubernetes", {})["snap"] = snap or {"version": "v1.34.11",
+                                                       "revisions": {"amd64": 4104, "arm64": 4105}}
+
+
+def _with_arm64_pool(raw: dict[str, Any]) -> None:
+    _pin(raw)
+    # an arm64 GPU pool (Graviton g5g: AWS's accelerated computing specifications)
+    pool = {"name": "arm", "instanceType": "g5g.xlarge", "desiredSize": 1, "maxSize": 2,
+            "gpu": {"count": 1, "productName": "NVIDIA T4G", "memoryGiB": 16}}
+    raw["nodePools"] = [*raw["nodePools"], pool]
+
+
+def test_a_pinned_stack_tells_every_node_its_architectures_revision() -> None:
+    settings = settings_for("aws-prod", _with_arm64_pool)
+    c, cp = boots(settings)
+    cps = [env_of(ud.render_bootstrap_control_plane(c, cp)), env_of(ud.render_joining_control_plane(c))]
+    boots_ = {p.name: ud.worker_boot(settings, p) for p in settings.node_pools}
+    # env_of reads user-data whose only command is the script: EFA pools (a sysctl first) aside
+    workers = {n: env_of(ud.render_gpu_worker(c, w)) for n, w in boots_.items() if not w.hugepages_2mi}
+    assert {"arm", "l40s"} <= set(workers) and boots_["arm"].arch == "arm64"
+    for env in [*cps, *(w for n, w in workers.items() if n != "arm")]:
+        assert (env["CK8S_SNAP_REVISION"], env["CK8S_SNAP_VERSION"]) == ("4104", "v1.34.11")
+    assert (workers["arm"]["CK8S_SNAP_REVISION"], workers["arm"]["CK8S_SNAP_VERSION"]) == ("4105", "v1.34.11")
+
+
+def test_an_unpinned_stack_installs_what_the_channel_serves() -> None:
+    c, cp = boots(settings_for("aws-prod"))
+    env = env_of(ud.render_bootstrap_control_plane(c, cp))
+    assert "CK8S_SNAP_REVISION" not in env and "CK8S_SNAP_VERSION" not in env
+    assert env["CK8S_SNAP_CHANNEL"] == "1.34-classic/stable"
+
+
+def _arm64_unpinned(raw: dict[str, Any]) -> None:
+    _with_arm64_pool(raw)
+    del raw["kubernetes"]["snap"]["revisions"]["arm64"]
+
+
+def _pin_without_hold(raw: dict[str, Any]) -> None:
+    _pin(raw)
+    raw["kubernetes"]["holdSnapRefresh"] = False
+
+
+@pytest.mark.parametrize(("change", "paths"), [
+    # another minor's patch
+    (lambda raw: _pin(raw, version="v1.35.7", revisions={"amd64": 4507}), {"settings.kubernetes.snap.version"}),
+    # an architecture the nodes have, unpinned
+    (_arm64_unpinned, {"settings.kubernetes.snap.revisions.arm64"}),
+    # snapd would refresh the revision away
+    (_pin_without_hold, {"settings.kubernetes.holdSnapRefresh"}),
+])
+def test_a_pin_that_cannot_hold_is_refused_naming_its_field(change: Any, paths: set[str]) -> None:
+    from components.settings.load import SettingsError
+
+    with pytest.raises(SettingsError) as exc:
+        settings_for("aws-prod", change)
+    found = {p for p, _ in exc.value.problems}
+    assert paths <= found, exc.value.problems
+
+
+@pytest.mark.parametrize("revisions", [{"amd64": True}, {"amd64": "4104"}, {"amd64": 0}, {"riscv64": 1}, {}])
+def test_a_revision_is_a_store_number_of_a_known_architecture(revisions: dict[str, Any]) -> None:
+    from components.settings.load import SettingsError
+
+    with pytest.raises(SettingsError) as exc:
+        settings_for("aws-prod", lambda raw: _pin(raw, version="v1.34.11", revisions=revisions))
+    assert any(p.startswith("settings.kubernetes.snap") for p, _ in exc.value.problems), exc.value.problems

@@ -196,3 +196,18 @@ def test_a_track_change_runs_the_smoke_test_again_after_the_upgrade() -> None:
 
     before, after = smoke_run("1.34-classic"), smoke_run("1.35-classic")
     assert before["runId"] != after["runId"]
+
+
+def test_a_pinned_stack_is_not_half_upgraded_by_the_track_alone(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """ADR 0039: track and snap pin change together; the CLI writes neither and says so."""
+    source = (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text()
+    pinned = source.replace("\n      track: 1.34-classic\n", "\n      track: 1.34-classic\n      snap:\n"
+                            "        version: v1.34.11\n        revisions: {amd64: 4104}\n", 1)
+    assert pinned != source
+    path = tmp_path / "Pulumi.aws-dev.yaml"
+    path.write_text(pinned)
+    assert main(["upgrade", "--stack", "aws-dev", "--stacks-dir", str(tmp_path), "--to", "1.35-classic"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ck8s-gpu upgrade: settings.kubernetes.snap: pinned to v1.34.11;") and "Traceback" not in err
+    assert path.read_text() == pinned

@@ -1,0 +1,113 @@
+"""What the platform can hold (issue 27, docs/adr/0038): sizes, queue numbers and settings a
+platform ignores. Pure rules over validated-structure settings; components/validate.py runs them.
+
+The model already caps every size at a cluster's worth (model.py MAX_CLUSTER_NODES), so nothing
+that expands by size (kind's node list, the upgrade plan) can run away before these rules judge
+the platform's own, smaller bound.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from components.settings.facts import mirrored_pool, pool_gpus
+from components.settings.model import MAX_CLUSTER_NODES, GpuFactsSettings, Settings
+from components.settings.rules import ROOT, Problem, cut
+
+# kind: every node is a privileged container on ONE Docker host, each running systemd, containerd
+# and a kubelet; kind's Known Issues ("Pod errors due to too many open files") has multi-node
+# clusters exhaust the host's default inotify limits. The bound is a laptop's (or a CI runner's:
+# 2-4 cores, 7-16 GB) worth of such containers, which is all kind here is for: a preview of the
+# GPU path, where two workers already show multi-node scheduling.
+KIND_MAX_WORKERS = 8
+# An EC2 instance type: family letters, a generation digit, attribute letters (and a `-` part like
+# p6e-gb200, u7i-12tb), a dot, then the size (EC2 User Guide, "Amazon EC2 instance type naming
+# conventions": e.g. c7gn.xlarge, p5.48xlarge, m7i.metal-24xl).
+EC2_TYPE = re.compile(r"^[a-z]+[0-9]+[a-z0-9]*(-[a-z0-9]+)*\.[a-z0-9]+(-[a-z0-9]+)?$")
+# KAI v0.17.0 pkg/common/constants/constants.go UnlimitedResourceQuantity: -1 means no bound.
+UNLIMITED = -1
+# The most GPUs a pool's node may declare (model.py GpuFactsSettings.count's bound).
+MAX_GPUS_PER_NODE = next(m.le for m in GpuFactsSettings.model_fields["count"].metadata if hasattr(m, "le"))
+
+
+def _cluster_size(s: Settings) -> Iterator[Problem]:
+    """aws makes every pool's nodes, up to maxSize: together with the control planes, a cluster
+    Kubernetes supports (MAX_CLUSTER_NODES)."""
+    if s.platform != "aws":
+        return
+    total = s.control_plane.count + sum(p.max_size for p in s.node_pools)
+    if total > MAX_CLUSTER_NODES:
+        yield (f"{ROOT}.nodePools", f"the pools' maxSize add up to {total - s.control_plane.count} nodes (with "
+                                    f"{s.control_plane.count} control plane(s): {total}); Kubernetes supports at most "
+                                    f"{MAX_CLUSTER_NODES} nodes in one cluster: split the stack")
+
+
+def _kind_size(s: Settings) -> Iterator[Problem]:
+    if s.platform != "kind" or s.kind.mirror_pool not in (None, *(p.name for p in s.node_pools)):
+        return  # a missing mirror pool is the settings' own rule
+    pool = mirrored_pool(s)
+    if pool.desired_size > KIND_MAX_WORKERS:
+        i = s.node_pools.index(pool)
+        yield (f"{ROOT}.nodePools[{i}].desiredSize",
+               f"{pool.desired_size} kind workers: kind runs each node as a container on this one machine; at most "
+               f"{KIND_MAX_WORKERS} (docs/adr/0038). The pool's size matters on aws; kind only previews it")
+
+
+def _control_plane(s: Settings) -> Iterator[Problem]:
+    """An EC2 type on aws; on the other platforms the EC2-only settings are ignored, so a value
+    there (right or wrong) is refused rather than silently dropped."""
+    cp, path = s.control_plane, f"{ROOT}.controlPlane"
+    if s.platform == "aws":
+        if not EC2_TYPE.match(cp.instance_type):
+            yield (f"{path}.instanceType", f"'{cut(cp.instance_type)}' is not an EC2 instance type (family, generation "
+                                           "and size, like m7i.xlarge)")
+        return
+    ignored = {"instance_type": "instanceType", "root_volume_gib": "rootVolumeGiB",
+               "api_load_balancer": "apiLoadBalancer"}
+    for name, key in ignored.items():
+        if name in cp.model_fields_set:
+            yield (f"{path}.{key}", f"is ignored on {s.platform}: the program makes no control-plane instance there "
+                                    "(only aws does); remove it")
+
+
+def _queues(s: Settings) -> Iterator[Problem]:
+    """KAI's numbers (v0.17.0 pkg/apis/scheduling/v2 resources.go: GPU in fractions, CPU in
+    millicpus, memory in MB; -1 unlimited): between -1 and 0 nothing has a meaning, and a GPU quota
+    or limit above every GPU the stack can hold can never be met."""
+    capacity, holder = _gpu_capacity(s)
+    for i, q in enumerate(s.queues):
+        for kind, res in (("gpu", q.gpu), ("cpu", q.cpu), ("memory", q.memory)):
+            for field, value in (("quota", res.quota), ("limit", res.limit)):
+                where = f"{ROOT}.queues[{i}].{kind}.{field}"
+                if UNLIMITED < value < 0:
+                    yield where, f"{value:g}: -1 means unlimited, otherwise a {field} is 0 or more"
+                elif kind == "gpu" and value > capacity:
+                    yield (where, f"{value:g} GPUs, but {holder} hold at most {capacity}: it can never be met "
+                                  "(-1: unlimited)")
+
+
+def _gpu_capacity(s: Settings) -> tuple[int, str]:
+    """GPUs the stack's nodes can ever hold, and who holds them. aws: its pools at maxSize. The
+    other platforms keep the quotas of the aws stack they preview (kind, local) or have pools that
+    are not ours to know (existing): there, any cluster (MAX_CLUSTER_NODES of the most GPUs a node
+    may declare)."""
+    most = MAX_CLUSTER_NODES * MAX_GPUS_PER_NODE
+    anywhere = (most, f"any cluster ({MAX_CLUSTER_NODES} nodes of {MAX_GPUS_PER_NODE} GPUs)")
+    if s.platform != "aws":
+        return anywhere
+    total = 0
+    for pool in s.node_pools:
+        facts = pool_gpus(pool)
+        if facts is None:
+            return anywhere  # the settings' own rule reports the pool
+        total += facts.count * pool.max_size
+    return total, "the stack's node pools at their maxSize"
+
+
+RULES = (_cluster_size, _kind_size, _control_plane, _queues)
+
+
+def limit_problems(s: Settings) -> Iterator[Problem]:
+    for rule in RULES:
+        yield from rule(s)
