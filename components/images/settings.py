@@ -15,9 +15,9 @@ from pydantic import Field, ValidationError
 from components import pins
 from components.aws.naming import tag_problems
 from components.instance_types import gpu_facts
-from components.settings.load import SettingsError, field_path, pydantic_reason
+from components.settings.load import SettingsError, pydantic_reason
 from components.settings.model import _Model
-from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, region_problem
+from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, field_path, region_problem
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"

@@ -12,7 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from components.settings.model import Settings
-from components.settings.rules import ROOT, Problem, check, path_key
+from components.settings.rules import ROOT, Problem, check, field_path
 
 PROJECT = "ck8s-gpu"
 SETTINGS_KEY = f"{PROJECT}:settings"
@@ -46,14 +46,6 @@ def _printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
-
-
-def field_path(loc: tuple[int | str, ...], root: str = ROOT) -> str:
-    """A pydantic error location as the user writes it: settings.nodePools[0].labels["a b"]."""
-    out = root
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else path_key(part)
-    return out
 
 
 _TYPE_ERRORS = {"int_type", "bool_type", "string_type", "float_type", "tuple_type", "dict_type", "model_type"}
@@ -209,7 +201,7 @@ def _dup_path(path: tuple[Any, ...]) -> str:
     if len(path) >= 2 and path[0] == "config" and path[1] == SETTINGS_KEY:
         return field_path(path[2:])
     if len(path) >= 2 and path[0] == "config" and isinstance(path[1], str) and re.fullmatch(r"[\w:-]+", path[1]):
-        return f"config.{path[1]}" + "".join(f"[{p}]" if isinstance(p, int) else path_key(p) for p in path[2:])
+        return field_path(path[2:], root=f"config.{path[1]}")
     return "file"
 
 

@@ -82,6 +82,12 @@ def path_key(key: object) -> str:
     return f".{text}" if _PLAIN_KEY.match(text) else "[" + json.dumps(text) + "]"
 
 
+def field_path(loc: tuple[int | str, ...], root: str = ROOT) -> str:
+    """A location (pydantic's, or a walk of raw values) as the user writes it:
+    settings.nodePools[0].labels["a b"]; also what `pulumi config set --path` takes."""
+    return root + "".join(f"[{part}]" if isinstance(part, int) else path_key(part) for part in loc)
+
+
 def _region(s: Settings) -> Iterator[Problem]:
     if s.region is not None and (why := region_problem(s.region)):
         yield f"{ROOT}.region", why

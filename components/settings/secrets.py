@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from components.settings.rules import ROOT, Problem, path_key
+from components.settings.rules import ROOT, Problem, field_path
 
 SECURE = "secure"  # a Pulumi stack file's encrypted value: `{secure: v1:...}` (config.Value YAML form)
 REDACTED = "[secret]"  # what plans show for a secret (components/plan/mockengine.py MASK)
@@ -140,11 +140,6 @@ def leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, 
         yield path, value
 
 
-def render(path: tuple[Any, ...], root: str = ROOT) -> str:
-    """A path as settings errors and `pulumi config set --path` spell it: a.b[0]["c d"]."""
-    return root + "".join(f"[{p}]" if isinstance(p, int) else path_key(p) for p in path)
-
-
 def how_to_pass(where: str) -> str:
     """The fix, named for the field: set it as a Pulumi secret at that path."""
     return (f"a stack file is committed and `plan` writes the values into out/: pass it as a Pulumi secret, "
@@ -159,7 +154,7 @@ def values_problems(addon_key: str, values: Mapping[str, Any]) -> Iterator[Probl
         key = next((p for p in reversed(path) if isinstance(p, str)), None)
         why = credential_problem(key, leaf)
         if why is not None:
-            where = render((*base, *path))
+            where = field_path((*base, *path))
             yield where, f"looks like a credential ({why}); {how_to_pass(where)}"
 
 
@@ -194,7 +189,7 @@ def mark_secrets(raw: Any, *, whole_key_secret: bool = False) -> tuple[Any, list
                 values_at.add(("gpuStack", "addons", key, "values"))
         out["gpuStack"] = {**raw["gpuStack"], "addons": new_addons}
     problems = [
-        (render(path), "a Pulumi secret (secure:) is accepted only under gpuStack.addons.<x>.values: this setting "
+        (field_path(path), "a Pulumi secret (secure:) is accepted only under gpuStack.addons.<x>.values: this setting "
                        "is read by the program and is not secret; set it in plain text")
         for path, _ in _secure_leaves(raw) if path[:4] not in values_at]
     return out, problems
