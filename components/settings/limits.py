@@ -64,7 +64,7 @@ def _control_plane(s: Settings) -> Iterator[Problem]:
                                            "and size, like m7i.xlarge)")
         return
     ignored = {"instance_type": "instanceType", "root_volume_gib": "rootVolumeGiB",
-               "api_load_balancer": "apiLoadBalancer"}
+               "api_load_balancer": "apiLoadBalancer", "ami": "ami"}
     for name, key in ignored.items():
         if name in cp.model_fields_set:
             yield (f"{path}.{key}", f"is ignored on {s.platform}: the program makes no control-plane instance there "

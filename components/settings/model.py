@@ -103,6 +103,10 @@ class SnapPinSettings(_Model):
 
     version: str = Field(pattern=r"^v\d+\.\d+\.\d+$")
     revisions: dict[Literal["amd64", "arm64"], int] = Field(min_length=1)
+    # The node images (controlPlane.ami, nodePools[].ami) carry this revision's snap and its
+    # assertions, built by the image program (images/, docs/adr/0043): nodes install it from the
+    # disk, never from the Snap Store. false: from the store at boot (needs egress).
+    from_image: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -134,6 +138,9 @@ class KubernetesSettings(_Model):
 class ControlPlaneSettings(_Model):
     count: int = 1
     instance_type: str = "m7i.xlarge"
+    # The control planes' image: an AMI id or an SSM parameter path (an image program image:
+    # images/, role control-plane); null: Canonical's Ubuntu 24.04 AMI of the region.
+    ami: str | None = None
     root_volume_gib: int = Field(default=100, ge=30, le=16384, alias="rootVolumeGiB")
     api_load_balancer: Literal["internal", "internet-facing"] = "internal"
 
@@ -503,12 +510,34 @@ class NetworkSettings(_Model):
     api_allow_list: tuple[str, ...] = ()
     # `none`: a new VPC without NAT gateways; its nodes reach AWS's APIs only through VPC endpoints
     # (needs endpoints: create) and reach NOTHING outside AWS: no Snap Store (the k8s snap), no
-    # public image registry, no off-region backup bucket, until offline images exist (issue 29).
+    # public image registry, no off-region backup bucket, unless the node images carry them (offline, ADR 0043).
     nat_gateways: Literal["single", "per-az", "none"] = "single"
     # VPC endpoints for the AWS APIs the nodes call (components/aws/endpoints.py, docs/adr/0041):
     # `create` makes them in the private subnets; `expect` relies on ones an existing VPC already
     # has (`ck8s-gpu preflight` checks them); `off`: the subnets reach AWS through NAT or other egress.
     endpoints: Literal["off", "create", "expect"] = "off"
+
+
+MIRROR = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$"
+MirrorUpstream = Literal["docker.io", "ghcr.io", "nvcr.io", "public.ecr.aws", "quay.io", "registry.k8s.io"]
+
+
+class ImagesSettings(_Model):
+    """Where the nodes' containerd and every pod get their images (docs/adr/0043).
+
+    `mirror`: every image is pulled as `<mirror>/<upstream host>/<repository>:<tag>`; chart values
+    name it so, and k8s-snap's containerd redirects each upstream host there (hosts.toml), so no
+    pod pulls from a public registry. `preloaded`: the node images carry every image of the stack
+    in containerd's side-load folder (the image program, images/), so a pod starts without a pull."""
+
+    mirror: str | None = Field(default=None, pattern=MIRROR, max_length=255)
+    # aws: make Amazon ECR pull-through cache rules for the upstreams ECR can cache, one per
+    # upstream host as its repository prefix; `mirror` is then this account's ECR in the region.
+    pull_through_cache: Literal["off", "create"] = "off"
+    # Secrets Manager secret ARNs (names under ecr-pullthroughcache/) for the upstreams whose
+    # pull-through cache rule needs credentials (ECR User Guide, pull-through-cache-creating-secret).
+    credentials: dict[Literal["docker.io", "ghcr.io"], str] = Field(default_factory=dict)
+    preloaded: bool = False
 
 
 class ProtectionSettings(_Model):
@@ -571,6 +600,10 @@ class Settings(_Model):
     backup: BackupSettings | None = None
     kind: KindSettings = KindSettings()
     local: LocalSettings = LocalSettings()
+    images: ImagesSettings = ImagesSettings()
+    # No node and no pod reaches the internet (docs/adr/0043): the node images carry the snap and
+    # every image, the mirror serves what they do not, AWS's APIs come through VPC endpoints.
+    offline: bool = False
 
     @model_validator(mode="after")
     def _derived_defaults(self) -> Settings:

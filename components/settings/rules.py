@@ -84,7 +84,10 @@ def path_key(key: object) -> str:
 
 def field_path(loc: tuple[int | str, ...], root: str = ROOT) -> str:
     """A location (pydantic's, or a walk of raw values) as the user writes it:
-    settings.nodePools[0].labels["a b"]; also what `pulumi config set --path` takes."""
+    settings.nodePools[0].labels["a b"]; also what `pulumi config set --path` takes. pydantic
+    marks an error in a mapping's KEY with a trailing `[key]`: the path is the key's own."""
+    if loc and loc[-1] == "[key]":
+        loc = loc[:-1]
     return root + "".join(f"[{part}]" if isinstance(part, int) else path_key(part) for part in loc)
 
 
@@ -153,9 +156,13 @@ def _snap_pin(s: Settings) -> Iterator[Problem]:
                "revision installed with --revision to the channel's (snapd cmd_snap_op.go, install help)")
     if s.platform != "aws":
         return
-    used = {arch_for_instance_type(s.control_plane.instance_type): f"{ROOT}.controlPlane.instanceType"}
-    for i, p in enumerate(s.node_pools):
-        used.setdefault(arch_for_instance_type(p.instance_type), f"{ROOT}.nodePools[{i}].instanceType")
+    used: dict[str, str] = {}
+    for itype, where in [(s.control_plane.instance_type, f"{ROOT}.controlPlane.instanceType")] + [
+            (p.instance_type, f"{ROOT}.nodePools[{i}].instanceType") for i, p in enumerate(s.node_pools)]:
+        try:
+            used.setdefault(arch_for_instance_type(itype), where)
+        except ValueError:
+            continue  # not an instance type: its own rule (limits.py, _pools) names it
     for arch, where in sorted(used.items()):
         if arch not in pin.revisions:
             yield (f"{ROOT}.kubernetes.snap.revisions.{arch}", f"missing: {where} is {arch}; its nodes would "
@@ -664,4 +671,6 @@ RULES: tuple[Rule, ...] = (
 
 
 def check(settings: Settings) -> list[Problem]:
-    return [problem for rule in RULES for problem in rule(settings)]
+    from components.settings.offline_rules import OFFLINE_RULES  # it builds on the helpers above
+
+    return [problem for rule in (*RULES, *OFFLINE_RULES) for problem in rule(settings)]
