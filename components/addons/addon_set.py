@@ -56,9 +56,10 @@ def namespace_levels(addons: tuple[Addon, ...]) -> dict[str, str]:
 
 
 def release_values(addon: Addon, ctx: AddonContext, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Computed values, then the wiring's `extra` (e.g. credentials), then the stack's `values:`
-    override: the stack keeps the last word, as everywhere else."""
-    computed = deep_merge(addon.values(ctx), extra) if extra else addon.values(ctx)
+    """Computed values (images under the stack's mirror), then the wiring's `extra` (e.g.
+    credentials), then the stack's `values:` override: the stack keeps the last word."""
+    computed = addon.mirrored_values(ctx)
+    computed = deep_merge(computed, extra) if extra else computed
     return deep_merge(computed, addon.addon_settings(ctx.settings).values)
 
 

@@ -135,9 +135,20 @@ class Addon:
             return chart_version(self.local_chart)
         return "local"
 
+    def mirrored_values(self, ctx: AddonContext) -> dict[str, Any]:
+        """Computed values with every image of the pinned chart under the stack's mirror
+        (images.mirror, docs/adr/0043; components/addons/image_catalog.py mirror_values)."""
+        values = self.values(ctx)
+        mirror = ctx.settings.images.mirror
+        if mirror is not None and self.chart_pin is not None:
+            from components.addons.image_catalog import mirror_values
+
+            values = deep_merge(values, mirror_values(self.chart_pin, mirror, ctx.settings))
+        return values
+
     def final_values(self, ctx: AddonContext) -> dict[str, Any]:
-        """Computed values with the stack's `values:` override merged over them."""
-        return deep_merge(self.values(ctx), self.addon_settings(ctx.settings).values)
+        """The mirrored computed values with the stack's `values:` override merged over them."""
+        return deep_merge(self.mirrored_values(ctx), self.addon_settings(ctx.settings).values)
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

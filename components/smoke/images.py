@@ -7,11 +7,15 @@ from typing import Any
 from components import pins
 
 
-def image_values(pin: pins.ImagePin, registry: str | None = None) -> dict[str, Any]:
-    """Split a pinned image into registry and repository so a mirror can replace the registry only."""
+def image_values(pin: pins.ImagePin, registry: str | None = None, mirror: str | None = None) -> dict[str, Any]:
+    """Split a pinned image into registry and repository so a mirror can replace the registry only.
+    `registry` (smokeTest.registry) replaces the host; `mirror` (images.mirror, docs/adr/0043) puts
+    the host under it, `<mirror>/<host>/<repository>`, as every chart's images are."""
     head, _, rest = pin.repository.partition("/")
     # A first path part with a dot or port is a registry host (docker.io, ghcr.io, mirror:5000).
     own_registry, repository = (head, rest) if rest and ("." in head or ":" in head) else ("", pin.repository)
+    if registry is None and mirror is not None:
+        registry = f"{mirror.rstrip('/')}/{own_registry or 'docker.io'}"
     return {
         "registry": registry if registry is not None else own_registry,
         "repository": repository,

@@ -67,7 +67,7 @@ def chart_values(
     kai = t.scheduler == "kai"
     values: dict[str, Any] = {
         "runId": run_id,
-        "image": image_values(probe_image(t, image), t.registry),
+        "image": image_values(probe_image(t, image), t.registry, settings.images.mirror),
         "imagePullSecrets": [{"name": n} for n in t.image_pull_secrets],
         "resourceApi": resource_api(facts.kubernetes_minor),
         "deviceClassName": t.device_class,

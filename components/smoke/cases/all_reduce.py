@@ -45,7 +45,8 @@ def all_reduce_values(settings: Settings) -> dict[str, Any]:
     exact = {"memory": ALL_REDUCE_MEMORY, "hugepages-2Mi": hugepages, all_reduce.EFA_RESOURCE: str(shape.efa)}
     return {
         "enabled": True,
-        "image": image_values(pinned_image(a.image, pins.image("nccl-tests")), t.registry),
+        "image": image_values(pinned_image(a.image, pins.image("nccl-tests")), t.registry,
+                              settings.images.mirror),
         "nodes": a.nodes,
         "gpusPerNode": shape.gpus,
         "nodeSelector": {pool_label(settings): found[1].name},
