@@ -188,6 +188,27 @@ class SignedDownload:
 EFA_INSTALLER = SignedDownload("1.51.0", "https://efa-installer.amazonaws.com",
                                "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC")
 
+@dataclass(frozen=True)
+class VerifiedDownload:
+    """A release binary fetched at image build time and checked against a recorded sha256 per
+    architecture before it runs."""
+
+    version: str
+    url: str  # `{arch}` is the architecture, amd64 or arm64
+    sha256: dict[str, str]
+    source: str  # where the checksums were recorded
+
+
+# regctl, which exports the node images' preloaded images (components/images/preload_steps.py):
+# the release binaries of regclient/regclient v0.5.3 (commit 63bcd1a). The checksums as a third
+# party's Bazel file pins them (a `rules_release` repositories.bzl, http_file regctl_linux_amd64 /
+# regctl_linux_arm64); regclient's release page was not read here.
+REGCTL = VerifiedDownload(
+    "v0.5.3", "https://github.com/regclient/regclient/releases/download/v0.5.3/regctl-linux-{arch}",
+    {"amd64": "5141569cd0ef6e52a9dc67391c432f1bdd0cfd2d3b82d3f22d56f94feab7203e",
+     "arm64": "380105c05c6c69ea3d35a8efeec0ccfa1bdfc38a876bf7d473be06d7267bae99"},
+    "rules_release repositories.bzl (Bazel http_file regctl_linux_{amd64,arm64}, v0.5.3)")
+
 # Tools the `local` tier builds from Go modules (tools/go.mod pins the same versions; a test
 # keeps the two in step).
 TOOLS: dict[str, str] = {

@@ -1,4 +1,4 @@
-"""GpuNodeImage: an EC2 Image Builder pipeline for GPU node images with the driver inside (thin shell).
+"""NodeImage: an EC2 Image Builder pipeline for one node image line, gpu-node or control-plane (thin shell).
 
 Everything it decides comes from components/images/plan.py and document.py; this registers it:
 build role, component, recipe, infrastructure, distribution (AMI + SSM parameter in every
@@ -19,9 +19,12 @@ from components.images.settings import ImageSettings
 IMAGE_BUILD_TIMEOUT = "120m"  # a build + test of this recipe, with room (pulumi-aws's default is 60m)
 
 
-class GpuNodeImage(pulumi.ComponentResource):
+class NodeImage(pulumi.ComponentResource):
     def __init__(self, name: str, settings: ImageSettings, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("ck8s-gpu:index:GpuNodeImage", name, None, opts)
+        # The type gpu-node stacks were created with: an alias, so renaming it replaces nothing.
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            aliases=[pulumi.Alias(type_="ck8s-gpu:index:GpuNodeImage")]))
+        super().__init__("ck8s-gpu:index:NodeImage", name, None, opts)
         plan = image_plan(settings)
         tags = {**settings.tags, TAG: plan.base}
         provider = aws.Provider(f"{name}-aws", region=settings.region,
@@ -40,22 +43,24 @@ class GpuNodeImage(pulumi.ComponentResource):
         ]
         profile = aws.iam.InstanceProfile(f"{name}-build-profile", name=plan.role, role=role.name, opts=on_aws)
 
-        component = aws.imagebuilder.Component(
-            f"{name}-component", name=plan.base, version=plan.component_version, platform="Linux",
-            data=plan.document, opts=on_aws,
-            description="NVIDIA driver for Canonical Kubernetes GPU nodes (components/images/document.py)")
+        components = [
+            aws.imagebuilder.Component(
+                f"{name}-component{c.key}", name=c.name, version=c.version, platform="Linux",
+                data=c.document, opts=on_aws, description=c.description)
+            for c in plan.components
+        ]
         recipe = aws.imagebuilder.ImageRecipe(
             f"{name}-recipe", name=plan.base, version=plan.recipe_version, parent_image=plan.parent_image,
-            components=[aws.imagebuilder.ImageRecipeComponentArgs(component_arn=component.arn)],
+            components=[aws.imagebuilder.ImageRecipeComponentArgs(component_arn=c.arn) for c in components],
             block_device_mappings=[aws.imagebuilder.ImageRecipeBlockDeviceMappingArgs(
                 device_name="/dev/sda1",  # Canonical's AMIs boot from /dev/sda1
                 ebs=aws.imagebuilder.ImageRecipeBlockDeviceMappingEbsArgs(
-                    volume_size=settings.root_volume_gib, volume_type="gp3", encrypted=True,
+                    volume_size=plan.root_volume_gib, volume_type="gp3", encrypted=True,
                     delete_on_termination=True))],
             opts=on_aws)
         infrastructure = aws.imagebuilder.InfrastructureConfiguration(
             f"{name}-infrastructure", name=plan.base, instance_profile_name=profile.name,
-            instance_types=[settings.build_instance_type], terminate_instance_on_failure=True,
+            instance_types=[plan.build_instance_type], terminate_instance_on_failure=True,
             subnet_id=settings.subnet_id, security_group_ids=list(settings.security_group_ids) or None,
             instance_metadata_options=aws.imagebuilder.InfrastructureConfigurationInstanceMetadataOptionsArgs(
                 http_tokens="required", http_put_response_hop_limit=1),
@@ -66,7 +71,7 @@ class GpuNodeImage(pulumi.ComponentResource):
                 region=region,
                 ami_distribution_configuration=(
                     aws.imagebuilder.DistributionConfigurationDistributionAmiDistributionConfigurationArgs(
-                        name=plan.ami_name, ami_tags=tags)),
+                        name=plan.ami_name, ami_tags={**tags, **plan.ami_tags})),
                 ssm_parameter_configurations=[
                     aws.imagebuilder.DistributionConfigurationDistributionSsmParameterConfigurationArgs(
                         parameter_name=plan.parameter, data_type="aws:ec2:image")],

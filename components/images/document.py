@@ -1,4 +1,6 @@
-"""What the image build runs: one AWSTOE component document (pure), and the rules AWSTOE holds it to.
+"""What the image build runs: the AWSTOE component documents of a line (pure), and the rules AWSTOE
+holds them to. The driver component is here; the carried one is built from snap_steps.py and
+preload_steps.py.
 
 Sources, each rule beside what it models:
 - AWSTOE = https://docs.aws.amazon.com/imagebuilder/latest/userguide/toe-use-documents.html
@@ -24,14 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from components import pins
+from components.images.preload_steps import images_preloaded_step, install_regctl_step, preload_images_step
 from components.images.settings import ImageSettings
+from components.images.snap_steps import download_snaps_step, snaps_carried_step
 
 KERNEL_FLAVOUR = "aws"  # Canonical's Ubuntu AMIs on EC2 run linux-aws (both architectures)
 CONTAINERD_PATHS = ("/run/containerd", "/var/lib/containerd", "/etc/containerd")  # docs/adr/0018
@@ -50,6 +54,8 @@ PHASES = ("build", "validate", "test")  # at least one; Image Builder runs build
 ACTIONS = {"ExecuteBash": ("commands",), "Reboot": ()}  # the modules this document uses: required inputs
 STEP_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 ON_FAILURE = ("Abort", "Continue", "Ignore")
+# Image Builder API CreateComponent `data` (InlineComponentData): 1 to 16000 characters.
+INLINE_DATA_MAX = 16000
 
 
 @dataclass(frozen=True)
@@ -124,21 +130,22 @@ def efa_validate_steps() -> list[dict[str, Any]]:
     ]
 
 
-def component_document(s: ImageSettings) -> dict[str, Any]:
+def preloaded(s: ImageSettings) -> tuple[Any, ...]:
+    """The catalog images this image line carries (none with `preload: false`)."""
+    from components.addons.image_catalog import preload_images
+
+    return tuple(preload_images(s.architecture)) if s.preload else ()
+
+
+def driver_build_steps(s: ImageSettings) -> list[dict[str, Any]]:
     p = packages(s)
-    b = s.driver_branch
     hold = " ".join((*p.all, f"linux-{KERNEL_FLAVOUR}", f"linux-image-{KERNEL_FLAVOUR}",
                      f"linux-headers-{KERNEL_FLAVOUR}"))
-    build = [
-        _bash("UpgradeUbuntu",
-              "export DEBIAN_FRONTEND=noninteractive",
-              "cloud-init status --wait >/dev/null || [ $? -eq 2 ]  # 2: finished with recoverable errors",
-              f"{APT} update",
-              f"{APT} full-upgrade"),
+    return [
         _bash("InstallNvidiaDriver",
               "export DEBIAN_FRONTEND=noninteractive",
               f"{APT} install --no-install-recommends {' '.join(p.all)}"),
-        *(efa_build_steps() if s.efa else []),
+        *(efa_build_steps() if s.with_efa else []),
         _bash("FabricManagerOnlyOnNvswitch",
               f"mkdir -p {FM_DROP_IN.rsplit('/', 1)[0]}",
               f"printf '[Unit]\\nConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices\\n' > {FM_DROP_IN}",
@@ -146,22 +153,83 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
         # Kernel and driver change only with a new image: a userspace upgrade under a loaded module
         # breaks NVML ("Driver/library version mismatch"), a new kernel may boot without its modules.
         _bash("HoldKernelAndDriver", f"apt-mark hold {hold}"),
-        _bash("Clean", f"{APT} autoremove --purge", "apt-get clean", "rm -rf /var/lib/apt/lists/*"),
-        {"name": "RebootIntoNewKernel", "action": "Reboot", "onFailure": "Abort", "maxAttempts": 2,
-         "inputs": {"delaySeconds": 10}},
     ]
-    containerd = " ".join(CONTAINERD_PATHS)
+
+
+def carried_checks(s: ImageSettings, images: Sequence[Any]) -> list[dict[str, Any]]:
+    return [snaps_carried_step(s, _bash), *([images_preloaded_step(images, _bash)] if s.preload else [])]
+
+
+def _upgrade() -> dict[str, Any]:
+    return _bash("UpgradeUbuntu",
+                 "export DEBIAN_FRONTEND=noninteractive",
+                 "cloud-init status --wait >/dev/null || [ $? -eq 2 ]  # 2: finished with recoverable errors",
+                 f"{APT} update",
+                 f"{APT} full-upgrade")
+
+
+def _clean() -> dict[str, Any]:
+    return _bash("Clean", f"{APT} autoremove --purge", "apt-get clean", "rm -rf /var/lib/apt/lists/*")
+
+
+def _no_containerd() -> dict[str, Any]:
+    return _bash("NoContainerdOfItsOwn",
+                 f"for path in {' '.join(CONTAINERD_PATHS)}; do",
+                 "  if [ -e \"$path\" ]; then echo \"$path exists: k8s-snap runs its own containerd there "
+                 "(docs/adr/0018)\" >&2; exit 1; fi",
+                 "done")
+
+
+REBOOT = {"name": "RebootIntoNewKernel", "action": "Reboot", "onFailure": "Abort", "maxAttempts": 2,
+          "inputs": {"delaySeconds": 10}}
+
+
+def component_documents(s: ImageSettings, images: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """The components of one image line's recipe, in build order: gpu-node the driver, then what it
+    carries; control-plane what it carries alone. Two documents, not one: Image Builder takes at most
+    16000 characters of inline component data (CreateComponent `data`), and the preload list grows
+    with the catalog. `images`: the catalog's preload list (default: the catalog)."""
+    images = preloaded(s) if images is None else tuple(images)
+    carried = carried_document(s, images)
+    return [component_document(s), carried] if s.role == "gpu-node" else [carried]
+
+
+def carried_document(s: ImageSettings, images: Sequence[Any]) -> dict[str, Any]:
+    """The k8s snap (its base, aws-cli) as files and, with `preload`, every image as a tar. A
+    control plane's image is this alone, so it upgrades, cleans and reboots itself; its test
+    instance has no GPU, so it checks that the snaps and tars survived into the AMI."""
+    own = s.role == "control-plane"
+    pin = s.snap
+    build = [
+        *([_upgrade()] if own else []),
+        download_snaps_step(s, _bash, APT),
+        *([install_regctl_step(s, _bash), preload_images_step(s, images, _bash)] if s.preload else []),
+        *([_clean(), REBOOT] if own else
+          [_bash("CleanApt", "apt-get clean", "rm -rf /var/lib/apt/lists/*")]),
+    ]
+    validate = [*([_no_containerd()] if own else []), *carried_checks(s, images)]
+    what = f"the k8s snap {pin.version} (revision {pin.revision}) with its base and aws-cli as files" + (
+        f", {len(images)} catalog images and k8s-snap's own preloaded" if s.preload else "")
+    return {
+        "name": "ck8s-gpu-control-plane" if own else "ck8s-gpu-node-carried",
+        "description": f"{what}, for Canonical Kubernetes {'control planes' if own else 'GPU nodes'}",
+        "schemaVersion": 1.0,
+        "phases": [{"name": "build", "steps": build}, {"name": "validate", "steps": validate},
+                   {"name": "test", "steps": carried_checks(s, images)}],
+    }
+
+
+def component_document(s: ImageSettings) -> dict[str, Any]:
+    """A GPU node's driver (and EFA): upgrade, install, hold, clean, reboot, check."""
+    b = s.driver_branch
+    build = [_upgrade(), *driver_build_steps(s), _clean(), REBOOT]
     validate = [
         _bash("ModulesForTheBootedKernel",
               "version=$(modinfo -k \"$(uname -r)\" -F version nvidia)",
               f"case \"$version\" in {b}.*) echo \"nvidia $version for $(uname -r)\" ;; "
               f"*) echo \"nvidia module for $(uname -r) is '$version', want {b}.x\" >&2; exit 1 ;; esac"),
-        _bash("NoContainerdOfItsOwn",
-              f"for path in {containerd}; do",
-              "  if [ -e \"$path\" ]; then echo \"$path exists: k8s-snap runs its own containerd there "
-              "(docs/adr/0018)\" >&2; exit 1; fi",
-              "done"),
-        *(efa_validate_steps() if s.efa else []),
+        _no_containerd(),
+        *(efa_validate_steps() if s.with_efa else []),
     ]
     test = [
         _bash("DriverSeesTheGpus",
@@ -173,7 +241,7 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
     return {
         "name": "ck8s-gpu-nvidia-driver",
         "description": f"NVIDIA {b} server driver ({s.kernel_modules} kernel modules) from Ubuntu's archive"
-                       + (f", AWS EFA software {EFA_INSTALLER_VERSION} with the NCCL OFI plugin," if s.efa else "")
+                       + (f", AWS EFA software {EFA_INSTALLER_VERSION} with the NCCL OFI plugin," if s.with_efa else "")
                        + " for Canonical Kubernetes GPU nodes (gpuStack.driver: host)",
         "schemaVersion": 1.0,
         "phases": [{"name": "build", "steps": build}, {"name": "validate", "steps": validate},
@@ -203,6 +271,9 @@ def _problems(doc: Any) -> Iterator[str]:
     if not isinstance(doc, Mapping):
         yield "the document must be a mapping"
         return
+    if (size := len(render(doc))) > INLINE_DATA_MAX:
+        yield (f"the document is {size} characters; Image Builder takes at most {INLINE_DATA_MAX} of inline "
+               "component data (CreateComponent data)")
     if doc.get("schemaVersion") != 1.0:
         yield f"schemaVersion must be 1.0, got {doc.get('schemaVersion')!r}"
     phases = doc.get("phases")

@@ -1,4 +1,4 @@
-"""Names, versions and the parent image of one GPU node image line (pure).
+"""Names, versions, the parent image and the AMI tags of one node image line (pure).
 
 Image Builder names are regional and unique per account; IAM names are global, so the build role
 carries the region (one stack of `images/` per region and image line).
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components import pins
-from components.images.document import component_document, render, semantic_version
+from components.images.document import component_documents, preloaded, render, semantic_version
 from components.images.settings import ImageSettings
 
 TAG = "ck8s-gpu/image"  # on every AMI this builds: what it is, for people and for cleanup
@@ -22,6 +22,21 @@ BUILD_INSTANCE_POLICIES = (
 # Image Builder cron (six fields, UTC): Sundays 04:00. The pipeline then builds whatever Ubuntu's
 # archive and Canonical's newest AMI hold that day (EXPRESSION_MATCH_ONLY: no "changed" test).
 WEEKLY = "cron(0 4 ? * sun *)"
+# What each AMI says it carries; the cluster's preflight reads them (a role, the snap pin, how
+# many catalog images: k8s-snap's own are counted only in the image's images.lock).
+AMI_TAG_ROLE = "ck8s-gpu:role"
+AMI_TAG_SNAP_VERSION = "ck8s-gpu:k8s-snap-version"
+AMI_TAG_SNAP_REVISION = "ck8s-gpu:k8s-snap-revision"
+AMI_TAG_IMAGES = "ck8s-gpu:images"
+
+
+@dataclass(frozen=True)
+class ComponentPlan:
+    key: str  # "" for the line's first component (the resource names gpu-node stacks have), else a suffix
+    name: str
+    document: str  # the component's YAML
+    version: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -29,28 +44,52 @@ class ImagePlan:
     base: str  # the Image Builder name of every resource of this line
     role: str  # IAM role and instance profile of the build instance
     parent_image: str  # `ssm:` + Canonical's parameter: the newest Ubuntu 24.04 at each build
-    document: str  # the component's YAML
-    component_version: str
+    components: tuple[ComponentPlan, ...]  # in build order
     recipe_version: str
     ami_name: str
     parameter: str
     regions: tuple[str, ...]
+    ami_tags: dict[str, str]  # besides the stack's tags
+    root_volume_gib: int
+    build_instance_type: str
+
+
+def _line(s: ImageSettings) -> str:
+    """What tells this line from the others of its region and architecture (Image Builder names
+    take no dots: components/aws/naming.py)."""
+    if s.role == "control-plane":
+        return "k8s-" + s.track.replace(".", "-")
+    return f"nvidia-{s.driver_branch}-{s.kernel_modules}"
 
 
 def image_plan(s: ImageSettings) -> ImagePlan:
-    base = f"ck8s-gpu-node-noble-{s.architecture}-nvidia-{s.driver_branch}-{s.kernel_modules}"
-    document = render(component_document(s))
+    images = preloaded(s)
+    if s.role == "control-plane":
+        base = f"ck8s-gpu-control-plane-noble-{s.architecture}-{_line(s)}"
+        role = f"ck8s-gpu-imgbuild-{s.region}-{s.architecture}-control-plane"
+    else:  # the names gpu-node stacks have always had
+        base = f"ck8s-gpu-node-noble-{s.architecture}-{_line(s)}"
+        role = f"ck8s-gpu-imgbuild-{s.region}-{s.architecture}-{s.driver_branch}-{s.kernel_modules}"
+    components = []
+    for i, doc in enumerate(component_documents(s, images)):
+        text = render(doc)
+        key = "" if i == 0 else "-carried"
+        description = str(doc["description"])[:1024]  # CreateComponent description: at most 1024
+        components.append(ComponentPlan(key, base + key, text, semantic_version(1, text), description))
     parent = "ssm:" + pins.UBUNTU_AMI_SSM_PARAMETER.format(arch=s.architecture)
-    component_version = semantic_version(1, document)
-    recipe_version = semantic_version(1, "\n".join((component_version, parent, str(s.root_volume_gib))))
+    recipe_version = semantic_version(1, "\n".join((*(c.version for c in components), parent, str(s.root_volume))))
+    pin = s.snap
     return ImagePlan(
         base=base,
-        role=f"ck8s-gpu-imgbuild-{s.region}-{s.architecture}-{s.driver_branch}-{s.kernel_modules}",
+        role=role,
         parent_image=parent,
-        document=document,
-        component_version=component_version,
+        components=tuple(components),
         recipe_version=recipe_version,
         ami_name=base + "-{{ imagebuilder:buildDate }}",  # AMI names are unique per region: one per build
         parameter=s.parameter,
         regions=s.regions,
+        ami_tags={AMI_TAG_ROLE: s.role, AMI_TAG_SNAP_VERSION: pin.version, AMI_TAG_SNAP_REVISION: str(pin.revision),
+                  AMI_TAG_IMAGES: str(len(images))},
+        root_volume_gib=s.root_volume,
+        build_instance_type=s.build_instance,
     )

@@ -10,13 +10,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, StrictInt, ValidationError
 
 from components import pins
 from components.aws.naming import tag_problems
 from components.instance_types import gpu_facts
 from components.settings.load import SettingsError, pydantic_reason
-from components.settings.model import _Model
+from components.settings.model import MIRROR, _Model
 from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, field_path, region_problem
 
 PROJECT = "ck8s-gpu-images"
@@ -24,6 +24,7 @@ IMAGE_KEY = f"{PROJECT}:image"
 ROOT = "image"
 
 Arch = Literal["amd64", "arm64"]
+Role = Literal["gpu-node", "control-plane"]
 KernelModules = Literal["open", "proprietary"]
 # NVIDIA's open kernel modules support Turing and newer only (NVIDIA/open-gpu-kernel-modules README:
 # "supported ... Turing or later GPU architectures"); the instance table names each GPU's architecture.
@@ -32,13 +33,42 @@ OPEN_MODULE_ARCHITECTURES = ("Turing", "Ampere", "Ada Lovelace", "Hopper", "Blac
 MIN_DRIVER_BRANCH = 580
 SUBNET_ID = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
 SG_ID = re.compile(r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")
+# A control plane's image is built and tested on a plain instance: its test reads files, not GPUs.
+CONTROL_PLANE_BUILD_INSTANCE = {"amd64": "m7i.large", "arm64": "m7g.large"}
+GPU_NODE_BUILD_INSTANCE = "g6.xlarge"
+# The root volume carries the snaps and every preloaded image tar (components/images/preload_steps.py).
+ROOT_VOLUME_GIB = {"gpu-node": 60, "control-plane": 40}
+# The k8s snap's revisions per architecture for a version, as the store lists them: a revision is
+# per architecture, so an amd64 number in an arm64 line downloads nothing (`snap download` asks
+# the store for that revision of the build host's architecture: snapd 2.77
+# store/tooling/tooling.go NewToolingStore, UBUNTU_STORE_ARCH). Source: canonical/k8s-operator#947,
+# `snapcraft status k8s` 2026-06-05: 1.34-classic stable v1.34.4 amd64 5325, arm64 5328.
+KNOWN_SNAP_REVISIONS: dict[tuple[str, str], int] = {("v1.34.4", "amd64"): 5325, ("v1.34.4", "arm64"): 5328}
+
+
+class ImageSnapPin(_Model):
+    """The k8s snap this image carries: the cluster's `kubernetes.snap` pin (components/settings/
+    model.py SnapPinSettings), one revision because one image line is one architecture."""
+
+    version: str = Field(pattern=r"^v\d+\.\d+\.\d+$")  # `snap list k8s`'s Version
+    revision: StrictInt = Field(ge=1)  # `snap list k8s`'s Rev on this architecture
+
+
+class ImageKubernetes(_Model):
+    track: str = pins.DEFAULT_TRACK  # components/pins.py SNAP_TRACKS
+    snap: ImageSnapPin | None = None  # required: a rule says so, beside every other bad field
 
 
 class ImageSettings(_Model):
-    """One image line: an architecture, a driver branch and its kernel module flavour, built in
-    `region` and copied to `distributionRegions` (each gets the AMI and the same SSM parameter)."""
+    """One image line: a role and an architecture (for gpu-node a driver branch and its kernel
+    module flavour), built in `region` and copied to `distributionRegions` (each gets the AMI and
+    the same SSM parameter). Every role carries the k8s snap at `kubernetes.snap` and, with
+    `preload`, every image of components/addons/image_catalog.py preload_images."""
 
     region: str
+    # gpu-node: the NVIDIA driver (and EFA) inside; control-plane: no driver, no EFA.
+    role: Role = "gpu-node"
+    kubernetes: ImageKubernetes | None = None  # required (kubernetes.snap): see _snap_rules
     distribution_regions: tuple[str, ...] = ()  # besides `region`
     architecture: Arch = "amd64"
     driver_branch: str = pins.GPU_NODE_IMAGE_DRIVER_BRANCH
@@ -46,9 +76,10 @@ class ImageSettings(_Model):
     # AWS's EFA user space (libfabric, rdma-core) and the NCCL OFI plugin, components/images/
     # document.py. On by default: one image line boots EFA pools (P5, P6: components/efa.py)
     # and pools without EFA alike, where it lies unused; false for a smaller image.
-    efa: bool = True
-    # Builds AND tests the image: the test phase runs nvidia-smi, so it must have a GPU.
-    build_instance_type: str = "g6.xlarge"
+    efa: bool | None = None  # None: true for gpu-node, false (and only false) for control-plane
+    # Builds AND tests the image: a gpu-node test runs nvidia-smi, so it must have a GPU (default
+    # g6.xlarge); a control-plane one must not (default m7i.large, m7g.large on arm64).
+    build_instance_type: str | None = None
     # Where each region's newest image id is published; pools name it as `nodePools[].ami`.
     parameter_name: str | None = None
     # Both or neither: without them Image Builder uses the region's default VPC.
@@ -60,7 +91,13 @@ class ImageSettings(_Model):
     # `pulumi up` builds the first image and waits for it (about half an hour), so the parameter
     # exists when it returns; false leaves it to the pipeline's schedule.
     build_on_up: bool = True
-    root_volume_gib: int = Field(default=30, ge=8, le=16384)
+    # None: 60 GiB for gpu-node, 40 for control-plane (the snaps and the image tars, ROOT_VOLUME_GIB).
+    root_volume_gib: int | None = Field(default=None, ge=8, le=16384)
+    # Every image of the catalog (and k8s-snap's own) exported into the image, for containerd.
+    preload: bool = True
+    # Export from `<mirror>/<upstream host>/<repository>` instead of the public registry, and name
+    # the catalog's tars with that reference: chart values name the mirror when it is on.
+    mirror: str | None = Field(default=None, pattern=MIRROR, max_length=255)
     tags: dict[str, str] = Field(default_factory=dict)
 
     @property
@@ -69,8 +106,36 @@ class ImageSettings(_Model):
 
     @property
     def parameter(self) -> str:
-        return self.parameter_name or default_parameter_name(self.architecture, self.driver_branch,
-                                                             self.kernel_modules)
+        if self.parameter_name:
+            return self.parameter_name
+        if self.role == "control-plane":
+            return control_plane_parameter_name(self.architecture, self.track)
+        return default_parameter_name(self.architecture, self.driver_branch, self.kernel_modules)
+
+    @property
+    def track(self) -> str:
+        return self.kubernetes.track if self.kubernetes else pins.DEFAULT_TRACK
+
+    @property
+    def snap(self) -> ImageSnapPin:
+        """The pin; parse_image_settings refuses settings without one."""
+        if self.kubernetes is None or self.kubernetes.snap is None:
+            raise ValueError("image.kubernetes.snap is required")
+        return self.kubernetes.snap
+
+    @property
+    def with_efa(self) -> bool:
+        return self.role == "gpu-node" if self.efa is None else self.efa
+
+    @property
+    def build_instance(self) -> str:
+        if self.build_instance_type:
+            return self.build_instance_type
+        return GPU_NODE_BUILD_INSTANCE if self.role == "gpu-node" else CONTROL_PLANE_BUILD_INSTANCE[self.architecture]
+
+    @property
+    def root_volume(self) -> int:
+        return self.root_volume_gib or ROOT_VOLUME_GIB[self.role]
 
 
 PARAMETER_PREFIX = "/ck8s-gpu/images/"  # ck8s-gpu preflight tells pools under it to run this program
@@ -78,6 +143,10 @@ PARAMETER_PREFIX = "/ck8s-gpu/images/"  # ck8s-gpu preflight tells pools under i
 
 def default_parameter_name(arch: str, branch: str, modules: str) -> str:
     return f"{PARAMETER_PREFIX}gpu-node/ubuntu-24.04/{arch}/nvidia-{branch}-server-{modules}"
+
+
+def control_plane_parameter_name(arch: str, track: str) -> str:
+    return f"{PARAMETER_PREFIX}control-plane/ubuntu-24.04/{arch}/k8s-{track}"
 
 
 def parameter_name_problems(name: str, arch: str) -> list[str]:
@@ -111,26 +180,11 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
     if not re.fullmatch(r"\d{3}", s.driver_branch) or int(s.driver_branch) < MIN_DRIVER_BRANCH:
         yield (f"{ROOT}.driverBranch", f"'{cut(s.driver_branch)}' is not a driver branch of {MIN_DRIVER_BRANCH} or "
                "newer (three digits, like 595; DRA needs 580+, docs/adr/0007)")
-    facts = gpu_facts(s.build_instance_type)
-    if facts is None:
-        yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance_type)}' is not a GPU instance type of "
-               "components/instance_types.py: the image's test phase runs nvidia-smi on it")
+    if s.role == "control-plane":
+        yield from _control_plane_rules(s)
     else:
-        from components.instance_types import arch_for_instance_type, nvlink_domain
-
-        if nvlink_domain(s.build_instance_type).ultraservers:
-            # Sold only in UltraServer Capacity Blocks (components/aws/launch_rules.py [US]), and an
-            # infrastructure configuration cannot target a reservation (its placement takes a zone,
-            # tenancy or a host only: pulumi-aws imagebuilder InfrastructureConfigurationPlacement).
-            yield (f"{ROOT}.buildInstanceType", f"{s.build_instance_type} launches only into an UltraServer Capacity "
-                   "Block, which Image Builder cannot launch a build instance into; GB200 pools boot Canonical's "
-                   "arm64 AMI with gpuStack.driver operator (docs/distributed-training.md)")
-        if arch_for_instance_type(s.build_instance_type) != s.architecture:
-            yield (f"{ROOT}.buildInstanceType", f"{s.build_instance_type} is "
-                   f"{arch_for_instance_type(s.build_instance_type)}, the image is {s.architecture}")
-        if s.kernel_modules == "open" and facts.architecture not in OPEN_MODULE_ARCHITECTURES:
-            yield (f"{ROOT}.kernelModules", f"open kernel modules need a Turing or newer GPU; "
-                   f"{s.build_instance_type} has {facts.architecture} (use proprietary)")
+        yield from _gpu_build_instance_rules(s)
+    yield from _snap_rules(s)
     for reason in parameter_name_problems(s.parameter, s.architecture):
         yield f"{ROOT}.parameterName", reason
     if (s.subnet_id is None) != (not s.security_group_ids):
@@ -144,6 +198,73 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
             yield f"{ROOT}.securityGroupIds[{i}]", f"'{cut(sg)}' is not a security group id"
     for reason in tag_problems(s.tags):
         yield f"{ROOT}.tags", reason
+
+
+def _gpu_build_instance_rules(s: ImageSettings) -> Iterator[Problem]:
+    facts = gpu_facts(s.build_instance)
+    if facts is None:
+        yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance)}' is not a GPU instance type of "
+               "components/instance_types.py: the image's test phase runs nvidia-smi on it")
+        return
+    from components.instance_types import arch_for_instance_type, nvlink_domain
+
+    if nvlink_domain(s.build_instance).ultraservers:
+        # Sold only in UltraServer Capacity Blocks (components/aws/launch_rules.py [US]), and an
+        # infrastructure configuration cannot target a reservation (its placement takes a zone,
+        # tenancy or a host only: pulumi-aws imagebuilder InfrastructureConfigurationPlacement).
+        yield (f"{ROOT}.buildInstanceType", f"{s.build_instance} launches only into an UltraServer Capacity "
+               "Block, which Image Builder cannot launch a build instance into; GB200 pools boot Canonical's "
+               "arm64 AMI with gpuStack.driver operator (docs/distributed-training.md)")
+    if arch_for_instance_type(s.build_instance) != s.architecture:
+        yield (f"{ROOT}.buildInstanceType", f"{s.build_instance} is "
+               f"{arch_for_instance_type(s.build_instance)}, the image is {s.architecture}")
+    if s.kernel_modules == "open" and facts.architecture not in OPEN_MODULE_ARCHITECTURES:
+        yield (f"{ROOT}.kernelModules", f"open kernel modules need a Turing or newer GPU; "
+               f"{s.build_instance} has {facts.architecture} (use proprietary)")
+
+
+def _control_plane_rules(s: ImageSettings) -> Iterator[Problem]:
+    """A control plane's image has no NVIDIA driver and no EFA: settings of those are mistakes."""
+    for name, key in (("driver_branch", "driverBranch"), ("kernel_modules", "kernelModules")):
+        if name in s.model_fields_set:
+            yield f"{ROOT}.{key}", "a control-plane image has no NVIDIA driver (role: control-plane)"
+    if s.efa:
+        yield f"{ROOT}.efa", "a control-plane image has no EFA software (role: control-plane)"
+    from components.instance_types import arch_for_instance_type
+
+    if gpu_facts(s.build_instance) is not None:
+        yield (f"{ROOT}.buildInstanceType", f"{s.build_instance} has a GPU; a control-plane image is built and "
+               f"tested without one (default {CONTROL_PLANE_BUILD_INSTANCE[s.architecture]})")
+        return
+    try:
+        arch = arch_for_instance_type(s.build_instance)
+    except ValueError:
+        yield f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance)}' is not an EC2 instance type name"
+        return
+    if arch != s.architecture:
+        yield f"{ROOT}.buildInstanceType", f"{s.build_instance} is {arch}, the image is {s.architecture}"
+
+
+def _snap_rules(s: ImageSettings) -> Iterator[Problem]:
+    where = f"{ROOT}.kubernetes"
+    track = pins.SNAP_TRACKS.get(s.track)
+    if track is None:
+        yield f"{where}.track", f"'{cut(s.track)}' is not a track of components/pins.py ({', '.join(pins.SNAP_TRACKS)})"
+    pin = s.kubernetes.snap if s.kubernetes else None
+    if pin is None:
+        yield (f"{where}.snap", "required: {version, revision}, the cluster's kubernetes.snap pin for this "
+               "architecture (every role carries the k8s snap)")
+        return
+    if track is not None and pin.version.split(".")[:2] != track.kubernetes.split(".")[:2]:
+        yield (f"{where}.snap.version", f"{pin.version} is not in track {s.track} "
+               f"(Kubernetes {'.'.join(track.kubernetes.split('.')[:2])})")
+    mine = KNOWN_SNAP_REVISIONS.get((pin.version, s.architecture))
+    other = next((arch for (version, arch), rev in KNOWN_SNAP_REVISIONS.items()
+                  if version == pin.version and arch != s.architecture and rev == pin.revision), None)
+    if other is not None:
+        yield (f"{where}.snap.revision", f"{pin.revision} is the {other} revision of k8s {pin.version}; "
+               f"this image is {s.architecture}" + (f" ({mine})" if mine else "")
+               + ": a revision is per architecture")
 
 
 def parse_image_settings(raw: Any, source: str) -> ImageSettings:

@@ -6,12 +6,14 @@ import copy
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from components.images.document import (
     EFA_INSTALLER_VERSION,
     EFA_KEY_FINGERPRINT,
     component_document,
+    component_documents,
     document_problems,
     packages,
     render,
@@ -21,16 +23,26 @@ from components.images.settings import parse_image_settings
 from tests.helpers.golden import assert_golden
 from tests.unit.aws.tools import shellcheck
 
-DEFAULT = parse_image_settings({"region": "eu-west-1"}, "test")
+PIN = {"kubernetes": {"track": "1.34-classic", "snap": {"version": "v1.34.4", "revision": 5325}}}
+DEFAULT = parse_image_settings({"region": "eu-west-1", **PIN}, "test")
+CONTROL_PLANE = parse_image_settings({"region": "eu-west-1", "role": "control-plane", **PIN}, "test")
+MIRRORED = parse_image_settings({"region": "eu-west-1", "mirror": "123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+                                 **PIN}, "test")
 
 
-def test_the_rendered_document_is_the_golden_one() -> None:
+def test_the_rendered_documents_are_the_golden_ones() -> None:
     assert_golden(Path("images/gpu-node-component.yaml"), render(component_document(DEFAULT)))
+    driver, carried = component_documents(DEFAULT)
+    assert driver == component_document(DEFAULT)
+    assert_golden(Path("images/gpu-node-carried-component.yaml"), render(carried))
+    (only,) = component_documents(CONTROL_PLANE)
+    assert_golden(Path("images/control-plane-component.yaml"), render(only))
 
 
-def test_every_bash_step_passes_shellcheck(tmp_path: Path) -> None:
-    doc = component_document(DEFAULT)
-    steps = [s for phase in doc["phases"] for s in phase["steps"] if s["action"] == "ExecuteBash"]
+@pytest.mark.parametrize("settings", [DEFAULT, CONTROL_PLANE, MIRRORED], ids=["gpu-node", "control-plane", "mirror"])
+def test_every_bash_step_passes_shellcheck(tmp_path: Path, settings: object) -> None:
+    steps = [s for doc in component_documents(settings) for phase in doc["phases"]  # type: ignore[arg-type]
+             for s in phase["steps"] if s["action"] == "ExecuteBash"]
     assert len(steps) >= 6
     for step in steps:
         script = tmp_path / f"{step['name']}.sh"
@@ -42,11 +54,12 @@ def test_every_bash_step_passes_shellcheck(tmp_path: Path) -> None:
 def test_bash_steps_stop_at_the_first_failing_command(tmp_path: Path) -> None:
     """AWSTOE runs a step's commands as one script and judges its exit code: `set -e` makes a failed
     apt-get fail the step instead of the next line hiding it."""
+    for doc in component_documents(DEFAULT) + component_documents(CONTROL_PLANE):
+        for phase in doc["phases"]:
+            for step in phase["steps"]:
+                if step["action"] == "ExecuteBash":
+                    assert step["inputs"]["commands"][0] == "set -euo pipefail", step["name"]
     doc = component_document(DEFAULT)
-    for phase in doc["phases"]:
-        for step in phase["steps"]:
-            if step["action"] == "ExecuteBash":
-                assert step["inputs"]["commands"][0] == "set -euo pipefail", step["name"]
     check = next(s for p in doc["phases"] for s in p["steps"] if s["name"] == "NoContainerdOfItsOwn")
     script = "\n".join(check["inputs"]["commands"]).replace("/run/containerd", str(tmp_path))
     run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
@@ -58,7 +71,7 @@ def test_packages_are_ubuntus_signed_modules_for_the_aws_kernel_and_the_same_bra
         "linux-modules-nvidia-595-server-open-aws", "nvidia-headless-no-dkms-595-server-open",
         "nvidia-utils-595-server", "nvidia-fabricmanager-595")
     proprietary = parse_image_settings({"region": "eu-west-1", "kernelModules": "proprietary",
-                                        "driverBranch": "580"}, "t")
+                                        "driverBranch": "580", **PIN}, "t")
     assert packages(proprietary).all == (
         "linux-modules-nvidia-580-server-aws", "nvidia-headless-no-dkms-580-server",
         "nvidia-utils-580-server", "nvidia-fabricmanager-580")
@@ -66,9 +79,10 @@ def test_packages_are_ubuntus_signed_modules_for_the_aws_kernel_and_the_same_bra
 
 
 def test_the_document_passes_awstoe_rules_and_the_rules_refuse_what_awstoe_refuses() -> None:
+    for each in component_documents(DEFAULT) + component_documents(CONTROL_PLANE) + component_documents(MIRRORED):
+        assert document_problems(each) == []
+        assert document_problems(yaml.safe_load(render(each))) == []  # what Image Builder receives
     doc = component_document(DEFAULT)
-    assert document_problems(doc) == []
-    assert document_problems(yaml.safe_load(render(doc))) == []  # what Image Builder receives
 
     def broken(change: str) -> list[str]:
         bad = copy.deepcopy(doc)
@@ -86,6 +100,8 @@ def test_the_document_passes_awstoe_rules_and_the_rules_refuse_what_awstoe_refus
             bad["phases"][0]["steps"][0]["name"] = "upgrade ubuntu"
         elif change == "schema":
             bad["schemaVersion"] = "2.0"
+        elif change == "too big":
+            bad["phases"][0]["steps"][0]["inputs"]["commands"].append("#" * 16000)
         return document_problems(bad)
 
     assert "is not unique within the document" in broken("duplicate phase")[0]
@@ -95,6 +111,7 @@ def test_the_document_passes_awstoe_rules_and_the_rules_refuse_what_awstoe_refus
     assert "is not one this project uses" in broken("unknown action")[0]
     assert "must be 1-128 letters" in broken("bad step name")[0]
     assert broken("schema") == ["schemaVersion must be 1.0, got '2.0'"]
+    assert "at most 16000 of inline component data" in broken("too big")[0]
 
 
 def test_versions_follow_the_content_within_image_builders_limits() -> None:
@@ -121,7 +138,7 @@ def test_efa_software_is_installed_signed_and_checked_only_when_asked() -> None:
     assert EFA_KEY_FINGERPRINT == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"  # efa-start-nccl.html
     assert script.index("--verify") < script.index("./efa_installer.sh")  # verified before it runs
     assert "--skip-kmod" in script  # the kernel's signed efa module: no DKMS on nodes
-    off = component_document(parse_image_settings({"region": "eu-west-1", "efa": False}, "t"))
+    off = component_document(parse_image_settings({"region": "eu-west-1", "efa": False, **PIN}, "t"))
     assert _step(off, "InstallEfaSoftware") is None and _step(off, "EfaSoftwareInstalled") is None
     assert "EFA" not in off["description"]
 

@@ -20,6 +20,7 @@ from tests.helpers.registrations import resources_only, watch_registrations
 
 PROGRAM = PROJECT_DIR / "images" / "__main__.py"
 STACKS = sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml"))
+GPU_STACK = PROJECT_DIR / "images" / "Pulumi.eu-west-1.yaml"
 
 
 def _config(path: Path) -> dict[str, Any]:
@@ -37,22 +38,55 @@ def _one(run: PlanRun, token: str) -> Recorded:
     return found[0]
 
 
-def test_there_is_a_committed_image_stack() -> None:
-    assert [p.name for p in STACKS] == ["Pulumi.eu-west-1.yaml"]
+def test_there_are_committed_image_stacks_for_both_roles() -> None:
+    assert [p.name for p in STACKS] == ["Pulumi.eu-west-1-airgap-control-plane.yaml", "Pulumi.eu-west-1-airgap.yaml",
+                                        "Pulumi.eu-west-1-control-plane.yaml", "Pulumi.eu-west-1.yaml"]
+    roles = {image_settings_from_config(_config(p), str(p)).role for p in STACKS}
+    assert roles == {"gpu-node", "control-plane"}
+
+
+def test_every_cluster_stack_image_is_published_by_an_image_stack_in_its_region() -> None:
+    """A stack's controlPlane.ami / nodePools[].ami under /ck8s-gpu/images/ is some image stack's
+    parameter in the cluster's region (its region or distributionRegions), with the cluster's snap
+    pin and, for a stack with a mirror, the same mirror (its tars are named by mirrored refs)."""
+    from components.settings.load import read_stack_file
+    from components.validate import parse
+
+    published = {}
+    for path in STACKS:
+        s = image_settings_from_config(_config(path), str(path))
+        for region in s.regions:
+            published[(s.parameter, region)] = s
+    for stack in sorted((PROJECT_DIR / "stacks").glob("Pulumi.aws-*.yaml")):
+        c = parse(read_stack_file(stack)["ck8s-gpu:settings"], str(stack))
+        amis = [c.control_plane.ami, *(p.ami for p in c.node_pools)]
+        for ami in (a for a in amis if a and a.startswith("/ck8s-gpu/images/")):
+            image = published.get((ami, c.region))
+            assert image is not None, f"{stack.name}: {ami} is published by no image stack in {c.region}"
+            assert c.kubernetes.snap is not None and image.kubernetes.snap is not None
+            assert image.kubernetes.snap.revision == c.kubernetes.snap.revisions[image.architecture], stack.name
+            assert image.mirror == c.images.mirror, f"{stack.name}: {ami} carries images named for {image.mirror}"
+    for path in STACKS:  # the cluster's pin (canonical/k8s-operator#947: 1.34-classic v1.34.4 amd64 5325)
+        s = image_settings_from_config(_config(path), str(path))
+        assert (s.track, s.snap.version, s.snap.revision, s.architecture) == ("1.34-classic", "v1.34.4", 5325, "amd64")
 
 
 @pytest.mark.parametrize("path", STACKS, ids=lambda p: p.stem)
 def test_the_committed_stack_plans_with_names_aws_accepts(path: Path) -> None:
-    run = _run(_config(path))
+    run = _run(_config(path), stack=path.stem.removeprefix("Pulumi."))
     assert recorded_problems(run.resources) == []
     s = image_settings_from_config(_config(path), str(path))
     recipe = _one(run, "aws:imagebuilder/imageRecipe:ImageRecipe")
     assert recipe.inputs["parentImage"] == "ssm:" + pins.UBUNTU_AMI_SSM_PARAMETER.format(arch=s.architecture)
     assert recipe.inputs["blockDeviceMappings"][0]["ebs"]["encrypted"] is True
-    component = _one(run, "aws:imagebuilder/component:Component")
-    assert document_problems(yaml.safe_load(component.inputs["data"])) == []
+    components = [r for r in run.resources if r.type == "aws:imagebuilder/component:Component"]
+    assert len(components) == (2 if s.role == "gpu-node" else 1)
+    for component in components:
+        assert document_problems(yaml.safe_load(component.inputs["data"])) == []
+    assert len(recipe.inputs["components"]) == len(components)
+    assert recipe.inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == s.root_volume
     infrastructure = _one(run, "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration")
-    assert infrastructure.inputs["instanceTypes"] == [s.build_instance_type]
+    assert infrastructure.inputs["instanceTypes"] == [s.build_instance]
     assert infrastructure.inputs["instanceMetadataOptions"]["httpTokens"] == "required"
     assert infrastructure.inputs["terminateInstanceOnFailure"] is True
     distribution = _one(run, "aws:imagebuilder/distributionConfiguration:DistributionConfiguration")
@@ -61,26 +95,39 @@ def test_the_committed_stack_plans_with_names_aws_accepts(path: Path) -> None:
     for d in distribution.inputs["distributions"]:
         assert d["ssmParameterConfigurations"] == [{"parameterName": s.parameter, "dataType": "aws:ec2:image"}]
         assert "{{ imagebuilder:buildDate }}" in d["amiDistributionConfiguration"]["name"]
+        tags = d["amiDistributionConfiguration"]["amiTags"]
+        assert tags["ck8s-gpu:role"] == s.role
+        assert (tags["ck8s-gpu:k8s-snap-version"], tags["ck8s-gpu:k8s-snap-revision"]) == ("v1.34.4", "5325")
+        assert int(tags["ck8s-gpu:images"]) > 10
     pipeline = _one(run, "aws:imagebuilder/imagePipeline:ImagePipeline")
     assert pipeline.inputs["imageTestsConfiguration"]["imageTestsEnabled"] is True
     assert ("schedule" in pipeline.inputs) == (s.rebuild == "weekly")
     first = _one(run, "aws:imagebuilder/image:Image")
     assert first.timeouts.get("create") == "120m"
     assert run.outputs["parameter"] == s.parameter
+    assert _one(run, "ck8s-gpu:index:NodeImage").name == f"{s.role}-image"  # gpu-node-image: as before
 
 
 def test_a_changed_document_is_a_new_component_and_recipe_version() -> None:
     """Image Builder refuses a second component or recipe with the same name and version; Pulumi
     creates the replacement before deleting the old one, so any change must move the version."""
-    base = _config(STACKS[0])
+    base = _config(GPU_STACK)
     other = {**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "driverBranch": "580"}}
     a, b = _run(base), _run(other)
-    for token in ("aws:imagebuilder/component:Component", "aws:imagebuilder/imageRecipe:ImageRecipe"):
-        assert _one(a, token).inputs["version"] != _one(b, token).inputs["version"]
+    token = "aws:imagebuilder/component:Component"
+    versions = [{r.name: r.inputs["version"] for r in run.resources if r.type == token} for run in (a, b)]
+    assert versions[0]["gpu-node-image-component"] != versions[1]["gpu-node-image-component"]
+    assert versions[0]["gpu-node-image-component-carried"] == versions[1]["gpu-node-image-component-carried"]
+    recipe = "aws:imagebuilder/imageRecipe:ImageRecipe"
+    assert _one(a, recipe).inputs["version"] != _one(b, recipe).inputs["version"]
+    pinned = {**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "kubernetes": {
+        "snap": {"version": "v1.34.5", "revision": 5400}}}}
+    moved = {r.name: r.inputs["version"] for r in _run(pinned).resources if r.type == token}
+    assert moved["gpu-node-image-component-carried"] != versions[0]["gpu-node-image-component-carried"]
 
 
 def test_manual_rebuild_has_no_schedule_and_no_first_build_when_asked() -> None:
-    base = _config(STACKS[0])
+    base = _config(GPU_STACK)
     cfg = {**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "rebuild": "manual",
                                              "buildOnUp": False}}
     run = _run(cfg)
@@ -92,6 +139,7 @@ def test_bad_settings_register_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = watch_registrations(monkeypatch)
     with pytest.raises(pulumi.RunError) as err:
         _run({"ck8s-gpu-images:image": {"region": "eu-west-1", "driverBranch": "470", "subnetId": "subnet-x"}})
+    assert "image.kubernetes.snap" in str(err.value)
     message = str(err.value)
     assert "image.driverBranch" in message and "image.subnetId" in message and "Traceback" not in message
     assert resources_only(recorded) == []
