@@ -9,12 +9,14 @@ through SSM (aws/mint.py). See docs/adr/0011.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 
@@ -27,7 +29,8 @@ from components.feature_gates import COMPONENTS, Component, required
 from components.instance_types import arch_for_instance_type
 from components.labels import EFA_NODE_LABEL, POOL_TAG
 from components.nodes import gpu_node_labels
-from components.settings.model import NodePoolSettings, Settings, Taint
+from components.settings.model import MirrorUpstream, NodePoolSettings, Settings, Taint
+from components.settings.offline_rules import ECR_HOST
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
 
@@ -67,6 +70,15 @@ class ClusterBoot:
     snap_version: str = ""
     snap_revisions: tuple[tuple[str, int], ...] = ()
     control_plane_arch: str = "amd64"
+    # Boot media and image supply (docs/adr/0043): the snap from the node image's files, the
+    # image's container images side-loaded, the registry mirror for the upstream hosts (ECR: with
+    # containerd-level credentials renewed on the node), nothing outside the VPC but AWS.
+    snap_from_image: bool = False
+    images_preloaded: bool = False
+    mirror: str = ""
+    mirror_upstreams: tuple[str, ...] = ()
+    mirror_ecr_region: str = ""  # set: the mirror is an ECR registry in this region
+    offline: bool = False
 
     def snap_revision(self, arch: str) -> int | None:
         return dict(self.snap_revisions).get(arch)
@@ -91,6 +103,9 @@ class WorkerBoot:
     # node's hugepages-2Mi capacity): EFA's libfabric provider maps its buffers from them.
     hugepages_2mi: int = 0
     arch: str = "amd64"  # the pool's CPU architecture: which pinned snap revision it installs
+    # The pool boots its own image (nodePools[].ami): only then can it carry the snap and the
+    # images; a pool on Canonical's AMI (a GB200 pool) installs the pin from the store and pulls.
+    image_media: bool = True
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +164,22 @@ def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) ->
         features=features(settings),
         mint_document=mint_document,
         **snap_pin(settings),
+        **image_supply(settings),
     )
+
+
+def image_supply(settings: Settings) -> dict[str, Any]:
+    """ClusterBoot's boot-media fields from kubernetes.snap.fromImage, images and offline."""
+    pin, im = settings.kubernetes.snap, settings.images
+    ecr = ECR_HOST.match((im.mirror or "").split("/", 1)[0])
+    return {
+        "snap_from_image": bool(pin and pin.from_image),
+        "images_preloaded": im.preloaded,
+        "mirror": im.mirror or "",
+        "mirror_upstreams": get_args(MirrorUpstream) if im.mirror else (),
+        "mirror_ecr_region": ecr.group(2) if ecr else "",
+        "offline": settings.offline,
+    }
 
 
 def snap_pin(settings: Settings) -> dict[str, Any]:
@@ -190,6 +220,7 @@ def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
         taints=tuple(taint_arg(t) for t in pool.taints),
         hugepages_2mi=HUGEPAGES_2MI if efa_enabled(pool) else 0,
         arch=arch_for_instance_type(pool.instance_type),
+        image_media=pool.ami is not None,
     )
 
 
@@ -315,13 +346,31 @@ def snap_env(c: ClusterBoot, arch: str) -> dict[str, str]:
     return {"CK8S_SNAP_REVISION": str(revision), "CK8S_SNAP_VERSION": c.snap_version}
 
 
-def node_env(role: NodeRole, c: ClusterBoot, arch: str | None = None, **extra: str) -> str:
+def supply_env(c: ClusterBoot, image_media: bool = True) -> dict[str, str]:
+    """Where the node takes its snap and images from (set only when not the defaults: the store,
+    no side-loading, the public registries, online). `image_media` False: the node boots
+    Canonical's AMI, which carries neither (settings.offline_rules refuses that offline)."""
+    env = {"CK8S_SNAP_SOURCE": "image"} if c.snap_from_image and image_media else {}
+    if c.images_preloaded and image_media:
+        env["CK8S_IMAGES_PRELOADED"] = "1"
+    if c.mirror:
+        env.update(CK8S_REGISTRY_MIRROR=c.mirror, CK8S_MIRROR_UPSTREAMS=" ".join(c.mirror_upstreams))
+        if c.mirror_ecr_region:
+            env.update(CK8S_MIRROR_AUTH="ecr", CK8S_MIRROR_REGION=c.mirror_ecr_region)
+    if c.offline:
+        env["CK8S_OFFLINE"] = "1"
+    return env
+
+
+def node_env(role: NodeRole, c: ClusterBoot, arch: str | None = None, image_media: bool = True,
+             **extra: str) -> str:
     values = {
         "CK8S_ROLE": role,
         "CK8S_CLUSTER": c.cluster_name,
         "CK8S_REGION": c.region,
         "CK8S_SNAP_CHANNEL": c.snap_channel,
         **snap_env(c, arch or c.control_plane_arch),
+        **supply_env(c, image_media),
         "CK8S_HOLD_SNAP_REFRESH": "true" if c.hold_snap_refresh else "false",
         **({"CK8S_MINT_DOCUMENT": c.mint_document} if role == "worker"
            else {"CK8S_AUTH_SECRET_ID": c.auth_secret_id, "CK8S_API_LB_NAME": c.api_lb_name}),
@@ -332,6 +381,39 @@ def node_env(role: NodeRole, c: ClusterBoot, arch: str | None = None, **extra: s
 
 def _file(path: str, content: str, permissions: str = "0600") -> dict[str, str]:
     return {"path": path, "owner": "root:root", "permissions": permissions, "content": content}
+
+
+# The node script travels gzipped (cloud-init write_files `encoding: gz+b64`, cc_write_files.py):
+# with the boot-media code (docs/adr/0043) the plain script no longer fits EC2's 16 KiB. mtime 0:
+# the same script renders the same bytes. readable() shows it decoded (golden files, tests).
+SCRIPT_ENCODING = "gz+b64"
+
+
+def _script_file() -> dict[str, str]:
+    packed = base64.b64encode(gzip.compress(node_script().encode(), 9, mtime=0)).decode()
+    return {**_file(SCRIPT_PATH, packed, "0700"), "encoding": SCRIPT_ENCODING}
+
+
+def decoded_files(text: str) -> dict[str, str]:
+    """{path: content} of a rendered user-data's write_files, gz+b64 contents decoded."""
+    out = {}
+    for f in yaml.safe_load(text)["write_files"]:
+        content = f["content"]
+        if f.get("encoding") == SCRIPT_ENCODING:
+            content = gzip.decompress(base64.b64decode(content)).decode()
+        out[f["path"]] = content
+    return out
+
+
+def readable(text: str) -> str:
+    """The user-data with every gz+b64 file shown as its text (`encoding` kept, so a reader sees
+    what travels); for golden files and review, never for EC2."""
+    header, _, _ = text.partition("write_files:")
+    doc = yaml.safe_load(text)
+    plain = decoded_files(text)
+    for f in doc["write_files"]:
+        f["content"] = plain[f["path"]]
+    return header + dump_yaml(doc)
 
 
 HUGEPAGES_SYSCTL = "/etc/sysctl.d/60-ck8s-gpu-hugepages.conf"
@@ -345,7 +427,7 @@ def cloud_config(role: NodeRole, c: ClusterBoot, configs: Mapping[str, dict[str,
             _file(f"{CONFIG_DIR}/node.env", env),
             # An empty config is an empty file, not `{}`: a control plane appends `extra-sans` to it.
             *(_file(f"{CONFIG_DIR}/{name}", dump_yaml(cfg) if cfg else "") for name, cfg in configs.items()),
-            _file(SCRIPT_PATH, node_script(), "0700"),
+            _script_file(),
             *sysctl,
         ],
         # systemd-sysctl ran before cloud-init wrote the file: apply it before the node joins.
@@ -374,5 +456,5 @@ def render_joining_control_plane(c: ClusterBoot) -> str:
 
 def render_gpu_worker(c: ClusterBoot, w: WorkerBoot) -> str:
     labels = " ".join(f"{k}={v}" for k, v in w.labels)
-    env = node_env("worker", c, w.arch, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
+    env = node_env("worker", c, w.arch, w.image_media, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
     return cloud_config("worker", c, {"join.yaml": worker_join_config(c, w)}, env, w.hugepages_2mi)

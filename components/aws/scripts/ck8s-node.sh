@@ -1,7 +1,10 @@
 #!/bin/bash
 # ck8s-gpu node setup, run once by cloud-init (rendered into user-data by components/aws/userdata.py).
 #
-# Installs the k8s snap, then, by CK8S_ROLE:
+# Installs the k8s snap (from the Snap Store, or from the node image's files: CK8S_SNAP_SOURCE=image),
+# side-loads the image's container images (CK8S_IMAGES_PRELOADED=1) and points containerd at the
+# registry mirror (CK8S_REGISTRY_MIRROR); CK8S_OFFLINE=1 contacts nothing outside the VPC but AWS's
+# endpoints (docs/adr/0043). Then, by CK8S_ROLE:
 #   bootstrap      bootstraps the cluster with the CA keys read from Secrets Manager and registers
 #                  the control-plane join auth token with k8sd. When control planes launched
 #                  before it run, this is a replacement of the first one: with peers it joins them;
@@ -30,6 +33,10 @@ STATE_DIR=${CK8S_STATE_DIR:-/var/lib/ck8s-gpu}
 RUN_DIR=${CK8S_RUN_DIR:-/run/ck8s-gpu}
 KUBE_DIR=${CK8S_KUBE_DIR:-/etc/kubernetes}
 SNAP_DIR=${CK8S_SNAP_DIR:-/snap}
+SNAP_COMMON=${CK8S_SNAP_COMMON:-/var/snap/k8s/common}
+HOSTS_DIR=${CK8S_CONTAINERD_HOSTS_DIR:-/etc/containerd/hosts.d} # classic k8s-snap: containerd base dir /
+UNIT_DIR=${CK8S_SYSTEMD_DIR:-/etc/systemd/system}
+SIDELOAD_WAIT=${CK8S_SIDELOAD_WAIT_SECONDS:-300}
 CONSOLE=${CK8S_CONSOLE:-/dev/console}
 LOG=${CK8S_LOG_DIR:-/var/log}/ck8s-gpu-$CK8S_ROLE.log
 RETRY_BASE=${CK8S_RETRY_BASE_SECONDS:-5}
@@ -81,16 +88,38 @@ retry() {
   done
 }
 
+# install_snap_files: the snaps the node image carries (the image program, docs/adr/0043), in its
+# install-order (`<name> <revision> <classic|strict>`, bases first), as k8s-snap installs offline
+# (docs/canonicalk8s/snap/howto/install/offline.md): ack the assertions, then install the file.
+# No --dangerous: snapd takes the revision from the acked snap-revision matching the file.
+install_snap_files() {
+  # A missing file fails in snapd (`cannot open`, `cannot assert`): the node gives up naming it.
+  local order=$STATE_DIR/snaps/install-order name rev c f
+  grep -qx "k8s $CK8S_SNAP_REVISION classic" "$order" || die "no k8s $CK8S_SNAP_REVISION in $order: not this pin's image"
+  while read -r name rev c; do
+    f=$STATE_DIR/snaps/${name}_$rev
+    quiet snap ack "$f.assert" </dev/null || die "snap ack $f.assert failed (see $LOG)"
+    # shellcheck disable=SC2046 # --classic or nothing
+    quiet snap install "$f.snap" $([ "$c" != classic ] || echo --classic) </dev/null || die "could not install $f.snap (see $LOG)"
+  done <"$order"
+}
+
 install_snaps() {
   # On first boot snapd may still be seeding: installs fail with "too early for operation".
   retry 8 "wait for snapd seeding" quiet snap wait system seed.loaded || die "snapd did not finish seeding"
-  # The cluster's pinned revision when the stack has one (docs/adr/0039): the channel moves on, and
-  # k8sd refuses a control plane on another patch. snapd installs any published revision for anyone
-  # and tracks the channel given with it (snapd #12817; overlord/snapstate resolveChannelForStore).
   local pin=()
   [ -z "${CK8S_SNAP_REVISION:-}" ] || pin=(--revision="$CK8S_SNAP_REVISION")
-  retry 8 "snap install k8s ($CK8S_SNAP_CHANNEL ${pin[*]})" quiet snap install k8s --classic --channel="$CK8S_SNAP_CHANNEL" "${pin[@]}" ||
-    die "could not install the k8s snap ${pin[*]}"
+  if [ "${CK8S_SNAP_SOURCE:-store}" = image ]; then
+    install_snap_files
+  else
+    # Offline there is no Snap Store: only the image's files (docs/adr/0043).
+    [ "${CK8S_OFFLINE:-0}" != 1 ] || die "offline: no Snap Store (CK8S_SNAP_SOURCE=image)"
+    # The cluster's pinned revision when the stack has one (docs/adr/0039): the channel moves on, and
+    # k8sd refuses a control plane on another patch. snapd installs any published revision for anyone
+    # and tracks the channel given with it (snapd #12817; overlord/snapstate resolveChannelForStore).
+    retry 8 "snap install k8s ($CK8S_SNAP_CHANNEL ${pin[*]})" quiet snap install k8s --classic --channel="$CK8S_SNAP_CHANNEL" "${pin[@]}" ||
+      die "could not install the k8s snap ${pin[*]}"
+  fi
   # A revision is one architecture's build: a wrong one (another patch, another architecture's
   # number) is refused here, not by k8sd at this join (a control plane) or at every later one.
   [ -z "${pin[*]}" ] || snap list k8s | grep -E "^k8s +$CK8S_SNAP_VERSION +$CK8S_SNAP_REVISION " >/dev/null ||
@@ -99,8 +128,81 @@ install_snaps() {
     retry 8 "hold k8s refreshes" quiet snap refresh --hold k8s || die "could not hold k8s snap refreshes"
   fi
   if ! command -v aws >/dev/null; then
+    [ "${CK8S_OFFLINE:-0}" != 1 ] || die "offline: no aws CLI in the image"
     retry 8 "snap install aws-cli" quiet snap install aws-cli --classic || die "could not install the aws-cli snap"
   fi
+}
+
+# preload_images: the image's OCI archives into the side-load folder of k8s-snap's containerd,
+# which imports each *.tar when it starts (bootstrap, join) and renames it *.tar.loaded
+# (build-scripts/components/containerd/patches/default/0001-side-load-images-plugin.patch). Hard
+# links: one filesystem, no copy of gigabytes; cp where linking fails.
+preload_images() {
+  local tar
+  mkdir -p "$SNAP_COMMON/images"
+  for tar in "$STATE_DIR"/images/*.tar; do
+    [ -e "$tar" ] || die "no $STATE_DIR/images/*.tar"
+    [ -e "$SNAP_COMMON/images/${tar##*/}.loaded" ] ||
+      ln -f "$tar" "$SNAP_COMMON/images/" 2>/dev/null || cp "$tar" "$SNAP_COMMON/images/" || die "cannot copy $tar"
+  done
+}
+
+# wait_sideload: containerd imports in the background once it runs, so wait for every rename; an
+# archive it cannot import stays as it is (the plugin logs it): the node gives up naming it.
+wait_sideload() {
+  local left n=0
+  while left=$(find "$SNAP_COMMON/images" -maxdepth 1 -name '*.tar' -print -quit) && [ -n "$left" ]; do
+    [ "$n" -lt "$SIDELOAD_WAIT" ] || die "containerd did not import $left"
+    sleep 1
+    n=$((n + 1))
+  done
+}
+
+# write_mirror TOKEN: one hosts.toml per upstream registry sending its pulls to
+# CK8S_REGISTRY_MIRROR/<upstream> (k8s-snap offline.md "Nested path registry mirror": override_path,
+# the host URL is the whole API path). server is the mirror too, so no pull falls back to the public
+# registry (containerd docs/hosts.md). TOKEN: an ECR token, sent as Basic credentials; containerd
+# reads hosts.d at each pull, so a new file needs no restart.
+write_mirror() {
+  # <host>[/<path>] -> https://<host>/v2[/<path>]/<upstream>
+  local up ups url d m=$CK8S_REGISTRY_MIRROR host=${CK8S_REGISTRY_MIRROR%%/*}
+  read -r -a ups <<<"$CK8S_MIRROR_UPSTREAMS"
+  for up in "${ups[@]}"; do
+    url="https://$host/v2${m#"$host"}/$up"
+    d=$HOSTS_DIR/$up
+    mkdir -p "$d" || return 1
+    {
+      printf 'server = "%s"\n[host."%s"]\ncapabilities = ["pull", "resolve"]\noverride_path = true\n' "$url" "$url"
+      [ -z "$1" ] || printf '[host."%s".header]\nauthorization = "Basic %s"\n' "$url" "$1"
+    } >"$d/h.new" && mv -f "$d/h.new" "$d/hosts.toml" || return 1
+  done
+}
+
+# mirror_auth: the mirror's hosts.toml, with a fresh ECR token when CK8S_MIRROR_AUTH=ecr (k8s-snap
+# has no kubelet credential provider). The token stays in a variable: never in the log.
+mirror_auth() {
+  local token=
+  if [ "${CK8S_MIRROR_AUTH:-}" = ecr ]; then
+    token=$(aws ecr get-authorization-token --region "$CK8S_MIRROR_REGION" \
+      --query 'authorizationData[0].authorizationToken' --output text 2>>"$LOG" </dev/null) || return 1
+    [ -n "$token" ] || return 1
+  fi
+  write_mirror "$token"
+}
+
+# mirror_timer: ECR tokens last 12 hours (ECR API GetAuthorizationToken): a systemd timer renews
+# them every 6 hours (and at boot) with `ck8s-gpu-node mirror-auth`.
+mirror_timer() {
+  local unit=$UNIT_DIR/ck8s-gpu-mirror-auth self
+  self=$(readlink -f "$0")
+  printf '[Service]\nType=oneshot\nExecStart=%s mirror-auth\n' "$self" >"$unit.service"
+  printf '[Timer]\nOnBootSec=1min\nOnUnitActiveSec=6h\n[Install]\nWantedBy=timers.target\n' >"$unit.timer"
+  quiet systemctl daemon-reload && quiet systemctl enable --now "${unit##*/}.timer"
+}
+
+setup_mirror() {
+  retry 8 "mirror setup" mirror_auth || die "cannot set up mirror $CK8S_REGISTRY_MIRROR (see $LOG)"
+  [ "${CK8S_MIRROR_AUTH:-}" != ecr ] || mirror_timer || die "cannot install the mirror credentials timer"
 }
 
 # get_secret ID FILE: the secret's value into FILE, never into the log.
@@ -331,6 +433,11 @@ finish_worker() {
 
 main() {
   export PATH="$PATH:/snap/bin" HOME="${HOME:-/root}" # cloud-init may run us without HOME (aws-cli needs it)
+  # The mirror timer's service: renew the credentials, never die (no boot failure, no power-off).
+  if [ "${1:-}" = mirror-auth ]; then
+    mirror_auth
+    return
+  fi
   mkdir -p "$STATE_DIR" "$RUN_DIR" "$(dirname "$LOG")"
   trap 'rm -rf "$RUN_DIR"' EXIT
   if [ -e "$STATE_DIR/done" ]; then
@@ -346,6 +453,7 @@ main() {
   log "node $NODE_NAME ($NODE_IP, $INSTANCE_ID) of cluster $CK8S_CLUSTER, k8s $CK8S_SNAP_CHANNEL"
   install_snaps
   if [ "$CK8S_ROLE" != worker ]; then load_auth_token; fi
+  [ -z "${CK8S_REGISTRY_MIRROR:-}" ] || setup_mirror
   if [ -e "$STATE_DIR/member" ] || [ -e "$KUBE_DIR/pki/ca.crt" ]; then
     log "already a cluster member: not bootstrapping or joining again"
   else
@@ -353,7 +461,9 @@ main() {
       retry 20 "look up API load balancer $CK8S_API_LB_NAME" api_sans ||
         die "no DNS name for API load balancer $CK8S_API_LB_NAME (see $LOG)"
     fi
+    [ -z "${CK8S_IMAGES_PRELOADED:-}" ] || preload_images
     become_member
+    [ -z "${CK8S_IMAGES_PRELOADED:-}" ] || wait_sideload
     touch "$STATE_DIR/member"
   fi
   if [ "$CK8S_ROLE" = worker ]; then finish_worker; else finish_control_plane; fi

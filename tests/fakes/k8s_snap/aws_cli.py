@@ -26,6 +26,7 @@ Behaviour modelled on the AWS CLI v2 and service API references:
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -419,6 +420,26 @@ def instance_initiated_shutdown(state: dict[str, Any], iid: str) -> None:
     invariants.check(state, f"shutdown of {iid}")
 
 
+# ------------------------------------------------------------------------------------------ ecr
+
+
+ECR_TOKEN_SECONDS = 12 * 3600
+
+
+def get_authorization_token(state: dict[str, Any], opts: dict[str, Any]) -> Any:
+    """ECR API GetAuthorizationToken: `authorizationToken` is base64 of `AWS:<password>`, valid 12
+    hours (`expiresAt`), usable on every registry the principal may pull from; no resource-level
+    scoping (Service Authorization Reference: ecr:GetAuthorizationToken, Resource "*"). The fake
+    keeps what it issued so its containerd can check a mirror's Basic header (containerd.py)."""
+    _authorize(state, "GetAuthorizationToken", aws_iam.Request("ecr:GetAuthorizationToken", "*"))
+    token = base64.b64encode(f"AWS:{uuid.uuid4().hex}".encode()).decode()
+    expires = world.now(state) + ECR_TOKEN_SECONDS
+    state.setdefault("ecr_tokens", {})[token] = expires
+    region = opts["region"]
+    return {"authorizationData": [{"authorizationToken": token, "expiresAt": expires,
+                                   "proxyEndpoint": f"https://{state['account']}.dkr.ecr.{region}.amazonaws.com"}]}
+
+
 # ---------------------------------------------------------------------------------------- main
 
 COMMON = {"region": True, "query": True, "output": True}
@@ -426,6 +447,7 @@ OPERATIONS: dict[tuple[str, str], tuple[dict[str, bool], Any]] = {
     ("ec2", "describe-instances"): ({**COMMON, "filters": True}, describe_instances),
     ("elbv2", "describe-load-balancers"): ({**COMMON, "names": True}, describe_load_balancers),
     ("secretsmanager", "get-secret-value"): ({**COMMON, "secret-id": True}, get_secret_value),
+    ("ecr", "get-authorization-token"): (COMMON, get_authorization_token),
     ("ssm", "send-command"): (
         {**COMMON, "document-name": True, "instance-ids": True, "parameters": True}, send_command),
     ("ssm", "get-command-invocation"): ({**COMMON, "command-id": True, "instance-id": True}, None),

@@ -2,8 +2,9 @@
 
 Each instance has its own root directory (its /etc/ck8s-gpu from user-data, /etc/kubernetes,
 /snap, /var/log, console), its own fake `aws`, `snap`, `cloud-init` and `systemctl` on PATH, the
-real bash, curl and python3, and acts in the shared world (world.py). Control planes serve k8sd's CAPI
-endpoint on their loopback address once they are cluster members (k8sd_server.py).
+real bash and python3, the real curl behind the world's network, and acts in the shared world
+(world.py). Control planes serve k8sd's CAPI endpoint on their loopback address once they are
+cluster members (k8sd_server.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from components.aws.userdata import decoded_files
 from tests.fakes.k8s_snap import world
 from tests.fakes.k8s_snap.k8sd_server import Supervisor
 from tests.fakes.k8s_snap.main import shim
@@ -74,6 +76,13 @@ class Instance:
     def state(self) -> dict[str, Any]:
         return dict(world.read(self.fleet.dir)["instances"][self.id])
 
+    def pull(self, ref: str) -> str:
+        """The kubelet pulls `ref` through this node's containerd (containerd.py): where it came from."""
+        from tests.fakes.k8s_snap import containerd
+
+        with world.locked(self.fleet.dir) as state:
+            return containerd.pull(state, self.id, ref)
+
     def calls(self, prefix: str = "") -> list[str]:
         return [c["call"] for c in world.read(self.fleet.dir)["calls"]
                 if c["instance"] == self.id and c["call"].startswith(prefix)]
@@ -112,12 +121,14 @@ class Fleet:
         iid = f"i-{secrets.token_hex(8)}{n:x}"
         name = f"ip-{ip.replace('.', '-')}.{self.region}.compute.internal"
         root = self.dir / iid
+        contents = decoded_files(user_data)  # cloud-init decodes `encoding: gz+b64` (cc_write_files.py)
         for f in yaml.safe_load(user_data)["write_files"]:
             target = root / f["path"].lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(f["content"])
+            target.write_text(contents[f["path"]])
             target.chmod(int(f["permissions"], 8))
         (root / "dev").mkdir(parents=True, exist_ok=True)
+        (root / "etc/systemd/system").mkdir(parents=True, exist_ok=True)  # Ubuntu's, there from the start
         with world.locked(self.dir) as state:
             # EC2's LaunchTime has whole seconds. Instances the program orders (control plane n+1
             # after control plane 0 is running) launch seconds apart; the fake keeps them strictly
@@ -130,7 +141,8 @@ class Fleet:
                 "ssm_online": True, "launched": launched, "arch": arch,
             }
         fake_bin = root / "fakebin"
-        for tool in ("aws", "snap", "cloud-init", "systemctl"):  # systemctl: poweroff only (systemctl.py)
+        # systemctl: what systemctl.py models; curl: the real one behind the world's network (network.py)
+        for tool in ("aws", "snap", "cloud-init", "systemctl", "curl"):
             shim(fake_bin / tool, tool, iid, str(self.dir), self.region)
         env = {
             "PATH": f"{fake_bin}:{root / 'snap/bin'}:/usr/bin:/bin:{Path(sys.executable).parent}",
@@ -142,6 +154,10 @@ class Fleet:
             "CK8S_KUBE_DIR": str(root / "etc/kubernetes"),
             "CK8S_SNAP_DIR": str(root / "snap"),
             "CK8S_CONSOLE": str(root / "dev/console"),
+            "CK8S_SNAP_COMMON": str(root / "var/snap/k8s/common"),
+            "CK8S_CONTAINERD_HOSTS_DIR": str(root / "etc/containerd/hosts.d"),
+            "CK8S_SYSTEMD_DIR": str(root / "etc/systemd/system"),
+            "CK8S_SIDELOAD_WAIT_SECONDS": "3",
             "CK8S_RETRY_BASE_SECONDS": "0",
             "CK8S_MINT_POLL_SECONDS": "0",
             "CK8S_JOIN_ATTEMPTS": "4",

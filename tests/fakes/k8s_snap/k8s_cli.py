@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.k8s_snap import invariants, k8sd, strict_yaml, tracks, workloads, world
+from tests.fakes.k8s_snap import containerd, invariants, k8sd, strict_yaml, tracks, workloads, world
 
 NOT_MEMBER = ("Error: The node is not part of a Kubernetes cluster. You can bootstrap a new cluster with:\n\n"
               "  sudo k8s bootstrap")
@@ -145,13 +145,14 @@ def bootstrap(args: Sequence[str]) -> str:
             # against: the world keeps the first and records the second for the test to refuse.
             state.setdefault("second_bootstraps", []).append(name)
         else:
-            k8sd.new_cluster(state, name, address, features, track.name)
+            k8sd.new_cluster(state, name, address, features, track.name, track)
             state["cluster"]["ca"] = {k: config.get(k) for k in ("ca-crt", "ca-key", "client-ca-crt", "client-ca-key")}
         # "extra SANs to be added to certificates" (docs/canonicalk8s/_parts/bootstrap_config.md,
         # control_plane_join_config.md): tests read them to prove the API NLB's DNS name is among them.
         me["node"].update(role="control-plane", name=name, extra_sans=list(config.get("extra-sans") or []))
         world.record(state, os.environ["FAKE_INSTANCE"], "k8s bootstrap")
         _write_node_files(me, "control-plane", name)
+        containerd.start(state, me)  # k8sd starts the node's services (side-loads: containerd.py)
     return (f'Bootstrapped a new Kubernetes cluster with node address "{address}:6400".\n'
             "The node will be 'Ready' to host workloads after the CNI is deployed successfully.")
 
@@ -227,6 +228,7 @@ def join_cluster(args: Sequence[str]) -> str:
         k8sd.register_node(state, name, role, _track(state))
         me["node"].update(role=role, name=name)
         _write_node_files(me, role, name)
+        containerd.start(state, me)
         k8sd.reconcile_upgrades(state)
         workloads.schedule_pending(state)
         invariants.check(state, f"join of {name}")

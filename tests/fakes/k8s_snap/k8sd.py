@@ -130,7 +130,10 @@ def _mint(state: dict[str, Any], track: Track, name: str, worker: bool, ttl_seco
 # ------------------------------------------------------------------------------ membership
 
 
-def new_cluster(state: dict[str, Any], name: str, address: str, features: dict[str, bool], track: str) -> None:
+def new_cluster(state: dict[str, Any], name: str, address: str, features: dict[str, bool], track: str,
+                installed: Track | None = None) -> None:
+    """`installed`: the bootstrapping node's snap as `snap list k8s` shows it (its Kubernetes
+    patch and revision, which its kubelet registers), else the channel's newest."""
     state["cluster"] = {
         "fingerprint": hashlib.sha256(secrets.token_bytes(16)).hexdigest(),
         "track": track,
@@ -147,7 +150,7 @@ def new_cluster(state: dict[str, Any], name: str, address: str, features: dict[s
         "job_restarts": {},
         "violations": [],
     }
-    register_node(state, name, "control-plane", tracks.TRACKS[track])
+    register_node(state, name, "control-plane", installed or tracks.TRACKS[track])
 
 
 def register_node(state: dict[str, Any], name: str, role: str, track: Track) -> None:

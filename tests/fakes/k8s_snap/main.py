@@ -8,14 +8,16 @@ instance it runs on, also when SSM runs it on another instance.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from tests.fakes.k8s_snap import tracks, world
+from tests.fakes.k8s_snap import network, snapd, tracks, world
 
 
 def shim(path: Path, tool: str, instance: str, world_dir: str, region: str) -> None:
@@ -30,8 +32,9 @@ def shim(path: Path, tool: str, instance: str, world_dir: str, region: str) -> N
 
 
 def snap(argv: Sequence[str]) -> int:
-    """snapd's CLI for the calls the node script makes (`snap wait`, `install`, `refresh --hold`) and
-    the upgrade's `snap refresh k8s --channel=<track>/stable`."""
+    """snapd's CLI for the calls the node script makes (`snap wait`, `install`, `refresh --hold`,
+    and from image media `ack` and `install FILE`: snapd.py) and the upgrade's `snap refresh k8s
+    --channel=<track>/stable`. The store is behind the world's network (network.py)."""
     me_id = os.environ["FAKE_INSTANCE"]
     if argv[:1] == ["refresh"] and "--hold" not in argv:
         return refresh(me_id, list(argv[1:]))
@@ -40,9 +43,38 @@ def snap(argv: Sequence[str]) -> int:
         world.record(state, me_id, "snap " + " ".join(argv))
         if list(argv[:3]) == ["wait", "system", "seed.loaded"]:
             return 0
+        if argv[:1] == ["ack"] and len(argv) == 2:
+            try:
+                snapd.ack(me["node"], argv[1])
+            except snapd.SnapError as exc:
+                return snapd.error(exc)
+            return 0
+        if argv[:1] == ["install"] and len(argv) >= 2 and snapd.is_local(argv[1]):
+            extra = [a for a in argv[2:] if a != "--classic"]
+            if extra:
+                print(f"error: the fake snap does not model `snap install FILE {' '.join(extra)}`", file=sys.stderr)
+                return 1
+            try:
+                snap_file = snapd.install_file(state, me_id, argv[1], "--classic" in argv[2:])
+            except snapd.SnapError as exc:
+                return snapd.error(exc)
+            name = snap_file["name"]
+            if name == "k8s":
+                me["node"].setdefault("snap_release", {})["k8s"] = {
+                    "revision": snap_file["revision"], "version": snap_file["version"]}
+                _k8s_shims(me, me_id)
+                # The fake's k8s CLI follows the track of the Kubernetes version the file carries.
+                me["node"].setdefault("snap", {})["k8s"] = f"1.{tracks.minor_of(snap_file['version'])}-classic/stable"
+            else:
+                me["node"].setdefault("snap", {})[name] = "-"
+            return 0
         if argv[:1] == ["install"] and len(argv) >= 2:
             name = argv[1]
             opts = {a.split("=", 1)[0]: a.split("=", 1)[1] if "=" in a else True for a in argv[2:]}
+            if not network.attempt(state, me_id, "snapd", network.SNAP_STORE, f"install {name}"):
+                print(f'error: cannot install "{name}": Post "https://{network.SNAP_STORE}/v2/snaps/refresh": '
+                      f"{network.dial_timeout(network.SNAP_STORE)}", file=sys.stderr)
+                return 1
             failures = state.setdefault("snap_failures", {})
             if failures.get(me_id, 0) > 0:
                 failures[me_id] -= 1
@@ -70,10 +102,7 @@ def snap(argv: Sequence[str]) -> int:
                         return 1
                     release = found[1]
                 me["node"].setdefault("snap_release", {})["k8s"] = release
-                root = Path(me["root"])
-                here = (os.environ["FAKE_WORLD"], os.environ["FAKE_REGION"])
-                shim(root / "snap/bin/k8s", "k8s", me_id, *here)
-                shim(root / "snap/k8s/current/bin/kubectl", "kubectl", me_id, *here)
+                _k8s_shims(me, me_id)
             me["node"].setdefault("snap", {})[name] = channel
             return 0
         if list(argv) == ["list", "k8s"]:
@@ -86,7 +115,8 @@ def snap(argv: Sequence[str]) -> int:
             track = tracks.installed(me["node"])
             notes = "classic,held" if me["node"].get("held") else "classic"
             print("Name  Version  Rev  Tracking  Publisher  Notes")
-            tracking = me["node"]["snap"]["k8s"]
+            # A snap installed from a file tracks no channel: `-` (cmd_list.go).
+            tracking = "-" if me["node"].get("snap_local", {}).get("k8s") else me["node"]["snap"]["k8s"]
             print(f"k8s  {track.kubernetes_version}  {track.revision}  {tracking}  canonical**  {notes}")
             return 0
         if list(argv) == ["refresh", "--hold", "k8s"]:
@@ -97,6 +127,34 @@ def snap(argv: Sequence[str]) -> int:
             return 0
     print(f"error: the fake snap does not model `snap {' '.join(argv)}`", file=sys.stderr)
     return 1
+
+
+def _k8s_shims(me: dict[str, Any], me_id: str) -> None:
+    root = Path(me["root"])
+    here = (os.environ["FAKE_WORLD"], os.environ["FAKE_REGION"])
+    shim(root / "snap/bin/k8s", "k8s", me_id, *here)
+    shim(root / "snap/k8s/current/bin/kubectl", "kubectl", me_id, *here)
+
+
+def curl(argv: Sequence[str]) -> int:
+    """The real curl, behind the world's network: a URL on the internet is recorded and, with the
+    network cut, times out as curl does (exit 28, CURLE_OPERATION_TIMEDOUT; lib/multi.c
+    "Connection timed out after %ld milliseconds")."""
+    url = next((a for a in argv if a.startswith(("https://", "http://"))), None)
+    if url is not None:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        with world.locked() as state:
+            reachable = network.attempt(state, os.environ["FAKE_INSTANCE"], "curl", host, url)
+        if not reachable:
+            print("curl: (28) Connection timed out after 30001 milliseconds", file=sys.stderr)
+            return 28
+    real = shutil.which("curl", path="/usr/bin:/bin:/usr/local/bin")
+    if real is None:
+        print("fake: no real curl on this machine", file=sys.stderr)
+        return 127
+    os.execv(real, ["curl", *argv])
+    return 127
 
 
 def _refresh_args(args: list[str]) -> tuple[list[str], str | None, str | None]:
@@ -256,6 +314,8 @@ def main(argv: Sequence[str]) -> int:
         return snap(rest)
     if tool == "cloud-init":
         return cloud_init(rest)
+    if tool == "curl":
+        return curl(rest)
     if tool == "systemctl":
         from tests.fakes.k8s_snap import systemctl
 

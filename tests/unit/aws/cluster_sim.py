@@ -12,6 +12,7 @@ from typing import Any
 from components.aws import iam, launch, mint
 from components.aws import userdata as ud
 from components.aws.inventory import api_lb_name, mint_document_name
+from components.aws.registry import mirror_pull_statements
 from components.aws.secrets import pki_secret_document
 from components.aws.tags import node_tags
 from components.settings.model import Settings
@@ -28,8 +29,14 @@ TRACKS = ("1.34-classic", "1.35-classic", "1.36-classic")
 
 
 def with_track(track: str) -> Any:
+    """The stack on another track. Its snap pin (and the node images made with it) belongs to its
+    own track: on another one the nodes install that track's snap from the store and pull."""
     def change(raw: dict[str, Any]) -> None:
-        raw.setdefault("kubernetes", {})["track"] = track
+        kube = raw.setdefault("kubernetes", {})
+        if kube.get("track", track) != track:
+            kube.pop("snap", None)
+            raw.get("images", {}).pop("preloaded", None)
+        kube["track"] = track
 
     return change
 
@@ -43,6 +50,9 @@ class SimCluster:
     auth_token: str
     boot: ud.ClusterBoot
     cp_boot: ud.ControlPlaneBoot
+    # Nodes of image-program images get their media on disk as they are added; False: the test
+    # writes them itself (a missing or unacked file).
+    auto_media: bool = True
 
     @property
     def cluster(self) -> str:
@@ -54,26 +64,53 @@ class SimCluster:
     def control_plane(self, index: int) -> Instance:
         data = (ud.render_bootstrap_control_plane(self.boot, self.cp_boot) if index == 0
                 else ud.render_joining_control_plane(self.boot))
-        policy = iam.control_plane_policy([self.auth_arn, self.pki_arn], ud.ccm_enabled(self.settings))
+        policy = iam.control_plane_policy([self.auth_arn, self.pki_arn], ud.ccm_enabled(self.settings),
+                                          mirror_pull_statements(self.settings))
         tags = node_tags(self.settings, "control-plane", f"{self.cluster}-cp-{index}")
-        return self.fleet.add_instance(data, tags, [policy], "control-plane")
+        return self._media(self.fleet.add_instance(data, tags, [policy], "control-plane"), self.boot.control_plane_arch)
 
     def worker(self, pool_index: int = 0, boot: ud.ClusterBoot | None = None) -> Instance:
         """`boot`: what a launch template tells its nodes, if not the cluster's (e.g. a newer track)."""
         pool = self.settings.node_pools[pool_index]
         data = ud.render_gpu_worker(boot or self.boot, ud.worker_boot(self.settings, pool))
         scope = iam.Scope("aws", self.settings.region or "", ACCOUNT, self.cluster)
-        policy = iam.worker_policy(scope, mint_document_name(self.cluster))
+        policy = iam.worker_policy(scope, mint_document_name(self.cluster), mirror_pull_statements(self.settings))
         tags = node_tags(self.settings, "worker", f"{self.cluster}-{pool.name}", pool=pool.name)
-        return self.fleet.add_instance(data, tags, [policy], "worker", asg=self.asg_name(pool.name))
+        inst = self.fleet.add_instance(data, tags, [policy], "worker", asg=self.asg_name(pool.name))
+        return self._media(inst, ud.worker_boot(self.settings, pool).arch) if pool.ami is not None else inst
+
+    def _media(self, inst: Instance, arch: str) -> Instance:
+        """A node booting an image of the image program has its media on disk (node_media.py),
+        the snap at the stack's pin for the node's architecture."""
+        pin = self.settings.kubernetes.snap
+        if not self.auto_media or (not (pin and pin.from_image) and not self.settings.images.preloaded):
+            return inst
+        from tests.unit.aws.node_media import media
+
+        revision = pin.revisions.get(arch) if pin else None  # type: ignore[call-overload]
+        return media(inst, k8s=(str(revision or 1), pin.version if pin else "v0.0.0"))
+
+
+def from_the_store(raw: dict[str, Any]) -> None:
+    """The stack with its nodes on the store path: the snap from the Snap Store, images pulled
+    (the path a node on Canonical's AMI takes; the scenarios of the store's own behaviour)."""
+    raw.setdefault("kubernetes", {}).pop("snap", None)
+    raw.get("images", {}).pop("preloaded", None)
 
 
 def simulate(
-    tmp: Path, stack: str, track: str | None = None, boot_override: dict[str, Any] | None = None
+    tmp: Path, stack: str, track: str | None = None, boot_override: dict[str, Any] | None = None,
+    store: bool = False,
 ) -> SimCluster:
     for tool in ("curl", "openssl"):  # the script's curl talks TLS to the fake k8sd for real
         require(tool)
-    settings = settings_for(stack, with_track(track) if track else None)
+    changes = [c for c in (with_track(track) if track else None, from_the_store if store else None) if c]
+
+    def change(raw: dict[str, Any]) -> None:
+        for c in changes:
+            c(raw)
+
+    settings = settings_for(stack, change if changes else None)
     region = settings.region or ""
     arn = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{settings.cluster_name}-{{}}-AbCdEf"
     auth_arn, pki_arn = arn.format("join-auth"), arn.format("ca-keys")

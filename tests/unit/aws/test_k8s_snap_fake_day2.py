@@ -38,8 +38,11 @@ def ok(inst: Instance) -> Instance:
     return inst
 
 
-def build(tmp: Path, stack: str, workers: int) -> tuple[SimCluster, list[Instance], list[Instance]]:
-    s = simulate(tmp, stack, TRACK)
+def build(tmp: Path, stack: str, workers: int,
+          store: bool = False) -> tuple[SimCluster, list[Instance], list[Instance]]:
+    """`store`: the stack's nodes install the channel's snap from the store (cluster_sim.from_the_store),
+    not the committed stack's pin from their image."""
+    s = simulate(tmp, stack, TRACK, store=store)
     cps = [ok(s.control_plane(i)) for i in range(s.settings.control_plane.count)]
     ws = [s.worker().start() for _ in range(workers)]
     for w in ws:
@@ -71,7 +74,8 @@ def versions(s: SimCluster) -> dict[str, str]:
 
 
 def test_refreshing_control_planes_one_by_one_then_workers_records_nothing(tmp_path: Path) -> None:
-    s, cps, (w,) = build(tmp_path / "w", "aws-prod", workers=1)
+    # The store's refresh semantics from a node tracking the channel (no updates at its head).
+    s, cps, (w,) = build(tmp_path / "w", "aws-prod", workers=1, store=True)
     try:
         assert set(versions(s).values()) == {"v1.34.11"}
         same = refresh(cps[0], TRACK)
@@ -118,8 +122,9 @@ def test_a_worker_first_skews_and_a_skipped_minor_is_recorded_not_refused(tmp_pa
     s, (cp,), (w,) = build(tmp_path / "w", "aws-dev", workers=1)
     try:
         assert refresh(w, "1.35-classic").returncode == 0
+        # the committed stack's control plane runs its pin, v1.34.4, installed from its image
         assert violations(s) == [
-            f"version skew: kubelet v1.35.7 on {w.name} is newer than the oldest kube-apiserver v1.34.11 on "
+            f"version skew: kubelet v1.35.7 on {w.name} is newer than the oldest kube-apiserver v1.34.4 on "
             f"{cp.name} [refresh of {w.name} to 1.35-classic/stable done]"]
         unknown = refresh(cp, "1.33-classic")
         assert unknown.returncode == 1
@@ -230,7 +235,7 @@ def test_get_nodes_and_pods_as_json(k8s: tuple[SimCluster, Instance, Instance, I
     by_name = {n["metadata"]["name"]: n for n in nodes["items"]}
     assert set(by_name) == {cp.name, w1.name, w2.name}
     assert by_name[w2.name]["spec"]["unschedulable"] is True and "unschedulable" not in by_name[w1.name]["spec"]
-    assert by_name[w1.name]["status"]["nodeInfo"]["kubeletVersion"] == "v1.34.11"
+    assert by_name[w1.name]["status"]["nodeInfo"]["kubeletVersion"] == "v1.34.4"  # aws-dev's pin, from its image
     assert by_name[w1.name]["status"]["conditions"] == [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                                          "message": "kubelet is posting ready status"}]
     assert by_name[w1.name]["metadata"]["labels"]["k8sd.io/role"] == "worker"
@@ -382,7 +387,10 @@ def test_an_instance_terminated_through_its_group_leaves_a_node_that_is_not_read
 
 
 def _pinned_cluster(tmp: Path, version: str, revision: int) -> Booted:
-    s = simulate(tmp, "aws-prod", TRACK, {"snap_version": version, "snap_revisions": (("amd64", revision),)})
+    """A stack pinned to `version` whose nodes install that revision from the store (`snap install
+    --revision`), the path the upgrades below refresh along."""
+    s = simulate(tmp, "aws-prod", TRACK, {"snap_version": version, "snap_revisions": (("amd64", revision),)},
+                 store=True)
     cps = [ok(s.control_plane(i)) for i in range(s.settings.control_plane.count)]
     return Booted(s, cps, [ok(s.worker()) for _ in range(2)])
 

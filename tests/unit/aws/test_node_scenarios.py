@@ -160,14 +160,14 @@ def test_secrets_manager_failing_transiently_then_for_good(sim: Sim, stack: str,
 @pytest.mark.parametrize("track", TRACKS)
 @pytest.mark.parametrize("stack", STACKS)
 def test_snap_install_failing_once_is_retried(sim: Sim, stack: str, track: str) -> None:
-    s = sim(stack, track)
+    s = sim(stack, track, store=True)  # the store path: the install that can fail and be retried
     cp = s.control_plane(0)
     with s.fleet.mutate() as state:
         state["snap_failures"] = {cp.id: 1}
     ok(cp)
     assert len(cp.calls("snap install k8s")) == 2
     assert cp.state["node"]["snap"]["k8s"] == f"{track}/stable" and cp.state["node"]["held"] is True
-    down = s.control_plane(1) if stack == "aws-prod" else sim(stack, track).control_plane(0)
+    down = s.control_plane(1) if stack == "aws-prod" else sim(stack, track, store=True).control_plane(0)
     with down.fleet.mutate() as state:
         state["snap_failures"] = {down.id: 99}  # the snap store stays unreachable
     assert down.run().returncode == 1
@@ -405,7 +405,7 @@ def test_workers_launched_with_the_control_planes_join_once_one_is_up(sim: Sim, 
 def test_a_worker_newer_than_the_control_plane_waits_for_its_upgrade(sim: Sim) -> None:
     """A launch template changed by a track upgrade before the control planes were upgraded: the
     mint document refuses the newer worker until every control plane runs its minor."""
-    s = sim("aws-dev", "1.34-classic")
+    s = sim("aws-dev", "1.34-classic", store=True)  # the newer launch template installs from the store
     (cp,) = control_planes(s)
     newer = dataclasses.replace(s.boot, snap_channel="1.35-classic/stable")
     w = s.worker(boot=newer)
@@ -474,7 +474,7 @@ def replace_control_plane(s: SimCluster, survivor: Instance, old: Instance, inde
 
 @pytest.mark.parametrize("track", TRACKS)
 def test_a_pinned_cluster_keeps_its_patch_after_the_channel_moves_on(sim: Sim, track: str) -> None:
-    s = sim("aws-prod", track, boot_override=pinned(track))
+    s = sim("aws-prod", track, boot_override=pinned(track), store=True)
     cps = control_planes(s)
     worker = ok(s.worker())
     version = fake_tracks.from_channel(f"{track}/stable").kubernetes_version
@@ -496,7 +496,7 @@ def test_a_pinned_cluster_keeps_its_patch_after_the_channel_moves_on(sim: Sim, t
 @pytest.mark.parametrize("track", TRACKS)
 def test_unpinned_a_replaced_control_plane_on_the_new_patch_is_refused_as_k8sd_refuses_it(
         sim: Sim, track: str) -> None:
-    s = sim("aws-prod", track)
+    s = sim("aws-prod", track, store=True)  # unpinned: from the store
     cps = control_planes(s)
     newer = next_patch(s, track)
     new_cp = replace_control_plane(s, cps[0], cps[1], 1)
@@ -514,7 +514,7 @@ def test_unpinned_a_self_healed_worker_on_the_new_patch_blocks_every_later_contr
     """k8sd lets the worker in (no rollout check on a worker's join), then refuses any control plane:
     the cluster's Nodes no longer agree on one version."""
     track = "1.34-classic"
-    s = sim("aws-prod", track)
+    s = sim("aws-prod", track, store=True)  # unpinned: from the store
     cps = control_planes(s)
     worker = ok(s.worker())
     newer = next_patch(s, track)
@@ -533,14 +533,15 @@ def test_a_hand_broken_pin_is_refused_on_the_node_before_it_joins(sim: Sim) -> N
     pin = pinned(track)
     first = fake_tracks.from_channel(f"{track}/stable")
     # another architecture's build: the store has no such amd64 revision
-    s = sim("aws-dev", track, boot_override={**pin, "snap_revisions": (("amd64", int(first.revision) + 1),)})
+    s = sim("aws-dev", track, boot_override={**pin, "snap_revisions": (("amd64", int(first.revision) + 1),)},
+            store=True)
     cp = s.control_plane(0)
     assert cp.run(CK8S_RETRY_BASE_SECONDS="0").returncode == 1
     assert f"{FAILED}: bootstrap {cp.name}: could not install the k8s snap --revision={int(first.revision) + 1}" \
         in cp.console
     assert f'error: snap "k8s" revision {int(first.revision) + 1} not available (see \'snap info k8s\')' in cp.log
     # a revision of another patch under the cluster's version: installed, then refused on the node
-    s2 = sim("aws-dev", track, boot_override=pin)
+    s2 = sim("aws-dev", track, boot_override=pin, store=True)
     ok(s2.control_plane(0))
     newer = next_patch(s2, track)
     broken = s2.worker(boot=dataclasses.replace(s2.boot, snap_revisions=(("amd64", int(first.revision) + 100),)))

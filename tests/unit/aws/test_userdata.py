@@ -29,7 +29,7 @@ def files(text: str) -> dict[str, str]:
     assert text.startswith("#cloud-config\n")
     doc = yaml.safe_load(text)
     assert doc["runcmd"] == [[ud.SCRIPT_PATH]]
-    return {f["path"]: f["content"] for f in doc["write_files"]}
+    return ud.decoded_files(text)
 
 
 def env_of(text: str) -> dict[str, str]:
@@ -185,8 +185,11 @@ def test_1_32_serves_v1beta1_only_and_1_34_needs_nothing() -> None:
 
 def test_the_node_script_is_embedded_without_comments_and_executable() -> None:
     c, cp = boots(settings_for("aws-prod"))
-    doc = yaml.safe_load(ud.render_bootstrap_control_plane(c, cp))
+    text = ud.render_bootstrap_control_plane(c, cp)
+    doc = yaml.safe_load(text)
     script = next(f for f in doc["write_files"] if f["path"] == ud.SCRIPT_PATH)
+    assert script["encoding"] == "gz+b64"  # cloud-init inflates it (cc_write_files.py)
+    script = {**script, "content": ud.decoded_files(text)[ud.SCRIPT_PATH]}
     source = ud.SCRIPT_SOURCE.read_text()
     code = [ud._TRAILING_COMMENT.sub("", line.lstrip()) for line in source.splitlines()
             if not line.lstrip().startswith("#") or "shellcheck" in line]
@@ -231,7 +234,8 @@ def _with_arm64_pool(raw: dict[str, Any]) -> None:
     _pin(raw)
     # an arm64 GPU pool (Graviton g5g: AWS's accelerated computing specifications)
     pool = {"name": "arm", "instanceType": "g5g.xlarge", "desiredSize": 1, "maxSize": 2,
-            "gpu": {"count": 1, "productName": "NVIDIA T4G", "memoryGiB": 16}}
+            "gpu": {"count": 1, "productName": "NVIDIA T4G", "memoryGiB": 16},
+            "ami": "/ck8s-gpu/images/gpu-node/ubuntu-24.04/arm64/nvidia-595-server-open"}
     raw["nodePools"] = [*raw["nodePools"], pool]
 
 
@@ -248,8 +252,12 @@ def test_a_pinned_stack_tells_every_node_its_architectures_revision() -> None:
     assert (workers["arm"]["CK8S_SNAP_REVISION"], workers["arm"]["CK8S_SNAP_VERSION"]) == ("4105", "v1.34.11")
 
 
+def _unpinned(raw: dict[str, Any]) -> None:
+    raw["kubernetes"].pop("snap", None)
+
+
 def test_an_unpinned_stack_installs_what_the_channel_serves() -> None:
-    c, cp = boots(settings_for("aws-prod"))
+    c, cp = boots(settings_for("aws-prod", _unpinned))
     env = env_of(ud.render_bootstrap_control_plane(c, cp))
     assert "CK8S_SNAP_REVISION" not in env and "CK8S_SNAP_VERSION" not in env
     assert env["CK8S_SNAP_CHANNEL"] == "1.34-classic/stable"

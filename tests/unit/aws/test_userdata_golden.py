@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from components.aws import userdata as ud
 from components.plan.mockengine import PlanRun
 from tests.helpers.golden import GOLDEN_ROOT, assert_golden
 from tests.unit.aws.conftest import AWS_STACKS, settings_for, user_data_by_name
@@ -20,7 +21,7 @@ def golden_names(stack: str, run: PlanRun) -> dict[str, str]:
     out = {}
     for name, text in user_data_by_name(run).items():
         short = name.removeprefix(prefix).removesuffix("-lt")
-        out[f"{short}.yaml"] = text
+        out[f"{short}.yaml"] = ud.readable(text)  # the gzipped node script shown as text
     return out
 
 

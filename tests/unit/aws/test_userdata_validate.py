@@ -56,8 +56,7 @@ def test_rendered_user_data_passes_cloud_init_schema(tmp_path: Path, stack_run: 
 def test_embedded_scripts_pass_shellcheck(tmp_path: Path, stack_run: Callable[[str], PlanRun]) -> None:
     scripts = set()
     for text in all_user_data(stack_run).values():
-        files = {f["path"]: f["content"] for f in yaml.safe_load(text)["write_files"]}
-        scripts.add(files[ud.SCRIPT_PATH])
+        scripts.add(ud.decoded_files(text)[ud.SCRIPT_PATH])
     scripts.add(ud.SCRIPT_SOURCE.read_text())
     for i, script in enumerate(sorted(scripts)):
         path = tmp_path / f"script-{i}.sh"

@@ -74,9 +74,11 @@ class Booted:
         return dict(state["cluster"])
 
 
-def boot(tmp: Path, stack: str = "aws-prod", workers: int = 2, track: str = "1.34-classic") -> Booted:
-    """A cluster built by the real node script: control planes one after the other, then workers."""
-    sim = simulate(tmp, stack, track)
+def boot(tmp: Path, stack: str = "aws-prod", workers: int = 2, track: str = "1.34-classic",
+         store: bool = False) -> Booted:
+    """A cluster built by the real node script: control planes one after the other, then workers.
+    `store`: its nodes install the channel's snap from the store (cluster_sim.from_the_store)."""
+    sim = simulate(tmp, stack, track, store=store)
     cps = []
     for i in range(sim.settings.control_plane.count):  # launched as Pulumi does: each after the last joined
         cp = sim.control_plane(i)

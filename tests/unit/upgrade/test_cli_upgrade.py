@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from components.cli.main import main
+from components.settings.load import SETTINGS_KEY
 from components.upgrade import resources, skew
 from tests.unit.addons.helpers import ancestors
+from tests.unit.aws.cluster_sim import from_the_store
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -127,7 +130,11 @@ class _Stack:
 
 
 def _stacks(tmp_path: Path) -> Path:
-    (tmp_path / "Pulumi.aws-dev.yaml").write_text((ROOT / "stacks/Pulumi.aws-dev.yaml").read_text())
+    """aws-dev unpinned (cluster_sim.from_the_store): the stack whose track `upgrade` writes. The
+    committed aws-dev is pinned, which `upgrade` refuses (the last test here)."""
+    doc = yaml.safe_load((ROOT / "stacks/Pulumi.aws-dev.yaml").read_text())
+    from_the_store(doc["config"][SETTINGS_KEY])
+    (tmp_path / "Pulumi.aws-dev.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return tmp_path
 
 
@@ -189,7 +196,10 @@ def test_a_track_change_runs_the_smoke_test_again_after_the_upgrade() -> None:
 
     def smoke_run(track: str) -> dict:  # type: ignore[type-arg]
         raw = json.loads(json.dumps(config))
-        raw["ck8s-gpu:settings"]["kubernetes"]["track"] = track
+        # unpinned at both tracks: the committed pin (v1.34.4) is refused on 1.35, and a pinned
+        # stack's track moves only with its pin, so the track is the one difference
+        from_the_store(raw[SETTINGS_KEY])
+        raw[SETTINGS_KEY]["kubernetes"]["track"] = track
         plan = plan_config(raw, "aws-dev", "test")
         [run] = [r for r in plan.resources if r.type == "pulumi-python:dynamic/ck8s-gpu:SmokeRun"]
         return dict(run.inputs["spec"])
@@ -200,14 +210,12 @@ def test_a_track_change_runs_the_smoke_test_again_after_the_upgrade() -> None:
 
 def test_a_pinned_stack_is_not_half_upgraded_by_the_track_alone(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """ADR 0039: track and snap pin change together; the CLI writes neither and says so."""
-    source = (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text()
-    pinned = source.replace("\n      track: 1.34-classic\n", "\n      track: 1.34-classic\n      snap:\n"
-                            "        version: v1.34.11\n        revisions: {amd64: 4104}\n", 1)
-    assert pinned != source
+    """ADR 0039: track and snap pin change together; the CLI writes neither and says so. The
+    committed aws-dev is itself pinned now (issue 29: v1.34.4 from its images), so it is the case."""
+    pinned = (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text()
     path = tmp_path / "Pulumi.aws-dev.yaml"
     path.write_text(pinned)
     assert main(["upgrade", "--stack", "aws-dev", "--stacks-dir", str(tmp_path), "--to", "1.35-classic"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("ck8s-gpu upgrade: settings.kubernetes.snap: pinned to v1.34.11;") and "Traceback" not in err
+    assert err.startswith("ck8s-gpu upgrade: settings.kubernetes.snap: pinned to v1.34.4;") and "Traceback" not in err
     assert path.read_text() == pinned

@@ -4,6 +4,11 @@ The cluster is built by the real node script (3 control planes, 2 GPU workers on
 executor runs every command on a simulated instance as SSM would; the fake records what must
 never happen (etcd quorum lost, version skew, an undrained in-place kubelet upgrade, a skipped
 minor) and carries k8sd's own Upgrade resource. Each test asserts the cluster's end state.
+
+The operator here holds no snap pin: it refreshes along the channel, the upgrade of an unpinned
+stack. So the clusters are the committed stacks on the store path (cluster_sim.from_the_store:
+no `kubernetes.snap`, nothing preloaded), their nodes at the channel's head. A pinned stack's
+upgrade (`--revision`, the pin from the stack) is test_k8s_snap_fake_day2's.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ V135 = "v1.35.7"
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Booted]:
-    b = boot(tmp_path)
+    b = boot(tmp_path, store=True)
     try:
         yield b
     finally:
@@ -181,7 +186,7 @@ def test_replacing_one_of_three_control_planes_keeps_quorum(cluster: Booted) -> 
 
 
 def test_the_only_control_plane_is_not_replaced_unless_forced(tmp_path: Path) -> None:
-    b = boot(tmp_path, stack="aws-dev", workers=0)
+    b = boot(tmp_path, stack="aws-dev", workers=0, store=True)
     try:
         op = operator(b)
         with pytest.raises(UpgradeStopped, match=r"only control plane.*would be lost"):
@@ -251,7 +256,7 @@ def test_a_pool_node_that_has_not_joined_yet_is_left_to_join(cluster: Booted) ->
 
 
 def test_a_single_control_plane_stack_upgrades_with_its_api_down_only_during_its_refresh(tmp_path: Path) -> None:
-    b = boot(tmp_path, stack="aws-dev", workers=1)
+    b = boot(tmp_path, stack="aws-dev", workers=1, store=True)
     try:
         with b.fleet.mutate() as s:
             s["refresh_seconds"] = 1  # the window in which its only etcd member (and API) is down

@@ -1,0 +1,62 @@
+"""What the image program puts on a node image's disk (its contract, components/images/
+snap_steps.py and preload_steps.py): /var/lib/ck8s-gpu/snaps/install-order with
+`<name>_<rev>.snap` and `.assert` (what `snap download --revision` writes), and
+/var/lib/ck8s-gpu/images/*.tar (OCI archives, `regctl image export --name <ref>`) with images.lock."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+from tests.fakes.k8s_snap import containerd, snapd
+from tests.fakes.k8s_snap.fleet import Instance
+
+PAUSE = "ghcr.io/canonical/k8s-snap/pause:3.10"
+CORE22 = ("core22", "2045", "strict", None, "20250110")
+
+
+def _assertions(name: str, revision: str, digest: str) -> str:
+    snap_id = f"{name}-snap-id-0000000000000000"[:32]
+    return (f"type: snap-declaration\nauthority-id: canonical\nseries: 16\nsnap-id: {snap_id}\n"
+            f"publisher-id: canonical\nsnap-name: {name}\n\nSIGNATURE\n\n"
+            f"type: snap-revision\nauthority-id: canonical\nsnap-sha3-384: {digest}\nsnap-id: {snap_id}\n"
+            f"snap-revision: {revision}\ndeveloper-id: canonical\n\nSIGNATURE\n")
+
+
+def oci_archive(ref: str | None) -> bytes:
+    """An OCI layout tar as `regctl image export --name <ref>` writes it (ref None: no name)."""
+    index = {"schemaVersion": 2, "manifests": [
+        {"digest": "sha256:" + "ab" * 32, "annotations": {containerd.NAME_ANNOTATION: ref} if ref else {}}]}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        layout = b'{"imageLayoutVersion": "1.0.0"}'
+        for name, data in (("oci-layout", layout), ("index.json", json.dumps(index).encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def media(inst: Instance, ack: bool = True, skip: str = "", archives: dict[str, bytes] | None = None,
+          k8s: tuple[str, str] = ("5325", "v1.34.4")) -> Instance:
+    """The image's media on `inst`: the k8s snap at (revision, version) after its core22 base."""
+    snaps = inst.root / "var/lib/ck8s-gpu/snaps"
+    snaps.mkdir(parents=True, exist_ok=True)
+    order = []
+    for name, rev, confinement, base, version in (CORE22, ("k8s", k8s[0], "classic", "core22", k8s[1])):
+        meta = f"name: {name}\nversion: '{version}'\nconfinement: {confinement}\n"
+        meta += f"base: {base}\n" if base else "type: base\n"
+        order.append(f"{name} {rev} {confinement}")
+        if name == skip:
+            continue
+        (snaps / f"{name}_{rev}.snap").write_text(meta)
+        digest = snapd.file_digest(meta.encode())
+        (snaps / f"{name}_{rev}.assert").write_text(_assertions(name, rev, digest if ack else "X" * 64))
+    (snaps / "install-order").write_text("\n".join(order) + "\n")
+    images = inst.root / "var/lib/ck8s-gpu/images"
+    images.mkdir(parents=True, exist_ok=True)
+    for file, data in (archives if archives is not None else {"pause.tar": oci_archive(PAUSE)}).items():
+        (images / file).write_bytes(data)
+    (images / "images.lock").write_text(f"{PAUSE} sha256:{'ab' * 32}\n")
+    return inst
