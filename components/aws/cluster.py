@@ -29,6 +29,7 @@ from components.aws.mint import mint_document
 from components.aws.network import AwsNetwork
 from components.aws.node_pool import GpuNodePool
 from components.aws.pki import ClusterPki
+from components.aws.registry import RegistryCache, cache_rules, mirror_pull_statements
 from components.aws.secrets import ClusterSecrets
 from components.aws.security_groups import ClusterSecurityGroups
 from components.aws.tags import default_tags
@@ -89,10 +90,13 @@ class AwsCluster(ClusterHandleBase):
             on_aws,
         )
         ccm = ccm_enabled(settings)
+        mirror = mirror_pull_statements(settings)  # images.mirror on this Region's ECR (docs/adr/0043)
+        if cache_rules(settings):
+            RegistryCache(f"{name}-registry-cache", settings, on_aws)
         cp_role = NodeRole(
             f"{name}-control-plane",
             pulumi.Output.all(secrets.auth_secret_arn, secrets.pki_secret_arn).apply(
-                lambda arns: policy_json(control_plane_policy([str(a) for a in arns], ccm))
+                lambda arns: policy_json(control_plane_policy([str(a) for a in arns], ccm, mirror))
             ),
             on_aws,
             role_name=node_role_name(cluster, "control-plane"),
@@ -114,7 +118,7 @@ class AwsCluster(ClusterHandleBase):
             f"{name}-worker",
             pulumi.Output.all(partition.partition, identity.account_id).apply(
                 lambda v: policy_json(worker_policy(Scope(str(v[0]), settings.region or "", str(v[1]), cluster),
-                                                    mint_name))
+                                                    mint_name, mirror))
             ),
             on_aws,
             role_name=node_role_name(cluster, "worker"),
@@ -161,7 +165,7 @@ class AwsCluster(ClusterHandleBase):
         control_plane = ControlPlane(
             f"{name}-cp",
             settings,
-            ami=ami(settings.control_plane.instance_type),
+            ami=ami(settings.control_plane.instance_type, settings.control_plane.ami),
             subnet_ids=network.private_subnet_ids,
             security_group_ids=[groups.nodes.id, groups.control_plane.id],
             instance_profile=cp_role.instance_profile,

@@ -50,6 +50,9 @@ class Endpoint:
     # aws-cn: True `cn.com.amazonaws.`, False `com.amazonaws.`, None: not confirmed (refused).
     china_prefix: bool | None
     cli: str = ""  # the aws-cli command name when it differs from `service` (elbv2)
+    # Made only for stacks whose images.mirror is this Region's ECR (components/settings/
+    # offline_rules.py ECR_HOST): the registry API and the token its containerd auth needs.
+    ecr_mirror_only: bool = False
 
 
 ENDPOINTS: tuple[Endpoint, ...] = (
@@ -66,6 +69,13 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("elasticloadbalancing", "Interface", "control planes' `aws elbv2 describe-load-balancers` (the API "
              "NLB's DNS name, docs/adr/0019); the cloud controller manager's Service load balancers", True, None,
              cli="elbv2"),
+    # An ECR mirror (images.mirror, docs/adr/0043): Amazon ECR User Guide, vpc-endpoints.html: pulls
+    # need com.amazonaws.<region>.ecr.dkr (the registry), ecr.api (GetAuthorizationToken) and the S3
+    # gateway (layers are served from S3). aws-cn names unconfirmed here: refused, not guessed.
+    Endpoint("ecr.api", "Interface", "nodes' `aws ecr get-authorization-token` (k8s-snap's containerd auth for an "
+             "ECR mirror, refreshed by a timer)", False, None, cli="ecr", ecr_mirror_only=True),
+    Endpoint("ecr.dkr", "Interface", "k8s-snap's containerd pulling from an ECR mirror (the registry's own API)",
+             False, None, ecr_mirror_only=True),
     # Free, and serves in-region S3 only: ECR image layers, the SSM agent's own downloads.
     Endpoint("s3", "Gateway", "in-region S3 (ECR image layers, SSM agent downloads); not Velero's off-region "
              "bucket", False, False),
@@ -104,6 +114,19 @@ def service_name(region: str, endpoint: Endpoint) -> str | None:
     return None
 
 
+def ecr_mirror(s: Settings) -> bool:
+    """Whether the stack's mirror is an ECR registry in its own Region (served by ecr.* endpoints)."""
+    from components.settings.offline_rules import ECR_HOST
+
+    m = ECR_HOST.match(s.images.mirror or "")
+    return m is not None and m.group(2) == s.region
+
+
+def relevant(s: Settings) -> tuple[Endpoint, ...]:
+    """The endpoints this stack's nodes call: the ECR ones only with an ECR mirror."""
+    return tuple(e for e in ENDPOINTS if not e.ecr_mirror_only or ecr_mirror(s))
+
+
 def endpoint_problems(s: Settings) -> Iterator[Problem]:
     """What a network's endpoint settings cannot do (one (path, reason) per problem)."""
     if s.platform != "aws":
@@ -121,7 +144,7 @@ def endpoint_problems(s: Settings) -> Iterator[Problem]:
         yield (f"{path}.endpoints", "expect relies on endpoints an existing VPC already has (network.existing); "
                                     "the VPC this project makes has none: set endpoints: create")
     if net.endpoints == "create" and s.region is not None:
-        unknown = [e.service for e in ENDPOINTS if service_name(s.region, e) is None]
+        unknown = [e.service for e in relevant(s) if service_name(s.region, e) is None]
         if unknown:
             yield (f"{path}.endpoints", f"the endpoint service names of {', '.join(unknown)} in {s.region} "
                                         f"(partition {partition_of(s.region)}) are not known to this project: "
@@ -135,7 +158,7 @@ def planned_endpoints(s: Settings, existing_vpc: bool) -> list[tuple[Endpoint, s
     if s.network.endpoints != "create" or s.region is None:
         return []
     out = []
-    for e in ENDPOINTS:
+    for e in relevant(s):
         name = service_name(s.region, e)
         if name is not None and not (e.kind == "Gateway" and existing_vpc):
             out.append((e, name))

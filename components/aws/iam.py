@@ -105,8 +105,10 @@ def _find_control_planes() -> dict[str, Any]:
     return {"Sid": "FindControlPlanes", "Effect": "Allow", "Action": ["ec2:DescribeInstances"], "Resource": "*"}
 
 
-def control_plane_policy(secret_arns: Sequence[str], ccm: bool) -> dict[str, Any]:
-    """The inline policy of the control-plane role (pure): the CAPI auth and CA-key secrets."""
+def control_plane_policy(secret_arns: Sequence[str], ccm: bool,
+                         mirror: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """The inline policy of the control-plane role (pure): the CAPI auth and CA-key secrets;
+    `mirror`: the ECR mirror's pull statements (components/aws/registry.py)."""
     statements: list[dict[str, Any]] = [
         {
             "Sid": "ReadClusterSecrets",
@@ -127,7 +129,7 @@ def control_plane_policy(secret_arns: Sequence[str], ccm: bool) -> dict[str, Any
             "Action": sorted(set(CCM_CONTROL_PLANE_ACTIONS)),
             "Resource": "*",
         })
-    return {"Version": "2012-10-17", "Statement": statements}
+    return {"Version": "2012-10-17", "Statement": statements + list(mirror)}
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ class Scope:
     cluster: str
 
 
-def worker_policy(scope: Scope, mint_document_name: str) -> dict[str, Any]:
+def worker_policy(scope: Scope, mint_document_name: str, mirror: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The inline policy of the GPU worker role (pure). No Secrets Manager action at all.
 
     ssm:SendCommand is authorised on the document AND on each target instance, so they are two
@@ -177,6 +179,7 @@ def worker_policy(scope: Scope, mint_document_name: str) -> dict[str, Any]:
                 "Action": ["ssm:GetCommandInvocation"],
                 "Resource": "*",
             },
+            *mirror,
         ],
     }
 

@@ -38,8 +38,12 @@ def _with_gb200(gpu_stack: dict[str, Any] | None = None, **over: Any) -> Setting
     def change(raw: dict[str, Any]) -> None:
         raw["network"]["availabilityZones"] = ["us-east-1a", "us-east-1b", LOCAL_ZONE]
         raw["nodePools"].append(_gb200_pool(**over))
+        # GB200 pools boot Canonical's arm64 AMI (no image can be built on an UltraServer-only type),
+        # so the operator installs their driver; aws-prod's own pools keep their host-driver images,
+        # which the GPU Operator finds pre-installed.
+        raw.setdefault("gpuStack", {})["driver"] = "operator"
         if gpu_stack is not None:
-            raw.setdefault("gpuStack", {}).update(gpu_stack)
+            raw["gpuStack"].update(gpu_stack)
 
     return settings_for("aws-prod", change)
 
@@ -90,7 +94,9 @@ def test_a_gb200_pool_plans_arm64_with_efa_in_its_ultraserver_block(gb200_run: P
     gb = templates["gb200-lt"]
     assert gb.inputs["instanceType"] == GB200
     assert gb.inputs["imageId"] == _mock_ami(ssm_parameter("arm64"))  # Canonical's arm64 Ubuntu
-    assert templates["h100-lt"].inputs["imageId"] == _mock_ami(ssm_parameter("amd64"))
+    # aws-prod's H100 pool boots the image program's GPU image (its own ami), not Canonical's.
+    gpu_image = "/ck8s-gpu/images/gpu-node/ubuntu-24.04/amd64/nvidia-595-server-open"
+    assert templates["h100-lt"].inputs["imageId"] == _mock_ami(gpu_image)
     layout = [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in gb.inputs["networkInterfaces"]]
     assert layout == [(0, 0, "interface"), (1, 0, "efa-only"), (5, 0, "efa-only"), (9, 0, "efa-only"),
                       (13, 0, "efa-only")]

@@ -9,6 +9,7 @@ import pulumi.runtime.mocks as pmocks
 
 from components.aws.ami import ssm_parameter
 from components.plan.mockengine import PlanMocks, PlanRun, Recorded
+from tests.unit.aws.cluster_sim import from_the_store
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -31,6 +32,8 @@ def launch_template(run: PlanRun, pool: str) -> Recorded:
 
 def test_a_pool_boots_the_image_it_names_and_the_rest_keep_canonicals() -> None:
     def change(raw: dict[str, Any]) -> None:
+        from_the_store(raw)  # the control planes on Canonical's AMI: no image media to carry
+        raw["controlPlane"].pop("ami")
         raw["gpuStack"] = {"driver": "host"}
         l40s, h100 = raw["nodePools"]
         l40s["ami"] = OWN_ID
@@ -48,8 +51,17 @@ def test_a_pool_boots_the_image_it_names_and_the_rest_keep_canonicals() -> None:
     assert control_planes and {r.inputs["ami"] for r in control_planes} == {stock}
 
 
+def _canonical_everywhere(raw: dict[str, Any]) -> None:
+    """aws-prod before its nodes booted image-program images (docs/adr/0043): the store path."""
+    from_the_store(raw)
+    raw["controlPlane"].pop("ami")
+    raw["gpuStack"] = {"driver": "operator"}
+    for pool in raw["nodePools"]:
+        pool.pop("ami", None)
+
+
 def test_without_an_ami_every_node_boots_canonicals_ubuntu() -> None:
-    s = settings_for("aws-prod")  # aws-dev's pool boots the image program's image (docs/adr/0020)
+    s = settings_for("aws-prod", _canonical_everywhere)
     run = run_cluster(s)
     stock = mock_parameter(s.region or "", ssm_parameter("amd64"))
     nodes = of_type(run, LAUNCH_TEMPLATE) + of_type(run, INSTANCE)
@@ -66,3 +78,13 @@ def test_pools_naming_the_same_image_share_it() -> None:
     run = run_cluster(s)
     images = {launch_template(run, p.name).inputs["imageId"] for p in s.node_pools}
     assert images == {mock_parameter(s.region or "", OWN_PATH)}
+
+
+def test_the_control_planes_boot_the_image_they_name() -> None:
+    """controlPlane.ami (docs/adr/0043): the image program's control-plane line, looked up like a pool's."""
+    s = settings_for("aws-dev")
+    assert s.control_plane.ami is not None
+    run = run_cluster(s)
+    control_planes = of_type(run, INSTANCE)
+    assert control_planes and {r.inputs["ami"] for r in control_planes} == {
+        mock_parameter(s.region or "", s.control_plane.ami)}

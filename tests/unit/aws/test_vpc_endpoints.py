@@ -21,6 +21,8 @@ from components.settings.load import SettingsError, read_stack_file
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
 
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+# The endpoints every NAT-less stack gets; the ECR ones only come with an ECR mirror (images.mirror).
+GENERAL = tuple(e for e in ENDPOINTS if not e.ecr_mirror_only)
 SCRIPT = PROJECT_DIR / "components" / "aws" / "scripts" / "ck8s-node.sh"
 # `aws <service> <operation>` in the script, not in comments (`aws ec2 get-console-output` is prose).
 AWS_CALL = re.compile(r"^[^#]*?\baws ([a-z0-9-]+) ([a-z0-9-]+)", re.MULTILINE)
@@ -36,7 +38,8 @@ def test_every_service_the_boot_script_calls_has_a_required_endpoint() -> None:
     calls = {m.group(1) for m in AWS_CALL.finditer(SCRIPT.read_text())}
     assert {"ssm", "secretsmanager", "ec2", "elbv2"} <= calls  # the parse finds the known ones
     by_cli = {e.cli or e.service: e for e in ENDPOINTS}
-    missing = sorted(c for c in calls if c not in by_cli or not by_cli[c].required)
+    # `aws ecr` runs only on nodes whose images.mirror is an ECR registry: those stacks get its endpoint.
+    missing = sorted(c for c in calls if c not in by_cli or not (by_cli[c].required or by_cli[c].ecr_mirror_only))
     assert missing == [], f"ck8s-node.sh calls {missing} with no required VPC endpoint (components/aws/endpoints.py)"
 
 
@@ -134,7 +137,7 @@ def test_the_natless_vpc_has_no_nat_and_no_default_route_from_its_private_subnet
 def test_the_natless_vpc_gets_every_endpoint_in_its_private_subnets_with_private_dns() -> None:
     run = _cluster_run("aws-dev")
     made = {r.inputs["serviceName"]: r for r in of_type(run, ENDPOINT)}
-    assert sorted(made) == sorted(f"com.amazonaws.eu-west-1.{e.service}" for e in ENDPOINTS)
+    assert sorted(made) == sorted(f"com.amazonaws.eu-west-1.{e.service}" for e in GENERAL)
     private = sorted(r.urn for r in of_type(run, "aws:ec2/subnet:Subnet") if "-private-" in r.name)
     tables = sorted(r.urn for r in of_type(run, "aws:ec2/routeTable:RouteTable") if "-private-" in r.name)
     groups = {r.name: r.urn for r in of_type(run, "aws:ec2/securityGroup:SecurityGroup")}
@@ -163,7 +166,7 @@ def test_an_existing_vpc_gets_interface_endpoints_but_no_gateway_on_route_tables
     run = _cluster_run("aws-dev", existing=True)
     made = {r.inputs["serviceName"]: r for r in of_type(run, ENDPOINT)}
     assert "com.amazonaws.eu-west-1.s3" not in made
-    assert sorted(made) == sorted(f"com.amazonaws.eu-west-1.{e.service}" for e in ENDPOINTS if e.kind == "Interface")
+    assert sorted(made) == sorted(f"com.amazonaws.eu-west-1.{e.service}" for e in GENERAL if e.kind == "Interface")
     for r in made.values():
         assert r.inputs["subnetIds"] == ["subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"]
         assert r.inputs["vpcId"] == "vpc-0123456789abcdef0"
@@ -184,7 +187,7 @@ def _natless_plan() -> Plan:
 
 def test_the_natless_stack_plans_offline_and_passes_the_policy_pack() -> None:
     plan = _natless_plan()
-    assert len(of_type(plan, ENDPOINT)) == len(ENDPOINTS)  # type: ignore[arg-type]
+    assert len(of_type(plan, ENDPOINT)) == len(GENERAL)  # type: ignore[arg-type]
     result = evaluate_plan(plan)
     assert result.mandatory == [], [str(f) for f in result.mandatory]
 
@@ -205,4 +208,20 @@ def test_endpoints_module_is_pure_where_it_decides() -> None:
     """The rule and the table need no Pulumi engine (the component is the only Pulumi code)."""
     assert endpoints.planned_endpoints(settings_for("aws-dev"), existing_vpc=False) == []
     planned = endpoints.planned_endpoints(settings_for("aws-dev", _natless), existing_vpc=False)
-    assert [e.service for e, _ in planned] == [e.service for e in ENDPOINTS]
+    assert [e.service for e, _ in planned] == [e.service for e in GENERAL]
+
+
+def test_an_ecr_mirror_in_the_region_adds_the_registry_and_token_endpoints() -> None:
+    """Amazon ECR User Guide, vpc-endpoints.html: a pull needs ecr.dkr, ecr.api and the S3 gateway."""
+    def mirrored(raw: dict[str, Any]) -> None:
+        _natless(raw)
+        raw["images"] = {"mirror": "123456789012.dkr.ecr.eu-west-1.amazonaws.com"}
+    planned = [e.service for e, _ in endpoints.planned_endpoints(settings_for("aws-dev", mirrored), existing_vpc=False)]
+    assert {"ecr.api", "ecr.dkr", "s3"} <= set(planned)
+
+    def elsewhere(raw: dict[str, Any]) -> None:  # another Region's ECR is not reached through this VPC's endpoints
+        _natless(raw)
+        raw["images"] = {"mirror": "123456789012.dkr.ecr.us-east-1.amazonaws.com"}
+    elsewhere_settings = settings_for("aws-dev", elsewhere)
+    planned = [e.service for e, _ in endpoints.planned_endpoints(elsewhere_settings, existing_vpc=False)]
+    assert "ecr.dkr" not in planned and "ecr.api" not in planned
