@@ -15,6 +15,7 @@ from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
 from components.policies.iam import NO_WILDCARD_IAM, NODE_ROLE_MANAGED_POLICIES
 from components.policies.namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
 from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_INGRESS_SET, NO_WORLD_SSH
+from components.policies.offline_images import OFFLINE_IMAGES
 from components.policies.rbac import SECRET_READERS_LEAST_PRIVILEGE
 from components.policies.resource_policies import NO_PUBLIC_RESOURCE_POLICY
 from components.policies.secrets import (
@@ -44,6 +45,7 @@ POLICIES: tuple[Policy, ...] = (
     HELM_RELEASE_PINNED,
     ONE_GPU_ADVERTISER,
     WORKLOAD_IMAGES_PINNED,
+    OFFLINE_IMAGES,
     GPU_NAMESPACE_POD_SECURITY,
     SMOKE_TEST_REQUIRED,
     SMOKE_TEST_ISOLATED,

@@ -36,6 +36,8 @@ class StackFacts:
     # Chart mirrors the stack declares (gpuStack.addons.<x>.repository): allowed like the pins'.
     chart_mirrors: tuple[str, ...] = ()
     production: bool = False  # settings.production, or the environment name (Settings.is_production)
+    offline: bool = False  # settings.offline (docs/adr/0043)
+    mirror: str | None = None  # settings.images.mirror
 
     @property
     def prod(self) -> bool:
@@ -63,6 +65,8 @@ class StackFacts:
             chart_mirrors=tuple(sorted({a.repository for _, a in s.gpu_stack.addons.by_key()
                                         if a.repository is not None})),
             production=s.is_production,
+            offline=s.offline,
+            mirror=s.images.mirror,
         )
 
 

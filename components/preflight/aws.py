@@ -3,8 +3,9 @@
 Calls (all read-only, all in the stack's region): ec2 DescribeAvailabilityZones, DescribeSubnets
 (only for network.existing), DescribeInstanceTypeOfferings (location type availability-zone),
 DescribeInstanceTypes (vCPUs of types outside the GPU table; EFA support of types in pools with
-reserved capacity), ssm GetParameter (Canonical's public AMI parameter, and a pool's own `ami`
-path), DescribeImages (a pool's own `ami-` id), service-quotas GetServiceQuota, falling back to
+reserved capacity), ssm GetParameter (Canonical's public AMI parameter, and the control planes' or a
+pool's own `ami` path), DescribeImages (an own `ami-` id, and the id an own path names: its State
+and Tags, what the image carries), service-quotas GetServiceQuota, falling back to
 GetAWSDefaultServiceQuota when the account has no applied value; for a pool's
 `capacityReservation`: ec2 DescribeCapacityReservations by id, and for a `resourceGroupArn`
 resource-groups ListGroupResources (the group's reservation ARNs; DescribeCapacityReservations
@@ -24,7 +25,7 @@ from typing import Any
 
 from components.aws.endpoints import planned_endpoints
 from components.instance_types import GPU_INSTANCE_TYPES
-from components.preflight.checks import alternatives, demands, image_sources, instance_types
+from components.preflight.checks import alternatives, demands, image_sources, instance_types, own_sources
 from components.preflight.facts import RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
 from components.preflight.quotas import SERVICE_CODE
 from components.preflight.reservations import efa_types
@@ -38,6 +39,9 @@ REGION_UNAVAILABLE = {"AuthFailure", "OptInRequired", "UnrecognizedClientExcepti
 RESERVATION_NOT_FOUND = {"InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"}
 GROUP_NOT_FOUND = "NotFoundException"  # resource-groups ListGroupResources: no such group (HTTP 404)
 RESERVATION_TYPE = "AWS::EC2::CapacityReservation"
+# DescribeImages of an id the region has no image of (EC2 API Reference, Error codes).
+IMAGE_NOT_FOUND = {"InvalidAMIID.NotFound", "InvalidAMIID.Unavailable", "InvalidAMIID.Malformed"}
+AVAILABLE = "available"  # ImageState: pending | available | invalid | deregistered | ... (botocore ec2 model)
 
 
 def _code(exc: Exception) -> str:
@@ -156,15 +160,20 @@ class AwsRegion:
                 return None
             raise
 
-    def image(self, image_id: str) -> str | None:
-        """The id if the image exists in this region and is `available` (EC2 API: DescribeImages)."""
+    def image(self, image_id: str) -> tuple[str, dict[str, str]] | None:
+        """The image's State and Tags (EC2 API: DescribeImages, `Image`); None: no such image in
+        this region (an id that names none is an InvalidAMIID.* error, a deregistered one may be
+        answered with no image at all)."""
         try:
             images = self.ec2.describe_images(ImageIds=[image_id])["Images"]
         except Exception as exc:
-            if _code(exc) in ("InvalidAMIID.NotFound", "InvalidAMIID.Unavailable", "InvalidAMIID.Malformed"):
+            if _code(exc) in IMAGE_NOT_FOUND:
                 return None
             raise
-        return image_id if any(i.get("State") == "available" for i in images) else None
+        if not images:
+            return None
+        i = images[0]
+        return str(i.get("State", "")), {str(t["Key"]): str(t.get("Value", "")) for t in i.get("Tags", [])}
 
     def quota(self, code: str) -> float:
         try:
@@ -244,12 +253,7 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
         except Exception as exc:
             errors[key] = _text(exc)
 
-    amis: dict[str, str | None] = {}
-    for source in sorted(image_sources(settings)):
-        try:
-            amis[source] = api.image(source) if source.startswith("ami-") else api.parameter(source)
-        except Exception as exc:
-            errors[source] = _text(exc)
+    amis, image_tags, image_gone = _images(settings, api, errors)
 
     quotas: dict[str, float] = {}
     facts_so_far = RegionFacts(region=api.region, zones=zones, vcpus=vcpus)
@@ -260,8 +264,46 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
             errors[demand.quota.code] = _text(exc)
     return RegionFacts(region=api.region, zones=zones, subnet_zones=subnet_zones, subnet_az=subnet_az,
                        route_tables=route_tables, vpc_endpoints=vpc_endpoints, endpoint_services=endpoint_services,
-                       offerings=offerings, vcpus=vcpus, efa_supported=efa, amis=amis, quotas=quotas,
+                       offerings=offerings, vcpus=vcpus, efa_supported=efa, amis=amis, image_tags=image_tags,
+                       image_gone=image_gone, quotas=quotas,
                        reservations=reservations, now=api.now(), errors=errors)
+
+
+def _images(settings: Settings, api: AwsRegion, errors: dict[str, str]
+            ) -> tuple[dict[str, str | None], dict[str, dict[str, str]], dict[str, str]]:
+    """Each image source resolved (an `ami-` id described, a path read); the stack's own images
+    described too, for their tags (Canonical's parameter is trusted to name a live image)."""
+    amis: dict[str, str | None] = {}
+    tags: dict[str, dict[str, str]] = {}
+    gone: dict[str, str] = {}
+    own = own_sources(settings)
+    for source in sorted(image_sources(settings)):
+        try:
+            if source.startswith("ami-"):
+                described = api.image(source)
+                available = described is not None and described[0] == AVAILABLE
+                amis[source] = source if available else None
+            else:
+                amis[source] = api.parameter(source)
+                described = None
+        except Exception as exc:
+            errors[source] = _text(exc)
+            continue
+        ami = amis[source]
+        if source not in own or ami is None:
+            continue
+        if not source.startswith("ami-"):
+            try:
+                described = api.image(ami)
+            except Exception as exc:
+                errors[f"image:{source}"] = _text(exc)
+                continue
+            if described is None or described[0] != AVAILABLE:
+                gone[source] = "does not exist" if described is None else f"is {described[0] or 'in no state'}"
+                continue
+        if described is not None:
+            tags[source] = described[1]
+    return amis, tags, gone
 
 
 # A route's target is whichever of these members the answer sets (EC2 API Reference, `Route`).

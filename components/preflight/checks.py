@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from components.aws.ami import ssm_parameter
 from components.images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
-from components.instance_types import GPU_INSTANCE_TYPES, arch_for_instance_type
-from components.preflight import egress, reservations
+from components.instance_types import GPU_INSTANCE_TYPES
+from components.preflight import egress, images, reservations
 from components.preflight.facts import RegionFacts
 from components.preflight.findings import Finding, Kind, Severity
 from components.preflight.quotas import Purchase, Quota, increase_command, quota_for
@@ -36,19 +35,18 @@ def instance_types(settings: Settings) -> dict[str, str]:
 
 
 def image_sources(settings: Settings) -> dict[str, list[str]]:
-    """Where each node's image comes from -> the settings that choose it: Canonical's Ubuntu
-    parameter for the instance type's architecture, or a pool's own `ami` (an `ami-` id or an SSM
-    parameter path, docs/adr/0018)."""
+    """Where each node's image comes from -> the settings that choose it: the control planes' or
+    a pool's own `ami` (an `ami-` id or an SSM parameter path, docs/adr/0018), else Canonical's
+    Ubuntu parameter for the instance type's architecture (images.node_images)."""
     out: dict[str, list[str]] = {}
-    cp = settings.control_plane.instance_type
-    out.setdefault(ssm_parameter(arch_for_instance_type(cp)), []).append("settings.controlPlane.instanceType")
-    for i, pool in enumerate(settings.node_pools):
-        if pool.ami is not None:
-            out.setdefault(pool.ami, []).append(f"settings.nodePools[{i}].ami")
-        else:
-            out.setdefault(ssm_parameter(arch_for_instance_type(pool.instance_type)), []).append(
-                f"settings.nodePools[{i}].instanceType")
+    for n in images.node_images(settings):
+        out.setdefault(n.source, []).append(n.path)
     return out
+
+
+def own_sources(settings: Settings) -> set[str]:
+    """The images the stack names itself: the boundary reads their tags (images.check)."""
+    return {n.source for n in images.node_images(settings) if n.own}
 
 
 def alternatives(instance_type: str, settings: Settings) -> list[str]:
@@ -164,7 +162,18 @@ def _offerings(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
 def _amis(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
     for source, paths in image_sources(settings).items():
         own = all(p.endswith(".ami") for p in paths)
-        if source in facts.errors:
+        if f"image:{source}" in facts.errors:
+            yield Finding("could-not-check", "error", ", ".join(paths),
+                          f"{source} names {facts.amis.get(source)}, which could not be described: "
+                          f"{facts.errors[f'image:{source}']}: allow ec2:DescribeImages for the pre-flight role "
+                          f"(the image's tags say what it carries)")
+        elif source in facts.image_gone:
+            rebuild = "`pulumi up -C images`" if source.startswith(IMAGE_PROGRAM_PREFIX) else "its pipeline"
+            yield Finding("ami-missing", "error", ", ".join(paths),
+                          f"the SSM parameter {source} names {facts.amis.get(source)}, which "
+                          f"{facts.image_gone[source]} in {facts.region}: the parameter outlived its image; rebuild "
+                          f"the image ({rebuild}) so the parameter names one that exists")
+        elif source in facts.errors:
             needs = ("ec2:DescribeImages" if source.startswith("ami-") else
                      f"ssm:GetParameter on arn:aws:ssm:{facts.region}:<account>:parameter{source}" if own else
                      f"ssm:GetParameter on public parameters (arn:aws:ssm:{facts.region}::parameter/aws/service/*)")
@@ -210,7 +219,8 @@ def check(settings: Settings, facts: RegionFacts) -> list[Finding]:
         return [Finding("region-unavailable", "error", "settings.region",
                         f"{facts.region} cannot be used: {facts.unavailable}. Enable the region for the account "
                         f"(Account > AWS Regions) or check the credentials")]
-    return [*_zones(settings, facts), *_offerings(settings, facts), *_amis(settings, facts), *_quotas(settings, facts),
+    return [*_zones(settings, facts), *_offerings(settings, facts), *_amis(settings, facts),
+            *images.check(settings, facts), *_quotas(settings, facts),
             *reservations.check(settings, facts, chosen_zones(settings, facts)),
             *egress.check(settings, facts, chosen_zones(settings, facts))]
 

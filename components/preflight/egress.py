@@ -10,8 +10,18 @@ tables": "Subnet route tables"). Neither: an error naming the subnet and the mis
 
 A subnet whose only way out is endpoints still reaches nothing outside AWS: the k8s and aws-cli
 snaps come from the Snap Store, images from public registries, and Velero's bucket is in another
-region. That is a warning (nodes cannot boot until offline images exist, issue 29), not an error:
-a route this check cannot see (a proxy the image is built for) may serve them.
+region. That is a warning, not an error: a route this check cannot see (a proxy the image is built
+for) may serve them. An offline stack (settings.offline, docs/adr/0043) is built for exactly that:
+its images carry the snap and every image (components/preflight/images.py checks they do), so no
+warning. With an ECR pull-through cache and no NAT one thing still reaches out: ECR fetches an
+image from its upstream on its first pull through a cache rule, and over an interface endpoint
+that first pull needs the VPC to route to the internet through a NAT gateway (Amazon ECR User
+Guide, vpc-endpoints.html, "Considerations for Amazon ECR VPC endpoints"; later pulls do not):
+a warning naming the way round (the images preloaded, or the cache primed from elsewhere).
+
+With images.mirror in the stack's own Region's ECR, the boot path adds ecr.api and ecr.dkr
+(components/aws/endpoints.py, ecr_mirror_only): planned_endpoints names them, so endpoints: create
+asks DescribeVpcEndpointServices about them like the rest.
 
 The VPC this project makes is judged from the settings: its route tables are not there yet.
 """
@@ -61,13 +71,29 @@ def _endpoint_status(e: Endpoint, found: list[VpcEndpoint]) -> str | None:
     return None
 
 
+def _first_pull(settings: Settings, where: str) -> Iterator[Finding]:
+    """ECR's first pull through a cache rule over an interface endpoint needs a NAT route."""
+    if settings.images.pull_through_cache != "create":
+        return
+    which = ("an image the node images do not preload (images.preloaded) and the cache does not hold yet"
+             if settings.images.preloaded else "every image the cache does not hold yet")
+    yield Finding("cache-first-pull", "warning", "settings.images.pullThroughCache",
+                  f"{where}: ECR fetches an image from its upstream on the first pull through a cache rule, and "
+                  f"over the VPC's interface endpoints that first pull needs a NAT route to the internet (Amazon "
+                  f"ECR User Guide, vpc-endpoints.html); {which} fails its first pull here: prime the cache from a "
+                  f"networked place (pull each <mirror>/<upstream>/... once) before the cluster needs it")
+
+
 def _new_vpc(settings: Settings, facts: RegionFacts, zones: tuple[str, ...]) -> Iterator[Finding]:
     net = settings.network
     if net.nat_gateways == "none":
-        yield Finding("no-egress", "warning", "settings.network.natGateways",
-                      f"none: the nodes reach AWS's APIs through the VPC endpoints only, and nothing outside AWS "
-                      f"({OUTSIDE_AWS}): they cannot install the k8s snap or pull images until offline images exist "
-                      f"(issue 29); use natGateways: single to deploy today")
+        if not settings.offline:
+            yield Finding("no-egress", "warning", "settings.network.natGateways",
+                          f"none: the nodes reach AWS's APIs through the VPC endpoints only, and nothing outside AWS "
+                          f"({OUTSIDE_AWS}): they cannot install the k8s snap or pull images unless the stack is "
+                          f"offline (settings.offline: node images carrying the snap and every image, a mirror for "
+                          f"the rest, docs/adr/0043); use natGateways: single otherwise")
+        yield from _first_pull(settings, "natGateways is none")
     yield from _services(settings, facts, zones)
 
 
@@ -110,6 +136,7 @@ def _existing(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
     endpoint_error = facts.errors.get("vpc-endpoints")
     if settings.network.endpoints == "create":
         yield from _create_in_existing(settings, facts, path)
+    natless: list[str] = []
     for i, subnet in enumerate(existing.private_subnet_ids):
         subject = f"{path}[{i}]"
         az = facts.subnet_az.get(subnet, "")
@@ -137,17 +164,21 @@ def _existing(settings: Settings, facts: RegionFacts) -> Iterator[Finding]:
             why = _endpoint_status(e, found)
             if why is not None:
                 lacking.append(e.service if why == "missing" else f"{e.service} ({why})")
+        natless.append(subnet)
         if lacking:
             yield Finding("no-aws-route", "error", subject,
                           f"{where} {route} and the VPC has no usable endpoint for {', '.join(lacking)}: nodes "
                           f"there cannot get their join token or find their control planes (ssm, ec2), read the "
                           f"cluster's secrets (secretsmanager) or the API load balancer (elasticloadbalancing). "
                           f"Add a NAT route, or set network.endpoints: create (or create them and set expect)")
-        else:
+        elif not settings.offline:  # offline: built to need nothing outside AWS (images.check)
             yield Finding("no-egress", "warning", subject,
                           f"{where} {route}: AWS's APIs are reached through the VPC endpoints, but nothing outside "
-                          f"AWS is ({OUTSIDE_AWS}): nodes cannot install the k8s snap or pull images until offline "
-                          f"images exist (issue 29), unless a proxy or route this check cannot see serves them")
+                          f"AWS is ({OUTSIDE_AWS}): nodes cannot install the k8s snap or pull images unless the "
+                          f"stack is offline (settings.offline, docs/adr/0043) or a proxy or route this check "
+                          f"cannot see serves them")
+    if natless:
+        yield from _first_pull(settings, f"{', '.join(natless)} route to no NAT")
 
 
 def _create_in_existing(settings: Settings, facts: RegionFacts, path: str) -> Iterator[Finding]:

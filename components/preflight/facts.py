@@ -81,6 +81,12 @@ class RegionFacts:
     efa_supported: dict[str, bool] = field(default_factory=dict)
     # image source (SSM parameter path or `ami-` id) -> AMI id (None: missing or not available)
     amis: dict[str, str | None] = field(default_factory=dict)
+    # The stack's own images (controlPlane.ami, nodePools[].ami) as DescribeImages answers them:
+    # source -> the AMI's tags (Image.Tags, Key -> Value), for images that exist and are available.
+    image_tags: dict[str, dict[str, str]] = field(default_factory=dict)
+    # An own SSM parameter that resolves to an AMI that is not there (deregistered, failed, another
+    # Region's id): source -> what DescribeImages said of it.
+    image_gone: dict[str, str] = field(default_factory=dict)
     quotas: dict[str, float] = field(default_factory=dict)  # quota code -> applied (or default) value
     # A pool's `capacityReservation.id` or `.resourceGroupArn` -> the reservations it names (a
     # group: its members); None: no such reservation (or group) in this region and account.

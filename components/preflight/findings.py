@@ -10,7 +10,10 @@ Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missin
                "reservation-missing", "reservation-mismatch", "reservation-state", "reservation-too-small",
                "reservation-window", "efa-unsupported", "zone-unused",
                # components/preflight/egress.py: private subnets' ways to AWS's APIs and beyond
-               "no-aws-route", "no-egress", "endpoint-service-missing", "endpoint-subnets", "endpoint-conflict"]
+               "no-aws-route", "no-egress", "endpoint-service-missing", "endpoint-subnets", "endpoint-conflict",
+               "cache-first-pull",
+               # components/preflight/images.py: what the node images carry (their ck8s-gpu: tags)
+               "image-snap-mismatch", "image-not-preloaded", "image-role", "image-untagged"]
 # info: reported, never fails (a Capacity Block's window); warning: reported, does not fail.
 Severity = Literal["error", "warning", "info"]
 

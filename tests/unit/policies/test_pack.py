@@ -20,7 +20,7 @@ PACK_DIR = Path(__file__).resolve().parents[3] / "policy"
 # The list, by level. A policy moving level is a deliberate change of this test.
 EXPECTED_MANDATORY = {
     "imdsv2-required", "encrypted-volumes", "no-world-ingress", "no-world-ingress-set", "no-world-ssh",
-    "no-wildcard-iam", "node-role-managed-policies", "no-public-resource-policy",
+    "no-wildcard-iam", "node-role-managed-policies", "no-public-resource-policy", "offline-images",
     "no-plaintext-secrets", "user-data-without-secrets", "helm-release-pinned", "one-gpu-advertiser",
     "gpu-namespace-pod-security", "smoke-test-required", "smoke-test-isolated", "prod-protects-dr-state",
     "secrets-only-in-secret-objects", "secret-readers-least-privilege", "grafana-admin-credentials",

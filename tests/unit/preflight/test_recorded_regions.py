@@ -214,7 +214,7 @@ def test_endpoints_without_egress_reach_aws_but_warn_about_everything_outside_it
     findings, _ = _run("existing-endpoints-only.json", existing=_existing(), endpoints="expect")
     net = _network(findings)
     assert [(f.kind, f.severity) for f in net] == [("no-egress", "warning"), ("no-egress", "warning")]
-    assert "Snap Store (the k8s and aws-cli snaps)" in net[0].message and "issue 29" in net[0].message
+    assert "Snap Store (the k8s and aws-cli snaps)" in net[0].message and "settings.offline" in net[0].message
 
 
 def test_endpoints_create_in_an_existing_vpc_counts_the_ones_it_will_make() -> None:

@@ -1,0 +1,101 @@
+"""`offline-images` (issue 29, docs/adr/0043): an offline stack's Helm values and Kubernetes
+objects name no image on a public registry, in every spelling a chart or manifest uses; the
+mirror's own references, digests, addresses and words pass."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from components.policies.facts import StackFacts
+from components.policies.offline_images import OFFLINE_IMAGES, public_reference
+from tests.unit.policies.helpers import violations
+
+MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+def _facts(offline: bool = True) -> StackFacts:
+    base = StackFacts(environment="airgap", platform="aws", api_allow_list=(), control_plane_count=1, spot_pools=(),
+                      gpu_pools=("l4",), dra=True, smoke_enabled=True, smoke_namespace="gpu-smoke-test", protect=False,
+                      retain_on_delete=False, backup_region=None)
+    return replace(base, offline=offline, mirror=MIRROR)
+
+
+def _release(values: dict[str, Any]) -> list[str]:
+    # A chart the image catalog does not know: only what the values say is judged.
+    return violations(OFFLINE_IMAGES, RELEASE, {"chart": "team-chart", "values": values}, facts=_facts())
+
+
+@pytest.mark.parametrize("values", [
+    {"operator": {"repository": "nvcr.io/nvidia", "image": "gpu-operator", "version": "v26.7.0"}},
+    {"image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v0.5.0"},
+    {"image": {"registry": "quay.io", "repository": "prometheus/node-exporter"}},
+    {"global": {"imageRegistry": "ghcr.io/kai-scheduler"}},  # a host-qualified string anywhere
+    {"sidecar": {"image": "busybox:1.36"}},  # no host: Docker Hub
+    {"init": [{"name": "plugin", "image": "docker.io/velero/velero-plugin-for-aws:v1.13.2@sha256:" + "a" * 64}]},
+    {"pause": {"image": "registry.k8s.io/pause:3.10"}},
+    {"exporter": {"image": "public.ecr.aws/eks/aws-efa-k8s-device-plugin:v0.5.20"}},
+    {"nfd": {"image": {"repository": "registry-1.docker.io/library/ubuntu"}}},
+    {"dcgmImage": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3"},
+])
+def test_every_public_spelling_is_caught(values: dict[str, Any]) -> None:
+    found = _release(values)
+    assert len(found) == 1 and "offline stacks name every image under " + MIRROR in found[0], found
+
+
+@pytest.mark.parametrize("values", [
+    {"operator": {"repository": f"{MIRROR}/nvcr.io/nvidia", "image": "gpu-operator", "version": "v26.7.0"}},
+    {"image": {"registry": f"{MIRROR}/docker.io", "repository": "library/ubuntu", "digest": "sha256:" + "b" * 64}},
+    {"image": {"tag": "v1.2.3", "pullPolicy": "IfNotPresent"}},
+    {"server": "https://kubernetes.default.svc:443", "api": "10.0.0.1:6443"},
+    {"subject": {"organization": "system:masters"}, "mode": "dra:true", "note": "see quay.io docs"},
+    {"image": "harbor.internal:8443/mirror/nvcr.io/nvidia/gpu-operator:v26.7.0"},  # another mirror host
+    {"repository": "https://helm.ngc.nvidia.com/nvidia"},  # a chart repository URL, not an image
+])
+def test_mirror_references_and_look_alikes_pass(values: dict[str, Any]) -> None:
+    assert _release(values) == []
+
+
+def test_objects_are_judged_too_and_only_offline() -> None:
+    dep = {"spec": {"template": {"spec": {"containers": [{"name": "x", "image": "ghcr.io/a/b:1"}]}}}}
+    assert len(violations(OFFLINE_IMAGES, DEPLOYMENT, dep, facts=_facts())) == 1
+    assert violations(OFFLINE_IMAGES, DEPLOYMENT, dep, facts=_facts(offline=False)) == []
+    # AWS objects name upstreams by design (a pull-through cache rule): out of scope.
+    rule = {"ecrRepositoryPrefix": "quay.io", "upstreamRegistryUrl": "quay.io"}
+    assert violations(OFFLINE_IMAGES, "aws:ecr/pullThroughCacheRule:PullThroughCacheRule", rule, facts=_facts()) == []
+
+
+def test_public_reference_reads_hosts_as_distribution_does() -> None:
+    assert public_reference("ubuntu:24.04", True) == "docker.io"
+    assert public_reference("ubuntu:24.04", False) is None  # not at an image key: a word with a colon
+    assert public_reference("nvcr.io/nvidia/cuda:12", False) == "nvcr.io"
+    assert public_reference("localhost:5000/x:1", True) is None
+    assert public_reference("sha256:" + "c" * 64, True) is None
+
+
+def test_the_airgap_plan_names_no_public_image_and_a_public_override_is_caught() -> None:
+    from components.plan.run import PROJECT_DIR, plan_config, plan_stack
+    from components.policies.offline import evaluate_plan
+    from components.settings.load import read_stack_file
+
+    result = evaluate_plan(plan_stack("aws-airgap"))
+    assert [f for f in result.findings if f.policy == "offline-images"] == []
+    config = copy.deepcopy(read_stack_file(PROJECT_DIR / "stacks" / "Pulumi.aws-airgap.yaml"))
+    config["ck8s-gpu:settings"]["gpuStack"]["addons"] = {
+        "draDriver": {"values": {"image": {"repository": "nvcr.io/nvidia/k8s-dra-driver-gpu"}}}}
+    caught = [f for f in evaluate_plan(plan_config(config, "aws-airgap-public", "variant")).findings
+              if f.policy == "offline-images"]
+    assert len(caught) == 1 and "image.repository" in caught[0].message and caught[0].level == "mandatory"
+
+
+def test_an_image_a_pinned_chart_would_take_from_its_default_is_caught() -> None:
+    """Values that say nothing about an image leave the chart's default, a public one."""
+    found = violations(OFFLINE_IMAGES, RELEASE, {"chart": "dra-driver-nvidia-gpu", "version": "0.5.0",
+                                                 "repositoryOpts": {"repo": "oci://registry.k8s.io"},
+                                                 "values": {"gpuResourcesEnabledOverride": True}}, facts=_facts())
+    assert found and all("is unset, so the chart pulls its default" in f for f in found), found
