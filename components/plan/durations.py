@@ -55,6 +55,17 @@ _HELM = (f"{_TF_EKS}: helm_release creation complete after 48 s, 1m42s and 1m45s
 _LOCAL = ("measured: docs/benchmarks.md, real-engine tier (local stack): `pulumi up` start to smoke pass "
           "5.4-7.0 s (three runs) for namespace + smoke chart + smoke run, the run itself 2.4-2.5 s")
 
+# A pod whose image is on the node: what the preloaded rows below add their own waits to. Low: the
+# local-kubelet tier's bare pod (CNI bridge, no init containers, no volumes); high: the SLO's p99,
+# which counts what a real pod has that the bare one lacks.
+_POD_START = Duration(0.2, 5, "pod start with its image on the node (no pull)",
+                      "measured: docs/benchmarks.md 'Pod start: preloaded vs pulled (local-kubelet tier)', pod "
+                      "ADDED to phase Running 0.21-1.25 s over 10 runs (preloaded, 4.7 MB and 214 MB images) | "
+                      "https://github.com/kubernetes/community/blob/main/sig-scalability/slos/"
+                      "pod_startup_latency.md: 'excluding time to pull images and run init containers' the 99th "
+                      "percentile per cluster-day is <= 5s")
+_PROBE_PERIOD = 10  # Kubernetes' default periodSeconds, and what the charts below set
+
 DURATIONS: dict[str, Duration] = {
     # ---- AWS API objects (pulumi-aws returns when AWS reports them available)
     "aws-vpc": Duration(5, 14, "VPC", f"{_TF_NET}: aws_vpc complete after 12 s (3 VPCs) | {_TF_EKS}: 14 s"),
@@ -122,6 +133,36 @@ DURATIONS: dict[str, Duration] = {
                                "https://github.com/canonical/k8s-snap/issues/1789: `k8s status --wait-ready` answered "
                                "5 s after bootstrap | https://github.com/cilium/cilium/issues/23978: `cilium status "
                                "--wait` 1m42s until every agent and the operator are ready"),
+    # ---- a node whose image carries the snap and every image (docs/adr/0043; the user-data says so:
+    # CK8S_SNAP_SOURCE=image, CK8S_IMAGES_PRELOADED=1, read by components/plan/timeline.py)
+    "snap-install-local": Duration(3, 30, "snap ack + snap install of core22, k8s and aws-cli from the image's disk",
+                                   "estimate: no download (k8s-snap release-1.34 docs/canonicalk8s/snap/howto/"
+                                   "install/offline.md: `snap ack k8s.assert && snap install ./k8s.snap "
+                                   "--classic`; components/images/snap_steps.py puts the files on the image); "
+                                   "k8s-snap#1789's store install took 15.3 s WITH its download, so 3-30 s allows "
+                                   "twice that for three local installs and the first read of their blocks from "
+                                   "the AMI's snapshot (https://docs.aws.amazon.com/ebs/latest/userguide/"
+                                   "ebs-initialize.html: blocks of a volume created from a snapshot are fetched "
+                                   "from S3 at first access, with a significant increase in latency) | code: "
+                                   "canonical/snapd 2.77 (ff6da80) overlord/devicestate/firstboot.go refuses to "
+                                   "seed a system already seeded: an image built on a booted instance is seeded, "
+                                   "so the script's `snap wait system seed.loaded` returns at once"),
+    "containerd-sideload": Duration(10, 120, "containerd imports the image's tarballs at its first start",
+                                    "estimate: k8s-snap release-1.34 (f7e1b7c) build-scripts/components/"
+                                    "containerd/patches/default/0001-side-load-images-plugin.patch: once "
+                                    "containerd starts (k8sd starts it in its bootstrap and join hooks: "
+                                    "src/k8s/pkg/snap/util/services.go, src/k8s/pkg/k8sd/app/cluster_util.go), "
+                                    "a goroutine beside the CRI imports "
+                                    "every *.tar of /var/snap/k8s/common/images, one file after another "
+                                    "(client Import: each tarball read once, its blobs written to the content "
+                                    "store); for the few GB of the stack's images (components/addons/image_catalog.py) "
+                                    "at gp3's 125 MiB/s baseline (components/aws/hardening.py: gp3 root; "
+                                    "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html) that "
+                                    "is tens of seconds; the upper bound doubles it for the snapshot's first-read "
+                                    "latency (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-initialize.html)"
+                                    ". The model lets a node's pods wait for the whole import: a pod that asks "
+                                    "first would pull (online) or back off (offline)"),
+    "pod-start-preloaded": _POD_START,
     # ---- NVIDIA GPU Operator on a fresh GPU node
     "gpu-driver-compiled": Duration(150, 480, "driver container (compiled on the node)",
                                     f"{_GPU_STACK}: driver + toolkit 180-540 s, less the toolkit row"),
@@ -154,6 +195,45 @@ DURATIONS: dict[str, Duration] = {
     "helm-local": Duration(1, 5, "Helm release of a local chart", _LOCAL),
     "k8s-object": Duration(0, 3, "Kubernetes object", f"{_TF_EKS}: kubernetes_namespace complete after 3 s, "
                                                        "service account 1 s, secret 0 s"),
+    # ---- preloaded variants: the rows above whose sourced ranges include image pulls, for a cluster
+    # whose node images carry every image. Each is pod-start-preloaded plus the waits its workload
+    # sets itself. No variant: gpu-toolkit (its 54.8 s source is a restart rollout, the image already
+    # on the node) and dra-plugin-start (its range never counted a pull).
+    "node-ready-cni-preloaded": Duration(5, _POD_START.high + 40, "node Ready (Cilium up, images side-loaded)",
+                                         "https://github.com/canonical/k8s-snap/issues/1789: `k8s status "
+                                         "--wait-ready` answered 5 s after bootstrap | estimate: cilium#23978's "
+                                         "1m42s includes pulling the agent image, the pull https://github.com/"
+                                         "canonical/k8s-snap/pull/1742 says the node's Ready waits for (cilium "
+                                         "rock cut from 1.47 GB to 811 MB); without it: the agent's "
+                                         "pod start plus its own bootstrap, of which one phase alone took up to "
+                                         "15 s on fresh nodes (https://github.com/cilium/cilium/issues/34990, a "
+                                         "400-node test): 40 s for agent and operator"),
+    "helm-gpu-operator-preloaded": Duration(_POD_START.low + 5, _POD_START.high + 5 + 2 * _PROBE_PERIOD + 10,
+                                            "GPU Operator release (operator + NFD ready, images side-loaded)",
+                                            "https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/"
+                                            "gpu-operator/templates/operator.yaml: readinessProbe "
+                                            "initialDelaySeconds 5, periodSeconds 10 (NFD 0.19.0, its "
+                                            "dependency, charts/node-feature-discovery/values.yaml: worker "
+                                            "readiness initialDelaySeconds 5, master at the default period) | "
+                                            "estimate: pod start, the first probe and two retries, 10 s for Helm "
+                                            "applying the chart and polling its workloads"),
+    "helm-remote-preloaded": Duration(_POD_START.low + 4, _POD_START.high + 30 + 2 * _PROBE_PERIOD + 5,
+                                      "Helm release (images side-loaded, workloads ready)",
+                                      "estimate: helm-remote's 30-120 s on fresh EKS nodes includes the pulls and "
+                                      "no pull-free number is published for these charts: pod start, a readiness "
+                                      "probe's initial delay (assumed at most 30 s: not read for every chart) plus "
+                                      "two retries at the default period, 5 s for Helm"),
+    "helm-kube-prometheus-stack-preloaded": Duration(20, 180, "kube-prometheus-stack release (images side-loaded)",
+                                                     "estimate: its pre-install admission-webhook Jobs, then the "
+                                                     "operator, then Prometheus and Alertmanager from the "
+                                                     "operator: several pod starts in sequence plus the "
+                                                     "operator's reconcile; the pulled row's 300 s upper bound "
+                                                     "is a busy cluster's timeout, 180 s keeps most of it"),
+    "smoke-run-preloaded": Duration(5, 60, "smoke run (GPU job, verifier; images side-loaded)",
+                                    "estimate: the smoke-run row's 180 s is k8s-snap's timeout for a pod that "
+                                    "pulls the CUDA sample image; without the pull: pod start (the Jobs' pods in "
+                                    "parallel), DRA allocation, the run itself (2.4-2.5 s on the local tier, "
+                                    "docs/benchmarks.md) and the verifier's collect; 60 s is ten times their sum"),
     # ---- our dynamic resources
     "api-ready-poll": Duration(0, 15, "API readiness gate (poll)",
                                "code: components/k8s_ready.py (polls /readyz and Ready nodes; components/kube/wait.py "
@@ -187,6 +267,17 @@ DURATIONS: dict[str, Duration] = {
     "unmapped": Duration(0, 5, "resource type without a row",
                          "estimate: a type missing from components/plan/durations.py (tests keep committed stacks "
                          "free of it)"),
+}
+
+
+# Rows whose sourced range includes image pulls -> their variant on node images that carry every
+# image (components/plan/timeline.py picks it when the nodes' user-data says CK8S_IMAGES_PRELOADED=1).
+PRELOADED_VARIANTS: dict[str, str] = {
+    "node-ready-cni": "node-ready-cni-preloaded",
+    "helm-gpu-operator": "helm-gpu-operator-preloaded",
+    "helm-remote": "helm-remote-preloaded",
+    "helm-kube-prometheus-stack": "helm-kube-prometheus-stack-preloaded",
+    "smoke-run": "smoke-run-preloaded",
 }
 
 

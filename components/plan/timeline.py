@@ -18,6 +18,14 @@ so the pool's launch, and all that waits on its GPU nodes, comes after it. An Au
 that waits for capacity (waitForCapacityTimeout other than "0") holds its own step, and all that
 depends on it, until then; past the timeout its create fails (`Timeline.warnings`).
 
+A node's user-data says what its image carries (`NodeMedia`, docs/adr/0043): a snap from the
+image installs from disk and waits for no NAT route; preloaded images add containerd's side-load
+(started with the bootstrap or join) that the node's Ready waits for, and when every node is
+preloaded the rows whose ranges include pulls give way to their preloaded variants
+(durations.PRELOADED_VARIANTS). The node script reaches AWS's APIs (secrets, a worker's token)
+before it bootstraps or joins: through the stack's interface endpoints where it has them, else
+through the NAT routes.
+
 `what_if` variants are the choices that would shorten it (the driver modes of docs/adr/0018), so
 the plan can say what each one saves (components/plan/timeline_render.py prints them).
 """
@@ -25,13 +33,16 @@ the plan can say what each one saves (components/plan/timeline_render.py prints 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import yaml
+
 from components.plan.artifacts import RELEASE, local_chart, user_data
-from components.plan.durations import DURATIONS, Duration
+from components.plan.durations import DURATIONS, PRELOADED_VARIANTS, Duration
 from components.plan.mockengine import Recorded
 from components.plan.run import Plan
 from components.settings.platforms import traits
@@ -46,6 +57,11 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NLB = "aws:lb/loadBalancer:LoadBalancer"
 TARGET_ATTACHMENT = "aws:lb/targetGroupAttachment:TargetGroupAttachment"
 NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
+NAT_ROUTE_TYPE = "aws:ec2/route:Route"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+# AWS APIs components/aws/scripts/ck8s-node.sh calls before its bootstrap or join: Secrets Manager
+# (PKI, join auth), Elastic Load Balancing (the API's name), EC2 (peers), SSM (a worker's token).
+NODE_SCRIPT_APIS = ("secretsmanager", "elasticloadbalancing", "ec2", "ssm")
 DRIVER_MODES = ("compiled", "precompiled", "host")
 DRA_CHART = "dra-driver-nvidia-gpu"
 
@@ -99,6 +115,78 @@ class Step:
     def duration(self) -> Duration:
         row = DURATIONS[self.key]
         return row if self.seconds is None else replace(row, low=self.seconds, high=self.seconds)
+
+
+# --------------------------------------------------------------------------------------------
+# a node's boot media, from its user-data
+
+
+@dataclass(frozen=True)
+class NodeMedia:
+    """What a node boots with, as its user-data's env file says (components/aws/userdata.py):
+    `CK8S_SNAP_SOURCE=image|store` (image: `snap ack` + `snap install ./k8s_<rev>.snap` from the
+    AMI's disk), `CK8S_IMAGES_PRELOADED=1|0` (containerd side-loads the AMI's tarballs),
+    `CK8S_OFFLINE=1|0`, `CK8S_REGISTRY_MIRROR=<host/path or empty>`. Absent: store, pulled, online."""
+
+    snap_from_image: bool = False
+    images_preloaded: bool = False
+    offline: bool = False
+    mirror: str = ""
+
+
+_MEDIA_VALUES = {"CK8S_SNAP_SOURCE": ("image", "store"), "CK8S_IMAGES_PRELOADED": ("1", "0"),
+                 "CK8S_OFFLINE": ("1", "0")}
+_ASSIGNMENT = re.compile(r"^(?:export\s+)?(CK8S_[A-Z0-9_]+)=(.*)$")
+
+
+def _env_texts(text: str) -> list[str]:
+    """The env files of a cloud-config (write_files ending `.env`), else the text itself (a script)."""
+    if text.startswith("#cloud-config"):
+        doc = yaml.safe_load(text)
+        files = doc.get("write_files") if isinstance(doc, dict) else None
+        return [str(f.get("content", "")) for f in files or []
+                if isinstance(f, dict) and str(f.get("path", "")).endswith(".env")]
+    return [text]
+
+
+def env_assignments(text: str) -> dict[str, str]:
+    """`CK8S_*=value` lines of a node's env file; values the shell would expand (`$`) are skipped."""
+    out: dict[str, str] = {}
+    for env in _env_texts(text):
+        for line in env.splitlines():
+            m = _ASSIGNMENT.match(line.strip())
+            if m is None or "$" in m.group(2):
+                continue
+            words = shlex.split(m.group(2))
+            out[m.group(1)] = words[0] if words else ""
+    return out
+
+
+def node_media(text: str | None) -> NodeMedia:
+    """A node's media from its decoded user-data; None (no user-data, or a secret one): the store
+    and registries, as before node images carried them. A value outside the contract is refused."""
+    env = env_assignments(text) if text else {}
+    bad = [f"{k}={env[k]!r} (expected {' or '.join(allowed)})" for k, allowed in _MEDIA_VALUES.items()
+           if k in env and env[k] not in allowed]
+    if bad:
+        raise ValueError("node user-data: " + "; ".join(bad))
+    m = NodeMedia(env.get("CK8S_SNAP_SOURCE") == "image", env.get("CK8S_IMAGES_PRELOADED") == "1",
+                  env.get("CK8S_OFFLINE") == "1", env.get("CK8S_REGISTRY_MIRROR", ""))
+    # components/settings/offline_rules.py refuses these stacks; a user-data saying so is not one of ours.
+    if m.offline and not m.snap_from_image:
+        raise ValueError("node user-data: CK8S_OFFLINE=1 with CK8S_SNAP_SOURCE=store (an offline node cannot reach "
+                         "the Snap Store)")
+    if m.offline and not m.images_preloaded:
+        raise ValueError("node user-data: CK8S_OFFLINE=1 with CK8S_IMAGES_PRELOADED=0 (offline nodes carry every "
+                         "image)")
+    return m
+
+
+def describe_media(m: NodeMedia) -> str:
+    snap = "snap from the image" if m.snap_from_image else "snap from the Snap Store"
+    images = ("images preloaded (containerd side-loads them)" if m.images_preloaded
+              else f"images pulled from {m.mirror or 'their registries'}")
+    return ", ".join([snap, images, *(["offline"] if m.offline else [])])
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,6 +302,19 @@ def block_waits(settings: Any, now: datetime) -> dict[str, float]:
     return out
 
 
+def nat_routes(custom: Iterable[Recorded]) -> list[str]:
+    """The routes through NAT gateways: how a private node reaches the internet (Snap Store, registries)."""
+    return [r.urn for r in custom if r.type == NAT_ROUTE_TYPE and r.inputs.get("natGatewayId")]
+
+
+def api_reach(custom: Iterable[Recorded], internet: list[str]) -> list[str]:
+    """What a node waits for before its script can call AWS's APIs: the stack's interface endpoints
+    for them (components/aws/endpoints.py) where it makes any, else the NAT routes."""
+    endpoints = [r.urn for r in custom if r.type == VPC_ENDPOINT and r.inputs.get("vpcEndpointType") == "Interface"
+                 and str(r.inputs.get("serviceName", "")).rsplit(".", 1)[-1] in NODE_SCRIPT_APIS]
+    return endpoints or internet
+
+
 def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = "compiled",
                 prefix: str = "", waits: Mapping[str, float] | None = None) -> list[Step]:
     """One step per planned custom resource plus the synthetic node and GPU Operator steps.
@@ -254,28 +355,52 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
             chart=chart_name(r) if r.type == RELEASE else "")
 
     custom = [r for r in resources if r.custom]
-    # Nodes reach the internet (snap store, image registries) through the NAT gateways' routes.
-    internet = [r.urn for r in custom if r.type == "aws:ec2/route:Route" and r.inputs.get("natGatewayId")]
+    internet = nat_routes(custom)
+    apis = api_reach(custom, internet)
+    media_of = {r.urn: node_media(user_data(r)) for r in custom if r.type in (INSTANCE, LAUNCH_TEMPLATE)}
+    if media_of and all(m.images_preloaded for m in media_of.values()):
+        # Every node carries every image: the rows whose ranges include pulls give way to their variants.
+        for sid, st in steps.items():
+            if st.key in PRELOADED_VARIANTS:
+                steps[sid] = replace(st, key=PRELOADED_VARIANTS[st.key])
+
+    def node(name: str, media: NodeMedia, launched: str, member: tuple[str, str],
+             waits_for: list[str]) -> tuple[str, str]:
+        """A node's first boot: boot, snap install, bootstrap or join (`member`: name, row), Ready."""
+        boot = synthetic(f"{name} boot", "node-boot", [launched])
+        if media.snap_from_image:  # from the image's disk: no Snap Store, so no NAT route to wait for
+            snap = synthetic(f"{name} snap install", "snap-install-local", [boot])
+        else:
+            snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
+        # The script fetches its secrets (and a worker its token) from AWS's APIs before it starts k8s.
+        begin = [snap, *waits_for, *apis]
+        joined = synthetic(f"{name} {member[0]}", member[1], begin)
+        ready_deps = [joined]
+        # k8sd starts containerd in its bootstrap and join hooks (k8s-snap release-1.34
+        # src/k8s/pkg/k8sd/app/cluster_util.go), and its side-load plugin imports the tarballs then.
+        if media.images_preloaded:
+            ready_deps.append(synthetic(f"{name} containerd side-load", "containerd-sideload", begin))
+        elif not media.offline:
+            ready_deps += internet  # Cilium's images come from their registries (a mirror: taken as reached alike)
+        ready = synthetic(f"{name} node Ready", "node-ready-cni-preloaded" if media.images_preloaded
+                          else "node-ready-cni", ready_deps)
+        return joined, ready
+
     control_planes = sorted((r for r in custom if r.type == INSTANCE
                              and (r.inputs.get("tags") or {}).get("ck8s-gpu/role") == "control-plane"),
                             key=_cp_index)
     api_ready_of = {i.urn: [r for r in custom if r.type == API_READY and i.urn in deps[r.urn]]
                     for i in control_planes}
-    node_ready: list[str] = []  # per control plane, in join order
     members: list[str] = []  # bootstrap or join step per control plane, in join order
     bootstrapped = ""  # the bootstrap step: from then on a control plane mints worker tokens
     for cp in control_planes:
         n, name = _cp_index(cp), short(cp.name)
         first = _is_bootstrap(cp, n)
-        boot = synthetic(f"{name} boot", "node-boot", [cp.urn])
-        snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
-        if first:
-            member = synthetic(f"{name} k8s bootstrap", "k8s-bootstrap", [snap])
-        else:  # k8sd refuses a control-plane join while another one runs: one after another
-            member = synthetic(f"{name} k8s join", "k8s-join-control-plane", [snap, *members[-1:]])
+        # k8sd refuses a control-plane join while another one runs: one after another
+        member, ready = node(name, media_of[cp.urn], cp.urn,
+                             ("k8s bootstrap", "k8s-bootstrap") if first else ("k8s join", "k8s-join-control-plane"),
+                             [] if first else members[-1:])
         members.append(member)
-        ready = synthetic(f"{name} node Ready", "node-ready-cni", [member])
-        node_ready.append(ready)
         healthy = ""
         for tga in (r for r in custom if r.type == TARGET_ATTACHMENT and cp.urn in deps[r.urn]):
             registered = synthetic(f"{name} NLB target registered", "nlb-target-registration", [tga.urn])
@@ -298,11 +423,11 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
             launched = synthetic(f"{name} instances launch", "aws-asg-capacity", [asg.urn, *filter(None, [block])])
         elif block:
             deps[asg.urn].add(block)  # the create waits for instances: they come at the block's start
-        boot = synthetic(f"{name} boot", "node-boot", [launched])
-        snap = synthetic(f"{name} snap install", "snap-install", [boot, *internet])
+        template = next((d for d in sorted(deps[asg.urn]) if steps[d].type == LAUNCH_TEMPLATE), "")
         # The join loop waits for a control plane that answers the mint document (bootstrapped).
-        join = synthetic(f"{name} k8s join", "k8s-join-worker", [snap, *([bootstrapped] if bootstrapped else [])])
-        gpu_ready.append(synthetic(f"{name} node Ready", "node-ready-cni", [join]))
+        _, ready = node(name, media_of.get(template, NodeMedia()), launched, ("k8s join", "k8s-join-worker"),
+                        [bootstrapped] if bootstrapped else [])
+        gpu_ready.append(ready)
 
     drivers: list[str] = []
     for wait in (r for r in custom if r.type == CLUSTER_POLICY_READY):
@@ -387,6 +512,8 @@ class Timeline:
     prerequisites: list[str] = field(default_factory=list)
     # What makes the modeled `up` fail or wait (a Capacity Block starting after the ASG's timeout).
     warnings: list[str] = field(default_factory=list)
+    # Each node's boot media (control plane or pool, names as in the steps), from its user-data.
+    media: dict[str, NodeMedia] = field(default_factory=dict)
 
     @property
     def total(self) -> tuple[float, float]:
@@ -407,6 +534,11 @@ class Timeline:
 
     def estimates_on_path(self) -> list[Step]:
         return [self.steps[i] for i in self.path if self.steps[i].duration.kind == "estimate"]
+
+    def nat_on_path(self, bound: str = "high") -> list[Step]:
+        """NAT gateways on the critical path by `bound` (high: upper bounds, low: lower bounds)."""
+        return [self.steps[i] for i in (self.path if bound == "high" else self.path_low)
+                if self.steps[i].key == "aws-nat"]
 
 
 def make_timeline(stack: str, steps: list[Step], driver_mode: str = "compiled", prefix: str = "") -> Timeline:
@@ -511,6 +643,20 @@ def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:
     return out
 
 
+def node_media_by_name(resources: list[Recorded], prefix: str = "") -> dict[str, NodeMedia]:
+    """Control planes (`cp-0`) and pools (`pool l4`, through their launch template) -> boot media."""
+    by_urn = {r.urn: r for r in resources}
+    out: dict[str, NodeMedia] = {}
+    for r in sorted((r for r in resources if r.custom and r.type == INSTANCE
+                     and (r.inputs.get("tags") or {}).get("ck8s-gpu/role") == "control-plane"), key=_cp_index):
+        out[r.name[len(prefix):] if prefix and r.name.startswith(prefix) else r.name] = node_media(user_data(r))
+    for asg in (r for r in resources if r.custom and r.type == ASG):
+        template = next((by_urn[d] for d in sorted(asg.dependencies)
+                         if d in by_urn and by_urn[d].type == LAUNCH_TEMPLATE), None)
+        out[f"pool {_pool_name(asg)}"] = node_media(user_data(template)) if template is not None else NodeMedia()
+    return out
+
+
 def timeline_for_plan(plan: Plan, now: datetime | None = None) -> Timeline:
     """The timeline of a `components.plan.run.Plan`, with its what-ifs. `now`: when `up` would
     start (a Capacity Block's wait is measured from it); None: the clock."""
@@ -521,6 +667,7 @@ def timeline_for_plan(plan: Plan, now: datetime | None = None) -> Timeline:
     steps = build_steps(plan.resources, platform=settings.platform, driver_mode=mode, prefix=prefix, waits=waits)
     tl = make_timeline(plan.stack, steps, mode, prefix)
     tl.warnings = block_warnings(tl, plan.resources)
+    tl.media = node_media_by_name(plan.resources, prefix)
     tl.what_ifs = what_if_results(plan.stack, steps, tl.total)
     if mode == "host" and settings.platform == "aws":
         tl.prerequisites = [

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from components.cli.main import main
-from components.plan.timeline import SMOKE_RUN, Step, make_timeline
+from components.plan.timeline import SMOKE_RUN, Step, Timeline, make_timeline, what_if_results
 from components.plan.timeline_render import clock, mermaid_gantt, span, timeline_markdown
 
 from .conftest import timeline
@@ -46,20 +47,32 @@ def test_gantt_switches_to_hours_past_one_hour() -> None:
     assert "axisFormat %H:%M" in chart and "    a  with colon   and hash :crit, 0, 300000" in chart
 
 
+def compiled(tl: Timeline) -> Timeline:
+    """The same graph with the driver compiled on the node: a stack that has what-ifs to show."""
+    steps = [replace(s, key="gpu-driver-compiled", name="GPU Operator driver (compiled)")
+             if s.key.startswith("gpu-driver-") else s for s in tl.steps.values()]
+    out = make_timeline(tl.stack, steps, "compiled", tl.prefix)
+    out.what_ifs = what_if_results(tl.stack, steps, out.total)
+    return out
+
+
 def test_timeline_markdown_has_summary_gantt_path_and_sources() -> None:
-    text = timeline_markdown(timeline("aws-prod"))
+    text = timeline_markdown(compiled(timeline("aws-prod")))
     assert text.startswith("# Timeline: aws-prod\n")
     for heading in ("## Critical path (upper bounds)", "## What would shorten it", "## Durations on the path"):
         assert heading in text
     assert "```mermaid\ngantt" in text and "| `gpu-driver-compiled` |" in text
+    assert "## What would shorten it" not in timeline_markdown(timeline("aws-prod"))  # host driver: nothing
 
 
 def test_plan_timeline_prints_the_path_and_writes_timeline_md(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack", "aws-prod", "--quiet", "--timeline", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Modeled time to smoke pass (aws-prod): " in out and "Dominating step: GPU Operator driver" in out
-    assert "host-driver:" in out
+    assert "Modeled time to smoke pass (aws-prod): " in out and "Dominating step: " in out
+    assert ("Node media: cp-0, cp-1, cp-2, pool l40s, pool h100: snap from the image, images preloaded "
+            "(containerd side-loads them)") in out
+    assert "NAT gateway on the critical path: none by upper bounds" in out
     assert (tmp_path / "timeline.md").read_text().startswith("# Timeline: aws-prod")
     assert (tmp_path / "resources.json").is_file()
 

@@ -60,20 +60,20 @@ def test_what_ifs_only_ever_shorten_it(stack_timeline: Timeline) -> None:
         assert w.total[1] < tl.total[1] and w.saved[1] == tl.total[1] - w.total[1]
 
 
-def test_aws_prod_waits_for_its_nodes_and_the_compiled_driver() -> None:
+def test_aws_prod_waits_for_its_nodes_and_boots_the_driver_with_the_image() -> None:
     tl = timeline("aws-prod")
     names = [tl.steps[i].name for i in tl.path]
-    assert tl.driver_mode == "compiled" and tl.prefix == "ck8s-prod-us-east-1-"
-    for expected in ("cp-0 snap install", "cp-0 k8s bootstrap", "GPU Operator driver (compiled)",
+    assert tl.driver_mode == "host" and tl.prefix == "ck8s-prod-us-east-1-"
+    for expected in ("cp-0 snap install", "cp-0 k8s bootstrap", "GPU Operator driver (host)",
                      "GPU Operator container toolkit"):
         assert expected in names
-    assert names.index("cp-0 k8s bootstrap") < names.index("GPU Operator driver (compiled)")
-    # the driver needs a GPU node (joined after the bootstrap) and the operator's release
-    driver = tl.steps["synthetic:GPU Operator driver (compiled)"]
+    assert names.index("cp-0 k8s bootstrap") < names.index("GPU Operator driver (host)")
+    # the driver step needs a GPU node (joined after the bootstrap) and the operator's release
+    driver = tl.steps["synthetic:GPU Operator driver (host)"]
     assert any(d.startswith("synthetic:pool ") and d.endswith(" node Ready") for d in driver.deps)
     assert any(tl.steps[d].chart == "gpu-operator" for d in driver.deps)
-    assert {w.what_if.name for w in tl.what_ifs} == {"precompiled-driver", "host-driver"}
-    assert tl.prerequisites == []
+    assert tl.what_ifs == [] and driver.duration.high == 0
+    assert {p.split(" boots ")[0] for p in tl.prerequisites} == {"pool l40s", "pool h100"}
 
 
 def test_aws_dev_boots_the_driver_with_the_image() -> None:
@@ -165,3 +165,59 @@ def test_the_printed_table_lists_the_shown_path(stack_timeline: Timeline) -> Non
     assert any(line.startswith("Dominating step: ") for line in lines)
     rows = [line for line in lines if line.strip()[:1].isdigit()]
     assert len(rows) == len(shown_path(stack_timeline))
+
+
+# --------------------------------------------------------------------------------------------
+# issue 29: node images that carry the snap and every image
+
+
+# aws-dev models 10m05s at the upper bounds, 5 s over issue 29's 10 minutes: its path holds the
+# worker join's two failure limits (30 SSM polls x 2 s + the k8s CLI's 90 s, k8s-join-worker) and
+# four estimates; no row was shrunk without a source to reach the target. strict: the day the model
+# meets it, this xfail fails and must go.
+AWS_DEV_OVER = pytest.mark.xfail(strict=True, reason="aws-dev models 10m05s > 10m (docs/benchmarks.md)")
+
+
+@pytest.mark.parametrize(("stack", "bound"), [pytest.param("aws-dev", 600, marks=AWS_DEV_OVER), ("aws-prod", 900)])
+def test_aws_stacks_reach_the_smoke_pass_within_the_issues_bound(stack: str, bound: int) -> None:
+    tl = timeline(stack)
+    upper = tl.total[1]
+    estimates = sorted({s.key for s in tl.estimates_on_path()})
+    # every estimate on the path is named as one where `plan --timeline` prints it
+    lines = text_lines(tl)
+    if estimates:
+        line = next(x for x in lines if x.startswith("Estimates on the path"))
+        assert all(f"[{key}]" in line for key in estimates)
+    assert upper <= bound, f"{stack}: {upper:.0f} s at the upper bounds > {bound} s; estimates on the path: {estimates}"
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-prod", "aws-airgap"])
+def test_every_node_boots_the_snap_and_the_images_from_its_image(stack: str) -> None:
+    tl = timeline(stack)
+    assert tl.media and all(m.snap_from_image and m.images_preloaded for m in tl.media.values())
+    keys = {s.key for s in tl.steps.values()}
+    assert {"snap-install-local", "containerd-sideload", "node-ready-cni-preloaded", "smoke-run-preloaded"} <= keys
+    assert not keys & {"snap-install", "node-ready-cni", "smoke-run", "helm-gpu-operator", "helm-remote"}
+    assert all(m.offline for m in tl.media.values()) == (stack == "aws-airgap")
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-prod"])
+def test_the_nat_gateway_is_off_the_critical_path(stack: str) -> None:
+    """The stacks still create NAT gateways; with the snap and the images on the node images, no
+    snap install, side-load or node Ready waits for their routes. The bootstrap and joins still do,
+    for AWS's APIs (no VPC endpoints in these stacks), but the node's own boot takes longer."""
+    tl = timeline(stack)
+    nats = {s.id for s in tl.steps.values() if s.key == "aws-nat"}
+    routes = {s.id for s in tl.steps.values() if s.type == "aws:ec2/route:Route" and nats & set(s.deps)}
+    assert nats and routes
+    assert not nats & set(tl.path) and tl.nat_on_path("high") == []
+    waiting = {s.key for s in tl.steps.values() if s.synthetic and routes & set(s.deps)}
+    assert waiting == {"k8s-bootstrap", "k8s-join-worker", "containerd-sideload"} | (
+        {"k8s-join-control-plane"} if stack == "aws-prod" else set())
+    assert "NAT gateway on the critical path: none by upper bounds" in "\n".join(text_lines(tl))
+
+
+def test_the_airgapped_stack_has_no_nat_and_waits_for_its_endpoints() -> None:
+    tl = timeline("aws-airgap")
+    assert not any(s.key == "aws-nat" for s in tl.steps.values())
+    assert not any(line.startswith("NAT gateway") for line in text_lines(tl))
