@@ -650,7 +650,8 @@ def node_media_by_name(resources: list[Recorded], prefix: str = "") -> dict[str,
     for r in sorted((r for r in resources if r.custom and r.type == INSTANCE
                      and (r.inputs.get("tags") or {}).get("ck8s-gpu/role") == "control-plane"), key=_cp_index):
         out[r.name[len(prefix):] if prefix and r.name.startswith(prefix) else r.name] = node_media(user_data(r))
-    for asg in (r for r in resources if r.custom and r.type == ASG):
+    # Pools by name: the engine registers them in parallel, in no fixed order.
+    for asg in sorted((r for r in resources if r.custom and r.type == ASG), key=_pool_name):
         template = next((by_urn[d] for d in sorted(asg.dependencies)
                          if d in by_urn and by_urn[d].type == LAUNCH_TEMPLATE), None)
         out[f"pool {_pool_name(asg)}"] = node_media(user_data(template)) if template is not None else NodeMedia()

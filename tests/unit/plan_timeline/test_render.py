@@ -70,7 +70,7 @@ def test_plan_timeline_prints_the_path_and_writes_timeline_md(tmp_path: Path,
     assert main(["plan", "--stack", "aws-prod", "--quiet", "--timeline", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Modeled time to smoke pass (aws-prod): " in out and "Dominating step: " in out
-    assert ("Node media: cp-0, cp-1, cp-2, pool l40s, pool h100: snap from the image, images preloaded "
+    assert ("Node media: cp-0, cp-1, cp-2, pool h100, pool l40s: snap from the image, images preloaded "
             "(containerd side-loads them)") in out
     assert "NAT gateway on the critical path: none by upper bounds" in out
     assert (tmp_path / "timeline.md").read_text().startswith("# Timeline: aws-prod")
