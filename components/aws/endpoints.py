@@ -51,7 +51,7 @@ class Endpoint:
     china_prefix: bool | None
     cli: str = ""  # the aws-cli command name when it differs from `service` (elbv2)
     # Made only for stacks whose images.mirror is this Region's ECR (components/settings/
-    # offline_rules.py ECR_HOST): the registry API and the token its containerd auth needs.
+    # offline_rules.py ecr_mirror): the registry API and the token its containerd auth needs.
     ecr_mirror_only: bool = False
 
 
@@ -114,17 +114,17 @@ def service_name(region: str, endpoint: Endpoint) -> str | None:
     return None
 
 
-def ecr_mirror(s: Settings) -> bool:
+def ecr_mirror_here(s: Settings) -> bool:
     """Whether the stack's mirror is an ECR registry in its own Region (served by ecr.* endpoints)."""
-    from components.settings.offline_rules import ECR_HOST
+    from components.settings.offline_rules import ecr_mirror
 
-    m = ECR_HOST.match(s.images.mirror or "")
-    return m is not None and m.group(2) == s.region
+    ecr = ecr_mirror(s.images.mirror)
+    return ecr is not None and ecr.region == s.region
 
 
 def relevant(s: Settings) -> tuple[Endpoint, ...]:
     """The endpoints this stack's nodes call: the ECR ones only with an ECR mirror."""
-    return tuple(e for e in ENDPOINTS if not e.ecr_mirror_only or ecr_mirror(s))
+    return tuple(e for e in ENDPOINTS if not e.ecr_mirror_only or ecr_mirror_here(s))
 
 
 def endpoint_problems(s: Settings) -> Iterator[Problem]:

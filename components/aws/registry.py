@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.settings.model import Settings
-from components.settings.offline_rules import ECR_HOST
+from components.settings.offline_rules import ecr_mirror
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,16 @@ def cache_rules(s: Settings) -> list[CacheRule]:
 
 
 def mirror_pull_statements(s: Settings) -> list[dict[str, object]]:
-    """What a node's role needs to pull through an ECR mirror in its own Region ([] otherwise):
-    the token (no resource-level scoping), the pulls on the mirror's upstream folders only, and,
-    with cache rules, the first pull's repository creation and import there."""
-    m = ECR_HOST.match(s.images.mirror or "")
-    if m is None or m.group(2) != s.region:
+    """What a node's role needs to pull through an ECR mirror, in whatever Region and under
+    whatever repository prefix it is ([] when the mirror is not ECR): the token (no resource-level
+    scoping), the pulls on the mirror's upstream folders only, and, with cache rules, the first
+    pull's repository creation and import there."""
+    ecr = ecr_mirror(s.images.mirror)
+    if ecr is None:
         return []
-    account, region = m.group(1), m.group(2)
-    partition = "aws-cn" if m.group(3) else ("aws-us-gov" if region.startswith("us-gov-") else "aws")
-    repos = [f"arn:{partition}:ecr:{region}:{account}:repository/{u.host}/*" for u in UPSTREAMS]
+    account, region, partition = ecr.account, ecr.region, ecr.partition
+    prefix = f"{ecr.path}/" if ecr.path else ""
+    repos = [f"arn:{partition}:ecr:{region}:{account}:repository/{prefix}{u.host}/*" for u in UPSTREAMS]
     statements: list[dict[str, object]] = [
         {"Sid": "MirrorToken", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"},
         {"Sid": "PullFromMirror", "Effect": "Allow", "Action": list(PULL_ACTIONS), "Resource": repos},

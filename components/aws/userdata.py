@@ -30,7 +30,7 @@ from components.instance_types import arch_for_instance_type
 from components.labels import EFA_NODE_LABEL, POOL_TAG
 from components.nodes import gpu_node_labels
 from components.settings.model import MirrorUpstream, NodePoolSettings, Settings, Taint
-from components.settings.offline_rules import ECR_HOST
+from components.settings.offline_rules import ecr_mirror
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
 
@@ -171,13 +171,13 @@ def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) ->
 def image_supply(settings: Settings) -> dict[str, Any]:
     """ClusterBoot's boot-media fields from kubernetes.snap.fromImage, images and offline."""
     pin, im = settings.kubernetes.snap, settings.images
-    ecr = ECR_HOST.match((im.mirror or "").split("/", 1)[0])
+    ecr = ecr_mirror(im.mirror)
     return {
         "snap_from_image": bool(pin and pin.from_image),
         "images_preloaded": im.preloaded,
         "mirror": im.mirror or "",
         "mirror_upstreams": get_args(MirrorUpstream) if im.mirror else (),
-        "mirror_ecr_region": ecr.group(2) if ecr else "",
+        "mirror_ecr_region": ecr.region if ecr else "",
         "offline": settings.offline,
     }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from components.settings.model import Settings
 from components.settings.rules import ROOT, Problem, ami_problems, cut
@@ -23,6 +24,26 @@ ECR_HOST = re.compile(r"^(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?
 PTC_SECRET = re.compile(r"^arn:aws(-cn|-us-gov)?:secretsmanager:([a-z0-9-]+):(\d{12}):secret:"
                         r"ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+$")
 IMAGE_PROGRAM_PREFIX = "/ck8s-gpu/images/"
+
+
+@dataclass(frozen=True)
+class EcrMirror:
+    """images.mirror when it is an ECR registry: `<account>.dkr.ecr.<region>.amazonaws.com[/path]`."""
+
+    account: str
+    region: str
+    partition: str
+    path: str  # the repository prefix after the host ("" for none)
+
+
+def ecr_mirror(mirror: str | None) -> EcrMirror | None:
+    host, _, path = (mirror or "").partition("/")
+    m = ECR_HOST.match(host)
+    if m is None:
+        return None
+    region = m.group(2)
+    partition = "aws-cn" if m.group(3) else ("aws-us-gov" if region.startswith("us-gov-") else "aws")
+    return EcrMirror(m.group(1), region, partition, path)
 
 
 def _images(s: Settings) -> Iterator[Problem]:
@@ -43,15 +64,15 @@ def _images(s: Settings) -> Iterator[Problem]:
         yield (f"{ROOT}.smokeTest.registry", "images.mirror names the smoke test's registry too "
                                              "(<mirror>/docker.io/...): keep one of them")
     if im.pull_through_cache == "create":
-        m = ECR_HOST.match(im.mirror or "")
+        ecr = ecr_mirror(im.mirror)
         if im.mirror is None:
             yield (f"{path}.mirror", "required with pullThroughCache create: this account's ECR, "
                                      "<account>.dkr.ecr.<region>.amazonaws.com")
-        elif m is None:
+        elif ecr is None or ecr.path:
             yield (f"{path}.mirror", f"'{cut(im.mirror)}' is not an ECR registry host (<account>.dkr.ecr.<region>."
                                      "amazonaws.com, no path: the cache rules' prefixes are the upstream hosts)")
-        elif m.group(2) != s.region:
-            yield f"{path}.mirror", f"the registry is in {m.group(2)}; the cache rules are made in {s.region}"
+        elif ecr.region != s.region:
+            yield f"{path}.mirror", f"the registry is in {ecr.region}; the cache rules are made in {s.region}"
     for upstream, arn in sorted(im.credentials.items()):
         where = f"{path}.credentials.{upstream}"
         if im.pull_through_cache != "create":

@@ -67,12 +67,20 @@ def test_node_roles_pull_only_the_mirror_folders_and_fill_only_the_cache() -> No
             "ecr:BatchGetImage", "arn:aws:ecr:eu-west-1:210987654321:repository/nvcr.io/nvidia/gpu-operator"))
 
 
-def test_no_mirror_no_statement_and_another_regions_ecr_none_either() -> None:
+def test_no_ecr_mirror_no_statement_and_another_region_or_a_prefix_scopes_them() -> None:
+    """Pull statements follow the mirror: none without an ECR one; an ECR mirror in another Region
+    (reached through NAT) or under a repository prefix gets them there, and only there."""
     assert mirror_pull_statements(settings_for("aws-dev")) == []
-    other = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
-    assert mirror_pull_statements(settings_for("aws-dev", lambda r: r.update(images={"mirror": other}))) == []
     plain = settings_for("aws-dev", lambda r: r.update(images={"mirror": "harbor.internal:8443/mirror"}))
     assert mirror_pull_statements(plain) == []
+    other = "123456789012.dkr.ecr.us-east-1.amazonaws.com/platform"
+    policy = {"Version": "2012-10-17", "Statement": mirror_pull_statements(
+        settings_for("aws-dev", lambda r: r.update(images={"mirror": other})))}
+    repo = "arn:aws:ecr:us-east-1:123456789012:repository/"
+    assert allowed([policy], _request("ecr:BatchGetImage", repo + "platform/nvcr.io/nvidia/gpu-operator"))
+    assert not allowed([policy], _request("ecr:BatchGetImage", repo + "nvcr.io/nvidia/gpu-operator"))
+    assert not allowed([policy], _request(
+        "ecr:BatchGetImage", "arn:aws:ecr:eu-west-1:123456789012:repository/platform/nvcr.io/nvidia/gpu-operator"))
 
 
 def test_the_airgap_plan_has_no_nat_and_reaches_aws_and_its_mirror_through_endpoints() -> None:
