@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import pulumi
 
-from components import pins
-from components.settings.load import SettingsError
-from components.settings.model import Settings
+from . import pins
+from .settings.load import SettingsError
+from .settings.model import Settings
 
 Driver = Literal["operator", "precompiled", "host"]
 Scheduler = Literal["kai", "default"]
@@ -69,8 +69,8 @@ def _smoke(args: SmokeTestArgs | None) -> dict[str, Any]:
 
 
 def _settings(kind: str, name: str, raw: dict[str, Any], overrides: Mapping[str, Any]) -> Settings:
-    from components.addons.base import deep_merge
-    from components.validate import parse
+    from .addons.base import deep_merge
+    from .validate import parse
 
     try:
         return parse(deep_merge(raw, dict(overrides)), f"{kind} {name}")
@@ -143,9 +143,9 @@ class _GpuStack(pulumi.ComponentResource):
     smoke_report: pulumi.Output[Any]
 
     def _wire(self, name: str, settings: Settings, kubeconfig: pulumi.Input[str] | None) -> None:
-        from components.addons.addon_set import AddonSet
-        from components.platforms import make_cluster
-        from components.smoke.component import SmokeTest
+        from .addons.addon_set import AddonSet
+        from .platforms import make_cluster
+        from .smoke.component import SmokeTest
 
         child = pulumi.ResourceOptions(parent=self)
         cluster = make_cluster(f"{name}-cluster", settings, kubeconfig, opts=child)

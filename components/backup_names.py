@@ -5,7 +5,7 @@ name alone, so a rebuild derives the lost cluster's names from `restoreFrom.clus
 
 from __future__ import annotations
 
-from components.hashed_names import fit
+from .hashed_names import fit
 
 # The Secret the Velero chart creates from credentials.secretContents (chart value credentials.name).
 CREDENTIALS_SECRET = "velero-aws-credentials"

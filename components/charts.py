@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from components import PROJECT_DIR
+from . import PROJECT_DIR
 
 
 def _charts_dir() -> Path:

@@ -12,7 +12,7 @@ from typing import Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.cluster_facts import ClusterFacts
+from .cluster_facts import ClusterFacts
 
 
 class ClusterHandle(Protocol):

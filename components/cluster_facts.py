@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components import pins
-from components.settings.facts import pool_gpus
-from components.settings.model import Settings
+from . import pins
+from .settings.facts import pool_gpus
+from .settings.model import Settings
 
 
 @dataclass(frozen=True)

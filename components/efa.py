@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from components.instance_types import gpu_facts
-from components.settings.model import NodePoolSettings, PlacementSettings
+from .instance_types import gpu_facts
+from .settings.model import NodePoolSettings, PlacementSettings
 
 InterfaceType = Literal["interface", "efa", "efa-only"]
 

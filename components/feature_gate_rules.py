@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components import feature_gates as fg
-from components import pins
-from components.settings.model import Settings
-from components.settings.rules import ROOT, Problem
+from . import feature_gates as fg
+from . import pins
+from .settings.model import Settings
+from .settings.rules import ROOT, Problem
 
 
 def _absent(gate: fg.Gate, minor: int) -> bool:

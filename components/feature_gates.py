@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from components import pins
-from components.settings.facts import compute_domains_on
-from components.settings.model import Settings
+from . import pins
+from .settings.facts import compute_domains_on
+from .settings.model import Settings
 
 Component = Literal["kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet"]
 COMPONENTS: tuple[Component, ...] = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet")

@@ -6,9 +6,9 @@ endpoint and the last error. The verdicts and the timeout message are pure funct
 directly; the dynamic provider only does the I/O.
 
 The dynamic provider is pickled into the state by reference to this module
-(`components.k8s_ready._ApiReadyProvider`): the class must stay here under that name, and the
-process that runs it (started by the Pulumi engine in the project directory) must be able to
-import `components` — true when `pulumi up` runs from the project root.
+(`components.k8s_ready._ApiReadyProvider` in a checkout, `ck8s_gpu.k8s_ready._ApiReadyProvider`
+from the wheel: ADR 0044): the class must stay here under that name, and the process that runs it
+(started by the Pulumi engine in the project directory) must be able to import the package.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import pulumi
 import pulumi.dynamic
 import yaml
 
-from components.kube.errors import ApiFailure
-from components.kube.wait import Observation, WaitTimeout, poll
+from .kube.errors import ApiFailure
+from .kube.wait import Observation, WaitTimeout, poll
 
 # --------------------------------------------------------------------------------------------
 # pure decisions
@@ -102,7 +102,7 @@ def check_api_ready(
     node_selector: str | None = None,
 ) -> dict[str, Any]:
     """Poll until /readyz is ok and enough nodes are Ready. Returns the dynamic resource's outputs."""
-    from components.kube.client import api_client, http_get  # the kubernetes client is slow to import
+    from .kube.client import api_client, http_get  # the kubernetes client is slow to import
 
     endpoint = kubeconfig_endpoint(kubeconfig)
     try:

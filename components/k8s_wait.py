@@ -26,9 +26,9 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
-from components.kube.errors import ApiFailure
-from components.kube.wait import Observation, WaitTimeout, poll
+from .k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
+from .kube.errors import ApiFailure
+from .kube.wait import Observation, WaitTimeout, poll
 
 # --------------------------------------------------------------------------------------------
 # field paths
@@ -150,7 +150,7 @@ def wait_timeout_message(target: Target, endpoint: str, elapsed: float, attempts
 
 def wait_for(kubeconfig: str, target: Target, timeout_seconds: float) -> str:
     """Poll until the target's field equals the expected value; returns the observed value."""
-    from components.kube.client import api_client, http_get  # the kubernetes client is slow to import
+    from .kube.client import api_client, http_get  # the kubernetes client is slow to import
 
     endpoint = kubeconfig_endpoint(kubeconfig)
     keys = parse_field_path(target.jsonpath)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
-from components.settings.model import NodePoolSettings, Settings
+from .labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
+from .settings.model import NodePoolSettings, Settings
 
 
 def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:

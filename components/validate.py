@@ -14,22 +14,22 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from components import pins
-from components.addons import advertisers
-from components.addons.catalog import BY_NAME
-from components.addons.dra_driver import SHARING_FEATURE_GATES, gate_problems
-from components.addons.graph import AddonGraphError, install_graph
-from components.addons.kai_queues import topology_enabled, topology_problems
-from components.addons.kai_scheduler import FALLBACK_QUEUE
-from components.aws.endpoints import endpoint_problems
-from components.aws.inventory import planned_names
-from components.aws.launch_rules import launch_problems
-from components.aws.naming import NAME_RULES, tag_problems
-from components.aws.tags import node_tags
-from components.feature_gate_rules import feature_gate_problems
-from components.settings.facts import nested, truthy
-from components.settings.limits import limit_problems
-from components.settings.load import (
+from . import pins
+from .addons import advertisers
+from .addons.catalog import BY_NAME
+from .addons.dra_driver import SHARING_FEATURE_GATES, gate_problems
+from .addons.graph import AddonGraphError, install_graph
+from .addons.kai_queues import topology_enabled, topology_problems
+from .addons.kai_scheduler import FALLBACK_QUEUE
+from .aws.endpoints import endpoint_problems
+from .aws.inventory import planned_names
+from .aws.launch_rules import launch_problems
+from .aws.naming import NAME_RULES, tag_problems
+from .aws.tags import node_tags
+from .feature_gate_rules import feature_gate_problems
+from .settings.facts import nested, truthy
+from .settings.limits import limit_problems
+from .settings.load import (
     KNOWN_KEYS,
     KUBECONFIG_KEY,
     PROJECT,
@@ -38,8 +38,8 @@ from components.settings.load import (
     parse_model,
     read_stack_file,
 )
-from components.settings.model import Settings
-from components.settings.rules import (
+from .settings.model import Settings
+from .settings.rules import (
     ROOT,
     SHARING_UNSUPPORTED,
     Problem,
@@ -49,8 +49,8 @@ from components.settings.rules import (
     leaf_queues,
     region_problem,
 )
-from components.settings.secrets import mark_secrets, values_problems
-from components.smoke.cases import case_problems
+from .settings.secrets import mark_secrets, values_problems
+from .smoke.cases import case_problems
 
 
 def _smoke_sharing(s: Settings) -> Iterator[Problem]:
@@ -176,7 +176,7 @@ def _graph(s: Settings) -> Iterator[Problem]:
 
 def _platform(s: Settings) -> Iterator[Problem]:
     if s.platform == "kind":
-        from components.kind.config import kind_problems, render_kind_config
+        from .kind.config import kind_problems, render_kind_config
 
         yield from kind_problems(s)
         try:
@@ -189,12 +189,12 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
     """The smoke test's plan on the cluster's facts (the DRA API the Kubernetes version serves ...)."""
     if not s.smoke_test.enabled or s.gpu_stack.allocation != "dra":
         return  # the settings' own rule says the smoke test needs allocation dra
-    from components.cluster_facts import cluster_facts
-    from components.smoke.plan import smoke_plan
-    from components.smoke.values import SmokeConfigError
+    from .cluster_facts import cluster_facts
+    from .smoke.plan import smoke_plan
+    from .smoke.values import SmokeConfigError
 
     if s.platform == "kind":
-        from components.kind.config import kind_facts
+        from .kind.config import kind_facts
 
         facts = kind_facts(s)
     else:
@@ -277,7 +277,7 @@ def load_settings() -> Settings:
     """The running program's validated settings, or a clean RunError (no traceback) before any resource."""
     import pulumi
 
-    from components.settings.from_pulumi import is_config_secret, project_config
+    from .settings.from_pulumi import is_config_secret, project_config
 
     try:
         return from_config(project_config(PROJECT, frozenset({SETTINGS_KEY})), f"stack {pulumi.get_stack()}",

@@ -21,17 +21,17 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.addons.base import Addon, AddonContext, deep_merge
-from components.addons.catalog import BY_NAME, WIRED_VALUES
-from components.addons.cluster_policy_ready import ClusterPolicyReady
-from components.addons.crds import BY_CHART
-from components.addons.crds_first import CrdsFirst
-from components.addons.gpu_operator import CLUSTER_POLICY, expected_gpu_nodes, later_gpu_nodes, operator_digest
-from components.addons.graph import AddonGraphError, InstallGraph, contexts, install_graph
-from components.charts import release_chart_path
-from components.cluster import ClusterHandle
-from components.settings.model import Settings
-from components.settings.secrets import SecretText, redacted
+from ..charts import release_chart_path
+from ..cluster import ClusterHandle
+from ..settings.model import Settings
+from ..settings.secrets import SecretText, redacted
+from .base import Addon, AddonContext, deep_merge
+from .catalog import BY_NAME, WIRED_VALUES
+from .cluster_policy_ready import ClusterPolicyReady
+from .crds import BY_CHART
+from .crds_first import CrdsFirst
+from .gpu_operator import CLUSTER_POLICY, expected_gpu_nodes, later_gpu_nodes, operator_digest
+from .graph import AddonGraphError, InstallGraph, contexts, install_graph
 
 PSA = "pod-security.kubernetes.io"
 _LEVELS = ("restricted", "baseline", "privileged")

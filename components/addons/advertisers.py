@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.settings.facts import nested, truthy
+from ..settings.facts import nested, truthy
 
 # add-on -> ((values key, chart default), ...) that each turn on an advertiser on their own.
 DEVICE_PLUGIN_SWITCHES: dict[str, tuple[tuple[str, bool], ...]] = {

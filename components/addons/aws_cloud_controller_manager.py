@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .base import Addon, AddonContext
 
 NAME = "aws-cloud-controller-manager"
 NAMESPACE = "kube-system"  # the cluster's own: never created or relabelled by the add-on set

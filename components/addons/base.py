@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from components import pins
-from components.charts import chart_version
-from components.cluster_facts import ClusterFacts
-from components.settings.model import AddonSettings, ClusterCapability, Settings
+from .. import pins
+from ..charts import chart_version
+from ..cluster_facts import ClusterFacts
+from ..settings.model import AddonSettings, ClusterCapability, Settings
 
 # What an add-on needs from, or brings to, the cluster. A need is met by an enabled add-on that
 # provides it (which then becomes a dependency) or by the cluster itself (its platform, or
@@ -141,7 +141,7 @@ class Addon:
         values = self.values(ctx)
         mirror = ctx.settings.images.mirror
         if mirror is not None and self.chart_pin is not None:
-            from components.addons.image_catalog import mirror_values
+            from .image_catalog import mirror_values
 
             values = deep_merge(values, mirror_values(self.chart_pin, mirror, ctx.settings))
         return values

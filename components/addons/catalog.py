@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from components.addons import (
+from ..settings.facts import compute_domains_on
+from ..settings.model import Settings
+from . import (
     aws_cloud_controller_manager,
     dra_driver,
     efa_device_plugin,
@@ -21,9 +23,7 @@ from components.addons import (
     observability,
     velero,
 )
-from components.addons.base import Addon, Capability, Default
-from components.settings.facts import compute_domains_on
-from components.settings.model import Settings
+from .base import Addon, Capability, Default
 
 # Install order for humans (docs, plan); the real order comes from the dependency graph.
 ADDONS: tuple[Addon, ...] = (

@@ -40,10 +40,10 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
-from components.kube.errors import ApiFailure
-from components.kube.wait import Observation, WaitTimeout, poll
-from components.settings.model import parse_utc
+from ..k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
+from ..kube.errors import ApiFailure
+from ..kube.wait import Observation, WaitTimeout, poll
+from ..settings.model import parse_utc
 
 API = "nvidia.com/v1"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # state_manager.go commonGPULabelKey / commonGPULabelValue
@@ -209,7 +209,7 @@ def check_cluster_policy(kubeconfig: str, *, name: str, namespace: str, min_gpu_
                          settle_seconds: float = SETTLE_SECONDS, clock: Callable[[], float] = time.monotonic,
                          sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """Poll until the ClusterPolicy is ready by `judge` on a fresh status. Returns the outputs."""
-    from components.kube.client import api_client, http_get  # the kubernetes client is slow to import
+    from ..kube.client import api_client, http_get  # the kubernetes client is slow to import
 
     endpoint = kubeconfig_endpoint(kubeconfig)
     try:

@@ -86,7 +86,7 @@ def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float 
 
     from kubernetes import client
 
-    from components.kube.client import api_client
+    from ..kube.client import api_client
 
     api = client.ApiextensionsV1Api(api_client(kubeconfig))
     names = []

@@ -11,13 +11,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from components import pins
-from components.addons.base import Addon
-from components.addons.catalog import ADDONS, LEFT_OUT, PLATFORM_CAPABILITIES, PLATFORM_DEFAULTS, PLATFORMS
-from components.addons.crds import CRD_HANDLING
-from components.atomic import write_text_atomic
-from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
-from components.settings import parse_settings
+from .. import pins
+from ..atomic import write_text_atomic
+from ..labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from ..settings import parse_settings
+from .base import Addon
+from .catalog import ADDONS, LEFT_OUT, PLATFORM_CAPABILITIES, PLATFORM_DEFAULTS, PLATFORMS
+from .crds import CRD_HANDLING
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "addons.md"
 

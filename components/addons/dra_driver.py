@@ -17,16 +17,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components import pins
-from components.addons.base import Addon, AddonContext, Capability
-from components.addons.dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
-from components.addons.dra_driver_gates import feature_gates, partition_problems, problems
-from components.addons.gpu_operator import driver_root
-from components.labels import DRA_NODE_LABEL
-from components.nodes import gpu_tolerations
-from components.settings.facts import compute_domains_on
-from components.settings.model import Settings
-from components.settings.rules import Problem
+from .. import pins
+from ..labels import DRA_NODE_LABEL
+from ..nodes import gpu_tolerations
+from ..settings.facts import compute_domains_on
+from ..settings.model import Settings
+from ..settings.rules import Problem
+from .base import Addon, AddonContext, Capability
+from .dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
+from .dra_driver_gates import feature_gates, partition_problems, problems
+from .gpu_operator import driver_root
 
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
 NAMESPACE = "nvidia-dra-driver-gpu"
@@ -92,7 +92,7 @@ def _check(settings: Settings) -> tuple[str, ...]:
 def gate_problems(settings: Settings) -> Iterator[Problem]:
     """A rule of components/validate.py: what the driver at the version this stack installs refuses in
     its gates (only where this stack installs it), and NVLink partitions without DRA allocation."""
-    from components.addons.selected import installs  # the catalog imports this module
+    from .selected import installs  # the catalog imports this module
 
     yield from partition_problems(settings)
     if installs(settings, ADDON.name):

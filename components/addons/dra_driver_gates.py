@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from components.addons.base import version_tuple
-from components.feature_gates import gpu_health_on
-from components.settings.facts import nested, truthy
-from components.settings.model import Settings
-from components.settings.rules import ROOT, Problem
+from ..feature_gates import gpu_health_on
+from ..settings.facts import nested, truthy
+from ..settings.model import Settings
+from ..settings.rules import ROOT, Problem
+from .base import version_tuple
 
 # The driver refuses a GpuConfig sharing strategy whose gate is off ("... is selected as the GPU
 # sharing strategy, but the ... feature gate is not enabled": api/nvidia.com/resource/v1beta1/

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext
-from components.efa import efa_enabled
-from components.labels import EFA_NODE_LABEL
-from components.nodes import pool_tolerations
-from components.settings.model import NodePoolSettings, Settings
+from ..efa import efa_enabled
+from ..labels import EFA_NODE_LABEL
+from ..nodes import pool_tolerations
+from ..settings.model import NodePoolSettings, Settings
+from .base import Addon, AddonContext
 
 NAME = "aws-efa-k8s-device-plugin"
 NAMESPACE = "aws-efa"

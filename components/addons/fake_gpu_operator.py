@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext, Capability
-from components.cluster_facts import GpuPoolFacts
-from components.labels import SIMULATED_POOL_LABEL
-from components.nodes import gpu_tolerations
-from components.settings.model import Settings
+from ..cluster_facts import GpuPoolFacts
+from ..labels import SIMULATED_POOL_LABEL
+from ..nodes import gpu_tolerations
+from ..settings.model import Settings
+from .base import Addon, AddonContext, Capability
 
 NAMESPACE = "gpu-operator"  # what KAI's own CI uses; also where observability looks for the exporter
 

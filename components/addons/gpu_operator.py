@@ -10,11 +10,11 @@ import hashlib
 import json
 from typing import Any
 
-from components import pins
-from components.addons.base import Addon, AddonContext, Capability
-from components.labels import DRA_NODE_LABEL
-from components.nodes import gpu_tolerations
-from components.settings.model import NodePoolSettings, Settings
+from .. import pins
+from ..labels import DRA_NODE_LABEL
+from ..nodes import gpu_tolerations
+from ..settings.model import NodePoolSettings, Settings
+from .base import Addon, AddonContext, Capability
 
 NAMESPACE = "gpu-operator"
 CLUSTER_POLICY = "cluster-policy"  # the one ClusterPolicy the chart deploys (clusterPolicy.deployCR)

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from components.addons import advertisers
-from components.addons.base import Addon, AddonContext, Capability
-from components.addons.catalog import ADDONS, PLATFORM_CAPABILITIES, platform_default
-from components.cluster_facts import ClusterFacts, cluster_facts
-from components.settings.model import Settings
+from ..cluster_facts import ClusterFacts, cluster_facts
+from ..settings.model import Settings
+from . import advertisers
+from .base import Addon, AddonContext, Capability
+from .catalog import ADDONS, PLATFORM_CAPABILITIES, platform_default
 
 
 class AddonGraphError(ValueError):

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components import pins
-from components.settings.model import Settings
+from .. import pins
+from ..settings.model import Settings
 
 # Registry hosts a pod must not pull from with the mirror on (the offline policy refuses them).
 # Docker Hub answers under three names; a reference without a host means Docker Hub.
@@ -426,15 +426,15 @@ def precompiled_driver_image(kernel: str, os_tag: str = NODE_OS_TAG) -> ImageRef
 
 
 def _addon_charts(settings: Settings) -> list[str]:
-    from components.addons.catalog import ADDONS  # the add-on modules import settings, not us
-    from components.addons.graph import cluster_capabilities, select
+    from .catalog import ADDONS  # the add-on modules import settings, not us
+    from .graph import cluster_capabilities, select
 
     return [a.chart_pin for a in select(ADDONS, settings, cluster_capabilities(settings)) if a.chart_pin]
 
 
 def catalog_version_mismatches(settings: Settings) -> tuple[str, ...]:
     """Add-ons this stack installs at a version other than the pin: the catalog lists the pin's images."""
-    from components.addons.catalog import ADDONS
+    from .catalog import ADDONS
 
     charts = set(_addon_charts(settings))
     return tuple(sorted(a.name for a in ADDONS if a.chart_pin in charts
@@ -510,7 +510,7 @@ def mirror_values(chart: str, mirror: str, settings: Settings) -> dict[str, Any]
         for path, rest in e.mirror:
             _set(out, path, f"{m}/{e.image.registry}" + (f"/{rest}" if rest else ""))
     if chart == "velero":
-        from components.addons.velero_values import velero_values
+        from .velero_values import velero_values
 
         # Lists replace on merge: the init containers again, each image under the mirror.
         inits = velero_values(settings).get("initContainers")

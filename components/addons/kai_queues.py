@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.addons.base import Addon, AddonContext
-from components.addons.kai_scheduler import FALLBACK_QUEUE, NAMESPACE
-from components.settings.model import QueueResource, QueueSettings, Settings
+from ..settings.model import QueueResource, QueueSettings, Settings
+from .base import Addon, AddonContext
+from .kai_scheduler import FALLBACK_QUEUE, NAMESPACE
 
 
 def _resource(r: QueueResource) -> dict[str, float]:
@@ -75,7 +75,7 @@ def topology_enabled(settings: Settings) -> bool:
     t = settings.gpu_stack.topology
     if t.enabled is not None:
         return t.enabled
-    from components.addons.selected import installs
+    from .selected import installs
 
     return settings.platform == "aws" and installs(settings, "kai-scheduler")
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext, Capability, version_tuple
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .base import Addon, AddonContext, Capability, version_tuple
 
 NAMESPACE = "kai-scheduler"
 SCHEDULER_NAME = "kai-scheduler"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext, Capability
-from components.addons.kai_scheduler import QUEUE_LABEL
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .base import Addon, AddonContext, Capability
+from .kai_scheduler import QUEUE_LABEL
 
 NAMESPACE = "monitoring"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext
+from .base import Addon, AddonContext
 
 NAMESPACE = "gpu-observability"
 # Service name and port the GPU Operator's DCGM exporter and fake-gpu-operator's status exporter

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.addons.catalog import ADDONS
-from components.addons.graph import cluster_capabilities, select
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .catalog import ADDONS
+from .graph import cluster_capabilities, select
 
 
 def installs(settings: Settings, addon: str) -> bool:

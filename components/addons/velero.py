@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.addons.base import Addon, AddonContext
-from components.addons.velero_values import velero_values
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .base import Addon, AddonContext
+from .velero_values import velero_values
 
 NAMESPACE = "velero"
 

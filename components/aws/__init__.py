@@ -11,7 +11,7 @@ __all__ = ["AwsCluster"]
 
 def __getattr__(name: str) -> Any:
     if name == "AwsCluster":
-        from components.aws.cluster import AwsCluster
+        from .cluster import AwsCluster
 
         return AwsCluster
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

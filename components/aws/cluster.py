@@ -18,22 +18,29 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.aws.ami import ubuntu_ami
-from components.aws.control_plane import ControlPlane
-from components.aws.endpoints import VpcEndpoints
-from components.aws.iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
-from components.aws.inventory import mint_document_name, node_role_name
-from components.aws.kubeconfig import api_server_url, render_kubeconfig
-from components.aws.load_balancer import ApiLoadBalancer
-from components.aws.mint import mint_document
-from components.aws.network import AwsNetwork
-from components.aws.node_pool import GpuNodePool
-from components.aws.pki import ClusterPki
-from components.aws.registry import RegistryCache, cache_rules, mirror_pull_statements
-from components.aws.secrets import ClusterSecrets
-from components.aws.security_groups import ClusterSecurityGroups
-from components.aws.tags import default_tags
-from components.aws.userdata import (
+from ..cluster import ClusterHandleBase
+from ..cluster_facts import cluster_facts
+from ..efa import efa_enabled
+from ..instance_types import Arch, arch_for_instance_type
+from ..k8s_ready import ApiReady
+from ..settings.model import Settings
+from ..upgrade.resources import NodeUpgrade, PoolUpgrade, UpgradeComplete
+from .ami import ubuntu_ami
+from .control_plane import ControlPlane
+from .endpoints import VpcEndpoints
+from .iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
+from .inventory import mint_document_name, node_role_name
+from .kubeconfig import api_server_url, render_kubeconfig
+from .load_balancer import ApiLoadBalancer
+from .mint import mint_document
+from .network import AwsNetwork
+from .node_pool import GpuNodePool
+from .pki import ClusterPki
+from .registry import RegistryCache, cache_rules, mirror_pull_statements
+from .secrets import ClusterSecrets
+from .security_groups import ClusterSecurityGroups
+from .tags import default_tags
+from .userdata import (
     ClusterBoot,
     ccm_enabled,
     cluster_boot,
@@ -43,13 +50,6 @@ from components.aws.userdata import (
     render_joining_control_plane,
     worker_boot,
 )
-from components.cluster import ClusterHandleBase
-from components.cluster_facts import cluster_facts
-from components.efa import efa_enabled
-from components.instance_types import Arch, arch_for_instance_type
-from components.k8s_ready import ApiReady
-from components.settings.model import Settings
-from components.upgrade.resources import NodeUpgrade, PoolUpgrade, UpgradeComplete
 
 
 class NodeUpgrades(pulumi.ComponentResource):

@@ -20,13 +20,13 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.hardening import IMDS, root_volume
-from components.aws.kubeconfig import API_PORT
-from components.aws.mint import CONTROL_PLANE_LABEL
-from components.aws.protection import state_opts
-from components.aws.tags import node_tags
-from components.k8s_ready import ApiReady
-from components.settings.model import Settings
+from ..k8s_ready import ApiReady
+from ..settings.model import Settings
+from .hardening import IMDS, root_volume
+from .kubeconfig import API_PORT
+from .mint import CONTROL_PLANE_LABEL
+from .protection import state_opts
+from .tags import node_tags
 
 # A control plane boots, installs the snap and bootstraps/joins in ~5-10 minutes.
 READY_TIMEOUT_SECONDS = 1500

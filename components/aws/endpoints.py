@@ -32,8 +32,8 @@ from typing import Literal
 
 import pulumi
 
-from components.aws.tags import named
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .tags import named
 
 Problem = tuple[str, str]
 ROOT = "settings"
@@ -116,7 +116,7 @@ def service_name(region: str, endpoint: Endpoint) -> str | None:
 
 def ecr_mirror_here(s: Settings) -> bool:
     """Whether the stack's mirror is an ECR registry in its own Region (served by ecr.* endpoints)."""
-    from components.settings.offline_rules import ecr_mirror
+    from ..settings.offline_rules import ecr_mirror
 
     ecr = ecr_mirror(s.images.mirror)
     return ecr is not None and ecr.region == s.region

@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from components.labels import CLUSTER_TAG, ROLE_TAG
+from ..labels import CLUSTER_TAG, ROLE_TAG
 
 # kubernetes/cloud-provider-aws docs/prerequisites.md ("Control Plane Policy"), read at 63ec440
 # (2026-07). The CCM manages Service load balancers, node addresses/zones and instance lifecycle.

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.addons.selected import backup_target_needed
-from components.aws.naming import NAME_RULES, explicit_name, logical_name, name_problems, physical_name
-from components.backup_names import bucket_name, key_alias, user_name
-from components.efa import placement
-from components.hashed_names import fit
-from components.settings.model import Settings
+from ..addons.selected import backup_target_needed
+from ..backup_names import bucket_name, key_alias, user_name
+from ..efa import placement
+from ..hashed_names import fit
+from ..settings.model import Settings
+from .naming import NAME_RULES, explicit_name, logical_name, name_problems, physical_name
 
 BACKUP = "backup"  # __main__.py: BackupTarget("backup", settings)
 NODE_ROLES = ("control-plane", "worker")
@@ -114,7 +114,7 @@ def planned_names(settings: Settings) -> list[PlannedName]:
     if settings.platform != "aws" or settings.region is None:
         return []
     # Imported here: these modules import the package that imports this one (cycle otherwise).
-    from components.aws.security_groups import groups_for
+    from .security_groups import groups_for
 
     out = _cluster(settings.cluster_name, groups_for(settings)) + _pools(settings)
     if backup_target_needed(settings):

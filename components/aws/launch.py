@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import efa
-from components.efa import Interface
-from components.settings.model import NodePoolSettings, PlacementSettings
+from .. import efa
+from ..efa import Interface
+from ..settings.model import NodePoolSettings, PlacementSettings
 
 # A worker whose first boot fails powers itself off (components/aws/scripts/ck8s-node.sh die):
 # `terminate` ends the instance, root volume included (EC2 User Guide, "Change instance initiated

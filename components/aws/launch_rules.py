@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from components import efa
-from components.instance_types import gpu_facts, nvlink_domain
-from components.settings.model import Settings
+from .. import efa
+from ..instance_types import gpu_facts, nvlink_domain
+from ..settings.model import Settings
 
 Problem = tuple[str, str]
 ROOT = "settings"

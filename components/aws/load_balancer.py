@@ -11,11 +11,11 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.inventory import api_lb_name
-from components.aws.kubeconfig import API_PORT
-from components.aws.protection import state_opts
-from components.aws.tags import named
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .inventory import api_lb_name
+from .kubeconfig import API_PORT
+from .protection import state_opts
+from .tags import named
 
 
 class ApiLoadBalancer(pulumi.ComponentResource):

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.protection import state_opts
-from components.aws.tags import named, ownership_tag
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .protection import state_opts
+from .tags import named, ownership_tag
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.hardening import IMDS, ROOT_DEVICE, root_volume
-from components.aws.inventory import launch_template_name
-from components.aws.launch import HEALTH_CHECK_TYPE, SHUTDOWN_BEHAVIOR, interface_args, launch_plan, placement_args
-from components.aws.tags import node_tags
-from components.settings.model import NodePoolSettings, Settings
+from ..settings.model import NodePoolSettings, Settings
+from .hardening import IMDS, ROOT_DEVICE, root_volume
+from .inventory import launch_template_name
+from .launch import HEALTH_CHECK_TYPE, SHUTDOWN_BEHAVIOR, interface_args, launch_plan, placement_args
+from .tags import node_tags
 
 # Spot: the allocation strategy AWS recommends for interruption-sensitive fleets.
 SPOT_ALLOCATION = "price-capacity-optimized"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_tls as tls
 
-from components.aws.protection import state_opts
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .protection import state_opts
 
 CA_VALIDITY_HOURS = 10 * 365 * 24
 ADMIN_VALIDITY_HOURS = 365 * 24

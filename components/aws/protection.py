@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.settings.model import Settings
+from ..settings.model import Settings
 
 
 def state_opts(settings: Settings, opts: pulumi.ResourceOptions | None = None) -> pulumi.ResourceOptions:

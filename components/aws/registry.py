@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.settings.model import Settings
-from components.settings.offline_rules import ecr_mirror
+from ..settings.model import Settings
+from ..settings.offline_rules import ecr_mirror
 
 
 @dataclass(frozen=True)

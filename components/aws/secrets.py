@@ -18,8 +18,8 @@ import pulumi_aws as aws
 import pulumi_random as random
 import yaml
 
-from components.aws.protection import state_opts
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .protection import state_opts
 
 AUTH_TOKEN_LENGTH = 48
 RECOVERY_WINDOW_DAYS = 7

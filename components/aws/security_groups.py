@@ -30,9 +30,9 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from components.aws.tags import named, ownership_tag
-from components.efa import efa_enabled
-from components.settings.model import Settings
+from ..efa import efa_enabled
+from ..settings.model import Settings
+from .tags import named, ownership_tag
 
 Group = Literal["nodes", "control-plane", "api-lb", "efa", "endpoints"]
 GROUPS: tuple[Group, ...] = ("nodes", "control-plane", "api-lb")

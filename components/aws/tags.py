@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from components.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
-from components.settings.model import Settings
+from ..labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from ..settings.model import Settings
 
 Role = Literal["control-plane", "worker"]
 

@@ -20,17 +20,17 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from components import pins
-from components.addons.aws_cloud_controller_manager import NAME as CCM
-from components.addons.selected import installs
-from components.aws.inventory import api_lb_name
-from components.efa import HUGEPAGES_2MI, efa_enabled
-from components.feature_gates import COMPONENTS, Component, required
-from components.instance_types import arch_for_instance_type
-from components.labels import EFA_NODE_LABEL, POOL_TAG
-from components.nodes import gpu_node_labels
-from components.settings.model import MirrorUpstream, NodePoolSettings, Settings, Taint
-from components.settings.offline_rules import ecr_mirror
+from .. import pins
+from ..addons.aws_cloud_controller_manager import NAME as CCM
+from ..addons.selected import installs
+from ..efa import HUGEPAGES_2MI, efa_enabled
+from ..feature_gates import COMPONENTS, Component, required
+from ..instance_types import arch_for_instance_type
+from ..labels import EFA_NODE_LABEL, POOL_TAG
+from ..nodes import gpu_node_labels
+from ..settings.model import MirrorUpstream, NodePoolSettings, Settings, Taint
+from ..settings.offline_rules import ecr_mirror
+from .inventory import api_lb_name
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
 

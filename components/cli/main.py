@@ -7,15 +7,16 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Each module exposes `register(subparsers)` that adds its parser with `set_defaults(func=...)`.
+# Each module (beside this one: the package is `components` in a checkout, `ck8s_gpu` installed)
+# exposes `register(subparsers)` that adds its parser with `set_defaults(func=...)`.
 SUBCOMMANDS = (
-    "components.cli.plan",
-    "components.cli.smoke",
-    "components.cli.stamp",
-    "components.cli.preflight",
-    "components.cli.rebuild_plan",
-    "components.cli.upgrade",
-    "components.cli.forget_cluster",
+    "plan",
+    "smoke",
+    "stamp",
+    "preflight",
+    "rebuild_plan",
+    "upgrade",
+    "forget_cluster",
 )
 
 
@@ -30,10 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ck8s-gpu", description="GPU Kubernetes on Canonical Kubernetes")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for module in SUBCOMMANDS:
+        name = f"{__package__}.{module}"
         try:
-            importlib.import_module(module).register(sub)
+            importlib.import_module(name).register(sub)
         except ModuleNotFoundError as exc:
-            if exc.name != module:  # a real import error inside the module must surface
+            if exc.name != name:  # a real import error inside the module must surface
                 raise
     return parser
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.settings.load import SettingsError
+from ..settings.load import SettingsError
 
 
 def register(sub: Any) -> None:
@@ -31,11 +31,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so `ck8s-gpu --help` stays fast (the SDKs take a second to import).
-    from components.plan import artifacts
-    from components.plan.diff import diff_resources, format_diff
-    from components.plan.run import plan_stack, stack_file
-    from components.plan.tree import count_lines, tree_lines
-    from components.settings.load import KUBECONFIG_KEY, read_stack_file
+    from ..plan import artifacts
+    from ..plan.diff import diff_resources, format_diff
+    from ..plan.run import plan_stack, stack_file
+    from ..plan.tree import count_lines, tree_lines
+    from ..settings.load import KUBECONFIG_KEY, read_stack_file
 
     old: list[dict[str, Any]] | None = None
     if args.diff is not None:
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ck8s-gpu plan: {exc}", file=sys.stderr)
         return 2
     if old is not None:
-        from components.upgrade.skew import deployed_track, track_change_problems
+        from ..upgrade.skew import deployed_track, track_change_problems
 
         deployed = deployed_track(old)
         problems = track_change_problems(deployed, plan.settings.kubernetes.track) if deployed else []
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if args.timeline:
         from datetime import UTC, datetime
 
-        from components.plan import timeline_render
-        from components.plan.timeline import timeline_for_plan
+        from ..plan import timeline_render
+        from ..plan.timeline import timeline_for_plan
 
         try:  # now: a Capacity Block's wait runs from the real clock
             tl = timeline_for_plan(plan, now=datetime.now(UTC))

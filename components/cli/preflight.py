@@ -26,12 +26,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from components.plan.run import stack_file
-    from components.preflight.checks import failed
-    from components.preflight.report import lines
-    from components.preflight.run import default_session, preflight
-    from components.settings.load import SettingsError, read_stack_file
-    from components.validate import from_config as settings_from_config
+    from ..plan.run import stack_file
+    from ..preflight.checks import failed
+    from ..preflight.report import lines
+    from ..preflight.run import default_session, preflight
+    from ..settings.load import SettingsError, read_stack_file
+    from ..validate import from_config as settings_from_config
 
     try:
         settings = settings_from_config(read_stack_file(stack_file(args.stack, args.stacks_dir)),

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.atomic import write_text_atomic
+from ..atomic import write_text_atomic
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -35,15 +35,15 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from components import PROJECT_DIR
-    from components.dr.restore import restore_commands
-    from components.plan import artifacts
-    from components.plan.run import plan_config, stack_file
-    from components.plan.tree import count_lines
-    from components.settings.load import SettingsError, read_stack_file
-    from components.stamping.derive import derive_all
-    from components.stamping.overrides import load_overrides, overrides_file
-    from components.stamping.parity import format_violations, violations
+    from .. import PROJECT_DIR
+    from ..dr.restore import restore_commands
+    from ..plan import artifacts
+    from ..plan.run import plan_config, stack_file
+    from ..plan.tree import count_lines
+    from ..settings.load import SettingsError, read_stack_file
+    from ..stamping.derive import derive_all
+    from ..stamping.overrides import load_overrides, overrides_file
+    from ..stamping.parity import format_violations, violations
 
     stacks_dir: Path = args.stacks_dir or PROJECT_DIR / "stacks"
     overrides_path = args.overrides or overrides_file(args.source, stacks_dir)

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from components.atomic import write_text_atomic
+from ..atomic import write_text_atomic
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 CLI_RELEASE = "smoke-cli"
@@ -69,9 +69,9 @@ class _Usage(Exception):
 def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
     from pydantic import ValidationError
 
-    from components.settings.load import SettingsError, read_stack_file
-    from components.settings.model import Settings, SmokeTestSettings
-    from components.validate import from_config as settings_from_config
+    from ..settings.load import SettingsError, read_stack_file
+    from ..settings.model import Settings, SmokeTestSettings
+    from ..validate import from_config as settings_from_config
 
     if args.stack is not None:
         try:
@@ -97,7 +97,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
 
 
 def _facts(settings: Any, from_stack: bool, args: argparse.Namespace, minor: int) -> Any:
-    from components.cluster_facts import ClusterFacts, cluster_facts
+    from ..cluster_facts import ClusterFacts, cluster_facts
 
     if from_stack:
         facts = cluster_facts(settings)
@@ -116,8 +116,8 @@ def _minor(version: str) -> int:
 
 
 def _connect(kubeconfig: str, context: str | None) -> Any:
-    from components.kube.client import api_client
-    from components.smoke.gateway import KubeGateway
+    from ..kube.client import api_client
+    from ..smoke.gateway import KubeGateway
 
     return KubeGateway(api_client(kubeconfig, context=context))
 
@@ -153,13 +153,13 @@ def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], An
 
 def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any], out: TextIO, err: TextIO,
              run_kw: dict[str, Any]) -> int:
-    from components import pins
-    from components.charts import render
-    from components.smoke import report as reports
-    from components.smoke.gateway import KubeError, KubeUnreachable
-    from components.smoke.plan import smoke_plan
-    from components.smoke.run import Progress, Ref, RunSpec, cleanup, install, run_smoke
-    from components.smoke.values import SmokeConfigError
+    from .. import pins
+    from ..charts import render
+    from ..smoke import report as reports
+    from ..smoke.gateway import KubeError, KubeUnreachable
+    from ..smoke.plan import smoke_plan
+    from ..smoke.run import Progress, Ref, RunSpec, cleanup, install, run_smoke
+    from ..smoke.values import SmokeConfigError
 
     settings, from_stack = _settings(args)
     try:
@@ -213,7 +213,7 @@ def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any]
 
 def _finish(gw: Any, created: list[Any], keep: bool, cleanup: Callable[..., list[str]],
             progress: Callable[[Any], None], err: TextIO) -> None:
-    from components.smoke.run import Progress
+    from ..smoke.run import Progress
 
     if keep:
         if created:

@@ -55,13 +55,13 @@ def _regions(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from components import PROJECT_DIR
-    from components.plan.run import stack_file
-    from components.settings.load import SettingsError, read_stack_file
-    from components.stamping import stackfile
-    from components.stamping.derive import derive_all, unused_overrides
-    from components.stamping.overrides import load_overrides, overrides_file
-    from components.stamping.summary import exit_code, table
+    from .. import PROJECT_DIR
+    from ..plan.run import stack_file
+    from ..settings.load import SettingsError, read_stack_file
+    from ..stamping import stackfile
+    from ..stamping.derive import derive_all, unused_overrides
+    from ..stamping.overrides import load_overrides, overrides_file
+    from ..stamping.summary import exit_code, table
 
     stacks_dir: Path = args.stacks_dir or PROJECT_DIR / "stacks"
     regions = _regions(args.regions)
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     backend = None
     if args.mode in ("preview", "up"):
-        from components.stamping.backend import AutomationBackend, BackendUnavailable
+        from ..stamping.backend import AutomationBackend, BackendUnavailable
 
         try:  # before writing anything: a backend that cannot run these stacks stops here
             backend = AutomationBackend(PROJECT_DIR, stacks_dir)
@@ -111,12 +111,12 @@ def run(args: argparse.Namespace) -> int:
     actions: dict[str, str] = {f.stack: f.action for f in files}
 
     if backend is None:
-        from components.stamping.offline import plan_regions
+        from ..stamping.offline import plan_regions
 
         results = plan_regions(stamped, parallel=args.parallel, file_actions=actions, out=args.out)
     else:
-        from components.stamping.backend import BackendUnavailable
-        from components.stamping.runner import run_regions
+        from ..stamping.backend import BackendUnavailable
+        from ..stamping.runner import run_regions
 
         check = args.preflight if args.preflight is not None else args.mode == "up"
         try:
@@ -134,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _preflight(profile: str | None) -> Any:
-    from components.preflight.run import default_session, preflight
-    from components.stamping.derive import StampedStack
+    from ..preflight.run import default_session, preflight
+    from ..stamping.derive import StampedStack
 
     session = default_session(profile)
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.settings.load import SettingsError
+from ..settings.load import SettingsError
 
 
 def register(sub: Any) -> None:
@@ -52,8 +52,8 @@ def register(sub: Any) -> None:
 
 
 def _load(stack: str, stacks_dir: Path | None) -> tuple[Any, Path]:
-    from components.plan.run import stack_file
-    from components.validate import load_stack
+    from ..plan.run import stack_file
+    from ..validate import load_stack
 
     path = stack_file(stack, stacks_dir)
     return load_stack(path), path
@@ -67,7 +67,7 @@ def _deployed_track(stack: Any) -> str | None:
 def _automation_stack(stack: str) -> Any:
     from pulumi import automation as auto
 
-    from components import PROJECT_DIR
+    from .. import PROJECT_DIR
 
     return auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR))
 
@@ -103,7 +103,7 @@ def _aws_stack(command: str, args: argparse.Namespace) -> tuple[Any, Path] | Non
 
 
 def run_upgrade(args: argparse.Namespace) -> int:
-    from components.upgrade import stackfile, steps
+    from ..upgrade import stackfile, steps
 
     loaded = _aws_stack("upgrade", args)
     if loaded is None:
@@ -159,7 +159,7 @@ def _engine_error(exc: Exception) -> str:
 
 
 def run_replace(args: argparse.Namespace) -> int:
-    from components.upgrade import replace
+    from ..upgrade import replace
 
     loaded = _aws_stack("replace-node", args)
     if loaded is None:

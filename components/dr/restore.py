@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 
-from components.addons.graph import AddonGraphError, install_graph
-from components.addons.velero_values import RESTORE_LOCATION
-from components.settings.model import Settings
+from ..addons.graph import AddonGraphError, install_graph
+from ..addons.velero_values import RESTORE_LOCATION
+from ..settings.model import Settings
 
 SYSTEM_NAMESPACES = ("kube-node-lease", "kube-public", "kube-system")
 

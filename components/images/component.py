@@ -13,8 +13,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from components.images.plan import BUILD_INSTANCE_POLICIES, TAG, WEEKLY, image_plan
-from components.images.settings import ImageSettings
+from .plan import BUILD_INSTANCE_POLICIES, TAG, WEEKLY, image_plan
+from .settings import ImageSettings
 
 IMAGE_BUILD_TIMEOUT = "120m"  # a build + test of this recipe, with room (pulumi-aws's default is 60m)
 

@@ -32,10 +32,10 @@ from typing import Any
 
 import yaml
 
-from components import pins
-from components.images.preload_steps import images_preloaded_step, install_regctl_step, preload_images_step
-from components.images.settings import ImageSettings
-from components.images.snap_steps import download_snaps_step, snaps_carried_step
+from .. import pins
+from .preload_steps import images_preloaded_step, install_regctl_step, preload_images_step
+from .settings import ImageSettings
+from .snap_steps import download_snaps_step, snaps_carried_step
 
 KERNEL_FLAVOUR = "aws"  # Canonical's Ubuntu AMIs on EC2 run linux-aws (both architectures)
 CONTAINERD_PATHS = ("/run/containerd", "/var/lib/containerd", "/etc/containerd")  # docs/adr/0018
@@ -132,7 +132,7 @@ def efa_validate_steps() -> list[dict[str, Any]]:
 
 def preloaded(s: ImageSettings) -> tuple[Any, ...]:
     """The catalog images this image line carries (none with `preload: false`)."""
-    from components.addons.image_catalog import preload_images
+    from ..addons.image_catalog import preload_images
 
     return tuple(preload_images(s.architecture)) if s.preload else ()
 

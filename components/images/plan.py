@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components import pins
-from components.images.document import component_documents, preloaded, render, semantic_version
-from components.images.settings import ImageSettings
+from .. import pins
+from .document import component_documents, preloaded, render, semantic_version
+from .settings import ImageSettings
 
 TAG = "ck8s-gpu/image"  # on every AMI this builds: what it is, for people and for cleanup
 # AWS managed policies a build instance needs (Image Builder user guide, "Prerequisites": the

@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from components import pins
-from components.images.settings import ImageSettings
-from components.images.snap_steps import Bash, snap_file
+from .. import pins
+from .settings import ImageSettings
+from .snap_steps import Bash, snap_file
 
 IMAGE_DIR = "/var/lib/ck8s-gpu/images"
 LOCK = f"{IMAGE_DIR}/images.lock"  # `<ref> <digest>`: the name containerd will know, what it holds

@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictInt, ValidationError
 
-from components import pins
-from components.aws.naming import tag_problems
-from components.instance_types import gpu_facts
-from components.settings.load import SettingsError, pydantic_reason
-from components.settings.model import MIRROR, _Model
-from components.settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, field_path, region_problem
+from .. import pins
+from ..aws.naming import tag_problems
+from ..instance_types import gpu_facts
+from ..settings.load import SettingsError, pydantic_reason
+from ..settings.model import MIRROR, _Model
+from ..settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, field_path, region_problem
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"
@@ -206,7 +206,7 @@ def _gpu_build_instance_rules(s: ImageSettings) -> Iterator[Problem]:
         yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance)}' is not a GPU instance type of "
                "components/instance_types.py: the image's test phase runs nvidia-smi on it")
         return
-    from components.instance_types import arch_for_instance_type, nvlink_domain
+    from ..instance_types import arch_for_instance_type, nvlink_domain
 
     if nvlink_domain(s.build_instance).ultraservers:
         # Sold only in UltraServer Capacity Blocks (components/aws/launch_rules.py [US]), and an
@@ -230,7 +230,7 @@ def _control_plane_rules(s: ImageSettings) -> Iterator[Problem]:
             yield f"{ROOT}.{key}", "a control-plane image has no NVIDIA driver (role: control-plane)"
     if s.efa:
         yield f"{ROOT}.efa", "a control-plane image has no EFA software (role: control-plane)"
-    from components.instance_types import arch_for_instance_type
+    from ..instance_types import arch_for_instance_type
 
     if gpu_facts(s.build_instance) is not None:
         yield (f"{ROOT}.buildInstanceType", f"{s.build_instance} has a GPU; a control-plane image is built and "
@@ -296,7 +296,7 @@ def load_image_settings() -> ImageSettings:
     """From the running program's config; a clean RunError (message only) before any resource."""
     import pulumi
 
-    from components.settings.from_pulumi import project_config
+    from ..settings.from_pulumi import project_config
 
     try:
         return image_settings_from_config(project_config(PROJECT, frozenset({IMAGE_KEY})),

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from components.images.settings import ImageSettings
+from .settings import ImageSettings
 
 Bash = Callable[..., dict[str, Any]]  # document.py _bash: a step from its name and command lines
 

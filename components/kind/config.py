@@ -16,13 +16,13 @@ from typing import Any
 
 import yaml
 
-from components import pins
-from components.cluster_facts import ClusterFacts, GpuPoolFacts, cluster_facts
-from components.feature_gates import COMPONENTS, needed, required
-from components.kind.schema import API_VERSION, KIND, validation_errors
-from components.nodes import gpu_node_labels
-from components.settings.facts import mirrored_pool
-from components.settings.model import NodePoolSettings, Settings
+from .. import pins
+from ..cluster_facts import ClusterFacts, GpuPoolFacts, cluster_facts
+from ..feature_gates import COMPONENTS, needed, required
+from ..nodes import gpu_node_labels
+from ..settings.facts import mirrored_pool
+from ..settings.model import NodePoolSettings, Settings
+from .schema import API_VERSION, KIND, validation_errors
 
 # fake-gpu-operator's DRA kubelet plugin DaemonSet selects this label (values.yaml
 # draPlugin.kubeletPlugin.nodeSelector, v0.2.0). Its status-updater sets it too, later; setting it

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kubernetes import client, config
 
-from components.kube.errors import ApiFailure, call_failure
-from components.kube.kubeconfig import parse_kubeconfig
+from .errors import ApiFailure, call_failure
+from .kubeconfig import parse_kubeconfig
 
 # Per-request limit: a hung TCP connection must not eat a readiness gate's whole budget.
 REQUEST_TIMEOUT_SECONDS = 10.0

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from components.kube.errors import ApiFailure
+from .errors import ApiFailure
 
 # A credentials or TLS failure seen this many times in a row will not go away by waiting.
 PERMANENT_AFTER = 3

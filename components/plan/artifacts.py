@@ -11,13 +11,13 @@ from typing import Any
 
 import yaml
 
-from components import PROJECT_DIR
-from components.atomic import write_text_atomic
-from components.charts import CHARTS_DIR, local_chart_dir, render
-from components.plan.mockengine import MASK, Recorded
-from components.plan.portable import portable
-from components.plan.run import Plan
-from components.plan.tree import counts
+from .. import PROJECT_DIR
+from ..atomic import write_text_atomic
+from ..charts import CHARTS_DIR, local_chart_dir, render
+from .mockengine import MASK, Recorded
+from .portable import portable
+from .run import Plan
+from .tree import counts
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 USER_DATA_TYPES = {"aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/instance:Instance"}

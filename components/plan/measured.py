@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pulumi.automation import EngineEvent
 
-    from components.plan.timeline import Step
+    from .timeline import Step
 
 ORDER_TOLERANCE = 0.05  # s; only where an event has no sequence number
 WAIT_SLACK = 1.0  # s; see (b) above

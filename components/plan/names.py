@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from components.aws.naming import NAME_RULES, name_problems, tag_problems
-from components.plan.mockengine import Recorded
+from ..aws.naming import NAME_RULES, name_problems, tag_problems
+from .mockengine import Recorded
 
 Problem = tuple[str, str]
 AWS_PROVIDER = "pulumi:providers:aws"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import PROJECT_DIR
+from .. import PROJECT_DIR
 
 
 def portable(value: Any) -> Any:

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
-from components.plan.mockengine import PlanRun, Recorded, run_program
-from components.plan.names import recorded_problems
-from components.settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file
-from components.settings.model import Settings
-from components.validate import from_config as settings_from_config
+from .. import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
+from ..settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file
+from ..settings.model import Settings
+from ..validate import from_config as settings_from_config
+from .mockengine import PlanRun, Recorded, run_program
+from .names import recorded_problems
 
 SECRET_PLACEHOLDER = "[secret config: not decrypted by the offline plan]"
 # Parsable on purpose: components may read the server address; nothing ever connects to it.

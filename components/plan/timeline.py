@@ -41,11 +41,11 @@ from typing import Any
 
 import yaml
 
-from components.plan.artifacts import RELEASE, local_chart, user_data
-from components.plan.durations import DURATIONS, PRELOADED_VARIANTS, Duration
-from components.plan.mockengine import Recorded
-from components.plan.run import Plan
-from components.settings.platforms import traits
+from ..settings.platforms import traits
+from .artifacts import RELEASE, local_chart, user_data
+from .durations import DURATIONS, PRELOADED_VARIANTS, Duration
+from .mockengine import Recorded
+from .run import Plan
 
 SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
 API_READY = "pulumi-python:dynamic/ck8s-gpu:ApiReady"
@@ -622,7 +622,7 @@ def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:
     """ASGs whose create waits for capacity that their Capacity Block delivers only after the
     wait's timeout: the create fails (pulumi-aws: "timeout while waiting for state to become
     InService"), and `up` with it."""
-    from components.plan.timeline_render import clock
+    from .timeline_render import clock
 
     out = []
     by_urn = {r.urn: r for r in resources}

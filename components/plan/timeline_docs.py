@@ -16,10 +16,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from components import PROJECT_DIR
-from components.atomic import write_text_atomic
-from components.plan.timeline import Timeline, describe_media, driver_mode_totals
-from components.plan.timeline_render import (
+from .. import PROJECT_DIR
+from ..atomic import write_text_atomic
+from .timeline import Timeline, describe_media, driver_mode_totals
+from .timeline_render import (
     MARK_END,
     MARK_START,
     clock,
@@ -145,8 +145,8 @@ def runbook_section(timelines: Sequence[Timeline]) -> str:
 
 def block_variant_config() -> dict[str, Any]:
     """aws-prod with pool h100 on a Capacity Block starting at BLOCK_STARTS instead of its ODCR."""
-    from components.plan.run import stack_file
-    from components.settings.load import read_stack_file
+    from ..settings.load import read_stack_file
+    from .run import stack_file
 
     config = copy.deepcopy(read_stack_file(stack_file("aws-prod")))
     for pool in config["ck8s-gpu:settings"]["nodePools"]:
@@ -158,15 +158,15 @@ def block_variant_config() -> dict[str, Any]:
 
 
 def timelines(stacks: Sequence[str] | None = None) -> list[Timeline]:
-    from components.plan.run import plan_stack
-    from components.plan.timeline import timeline_for_plan
+    from .run import plan_stack
+    from .timeline import timeline_for_plan
 
     return [timeline_for_plan(plan_stack(name), now=DOCS_NOW) for name in (stacks or committed_stacks())]
 
 
 def block_timeline() -> Timeline:
-    from components.plan.run import plan_config
-    from components.plan.timeline import timeline_for_plan
+    from .run import plan_config
+    from .timeline import timeline_for_plan
 
     return timeline_for_plan(plan_config(block_variant_config(), BLOCK_VARIANT, BLOCK_VARIANT), now=DOCS_NOW)
 
@@ -181,7 +181,7 @@ def reserved_lines(prod: Timeline, block: Timeline) -> list[str]:
 
 
 def block_summary(tl: Timeline) -> list[str]:
-    from components.plan.timeline_render import summary_lines
+    from .timeline_render import summary_lines
 
     return [line for line in summary_lines(tl) if line.startswith(("Waits for", "WARNING", "Dominating"))]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from components.plan.mockengine import Recorded
-from components.plan.portable import portable
+from .mockengine import Recorded
+from .portable import portable
 
 # Inputs worth a glance in a tree, in display order; everything else is in resources.json.
 KEY_INPUTS = (

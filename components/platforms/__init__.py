@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pulumi
 
-from components.cluster import ClusterHandle
-from components.settings.model import Settings
+from ..cluster import ClusterHandle
+from ..settings.model import Settings
 
 
 def make_cluster(
@@ -26,18 +26,18 @@ def make_cluster(
         if kubeconfig is None:
             raise ValueError(f"platform {platform} needs the kubeconfig: pulumi config set --secret "
                              "ck8s-gpu:kubeconfig < kubeconfig")
-        from components.platforms.existing import ExistingCluster, LocalCluster
+        from .existing import ExistingCluster, LocalCluster
 
         cls = ExistingCluster if platform == "existing" else LocalCluster
         return cls(name, settings, kubeconfig, opts)
     if kubeconfig is not None:
         raise ValueError(f"platform {platform} makes its own cluster: ck8s-gpu:kubeconfig must not be set")
     if platform == "kind":
-        from components.platforms.kind import KindCluster
+        from .kind import KindCluster
 
         return KindCluster(name, settings, opts)
     if platform == "aws":
-        from components.aws.cluster import AwsCluster
+        from ..aws.cluster import AwsCluster
 
         return AwsCluster(name, settings, opts)  # type: ignore[no-any-return]
     raise ValueError(f"unknown platform {platform!r}")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.cluster import ClusterHandleBase
-from components.cluster_facts import cluster_facts
-from components.platforms.gate import ready_and_provider
-from components.settings.model import Settings
+from ..cluster import ClusterHandleBase
+from ..cluster_facts import cluster_facts
+from ..settings.model import Settings
+from .gate import ready_and_provider
 
 API_READY_TIMEOUT_SECONDS = 300
 

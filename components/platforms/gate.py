@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s_ready import ApiReady
-from components.platforms.identity import cluster_identity
+from ..k8s_ready import ApiReady
+from .identity import cluster_identity
 
 
 def _identity(kubeconfig: str | None) -> str:

@@ -12,7 +12,7 @@ import base64
 import hashlib
 from typing import Any
 
-from components.kube.kubeconfig import parse_kubeconfig
+from ..kube.kubeconfig import parse_kubeconfig
 
 
 def _current_cluster(doc: dict[str, Any]) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pulumi
 from pulumi_command import local
 
-from components.cluster import ClusterHandleBase
-from components.kind import commands
-from components.kind.config import kind_facts, kind_problems, render_kind_config
-from components.platforms.gate import ready_and_provider
-from components.settings.facts import mirrored_pool
-from components.settings.model import Settings
+from ..cluster import ClusterHandleBase
+from ..kind import commands
+from ..kind.config import kind_facts, kind_problems, render_kind_config
+from ..settings.facts import mirrored_pool
+from ..settings.model import Settings
+from .gate import ready_and_provider
 
 # All kind nodes start together; after `kind create --wait` the workers need about a minute more.
 API_READY_TIMEOUT_SECONDS = 600

@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Policy
 
-from components.policies.aws_nodes import ENCRYPTED_VOLUMES, IMDSV2_REQUIRED, NO_SPOT_IN_PROD
-from components.policies.grafana import GRAFANA_ADMIN_CREDENTIALS
-from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
-from components.policies.iam import NO_WILDCARD_IAM, NODE_ROLE_MANAGED_POLICIES
-from components.policies.namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
-from components.policies.network import NO_WORLD_INGRESS, NO_WORLD_INGRESS_SET, NO_WORLD_SSH
-from components.policies.offline_images import OFFLINE_IMAGES
-from components.policies.rbac import SECRET_READERS_LEAST_PRIVILEGE
-from components.policies.resource_policies import NO_PUBLIC_RESOURCE_POLICY
-from components.policies.secrets import (
+from .aws_nodes import ENCRYPTED_VOLUMES, IMDSV2_REQUIRED, NO_SPOT_IN_PROD
+from .grafana import GRAFANA_ADMIN_CREDENTIALS
+from .helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER
+from .iam import NO_WILDCARD_IAM, NODE_ROLE_MANAGED_POLICIES
+from .namespaces import GPU_NAMESPACE_POD_SECURITY, SMOKE_TEST_ISOLATED
+from .network import NO_WORLD_INGRESS, NO_WORLD_INGRESS_SET, NO_WORLD_SSH
+from .offline_images import OFFLINE_IMAGES
+from .rbac import SECRET_READERS_LEAST_PRIVILEGE
+from .resource_policies import NO_PUBLIC_RESOURCE_POLICY
+from .secrets import (
     NO_PLAINTEXT_SECRETS,
     SECRETS_ONLY_IN_SECRET_OBJECTS,
     USER_DATA_WITHOUT_SECRETS,
 )
-from components.policies.stack import PROD_PROTECTS_DR_STATE, PROD_SINGLE_CONTROL_PLANE, SMOKE_TEST_REQUIRED
-from components.policies.workloads import WORKLOAD_IMAGES_PINNED
+from .stack import PROD_PROTECTS_DR_STATE, PROD_SINGLE_CONTROL_PLANE, SMOKE_TEST_REQUIRED
+from .workloads import WORKLOAD_IMAGES_PINNED
 
 PACK_NAME = "ck8s-gpu-guardrails"
 

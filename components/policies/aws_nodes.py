@@ -21,8 +21,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.policies.facts import facts_of
-from components.policies.props import get, is_unknown, items, truthy_flag
+from .facts import facts_of
+from .props import get, is_unknown, items, truthy_flag
 
 INSTANCE = "aws:ec2/instance:Instance"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

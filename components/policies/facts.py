@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from components.settings.load import SETTINGS_KEY, SettingsError
-from components.settings.model import Settings
+from ..settings.load import SETTINGS_KEY, SettingsError
+from ..settings.model import Settings
 
 API_PORT = 6443  # Canonical Kubernetes' kube-apiserver port, the only port an allow-list opens
 
@@ -88,7 +88,7 @@ def facts_from_config_env() -> StackFacts | None:
 @functools.lru_cache(maxsize=8)
 def _facts_from_json(raw: str) -> StackFacts | None:
     try:
-        from components.validate import parse  # the program's own gate: the same settings it ran with
+        from ..validate import parse  # the program's own gate: the same settings it ran with
 
         return StackFacts.from_settings(parse(json.loads(raw), "policy pack config"))
     except (json.JSONDecodeError, SettingsError):

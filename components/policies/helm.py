@@ -32,11 +32,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components import PROJECT_DIR, pins
-from components.policies.facts import facts_of
-from components.policies.k8s_objects import objects
-from components.policies.props import get, helm_truthy, is_unknown
-from components.policies.workloads import gpu_advertisers
+from .. import PROJECT_DIR, pins
+from .facts import facts_of
+from .k8s_objects import objects
+from .props import get, helm_truthy, is_unknown
+from .workloads import gpu_advertisers
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"

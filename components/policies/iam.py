@@ -32,8 +32,8 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from components.policies.managed_policies import aws_managed, broad_grants, parse_policy_arn, table_document
-from components.policies.props import get, is_seq, is_unknown, items
+from .managed_policies import aws_managed, broad_grants, parse_policy_arn, table_document
+from .props import get, is_seq, is_unknown, items
 
 DOCUMENT_TYPES = {
     "aws:iam/policy:Policy",

@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from components import PROJECT_DIR
-from components.policies.props import get, is_seq, is_unknown, items
+from .. import PROJECT_DIR
+from .props import get, is_seq, is_unknown, items
 
 YAML_V2 = ("kubernetes:yaml/v2:ConfigGroup", "kubernetes:yaml/v2:ConfigFile")
 CHART_V4 = "kubernetes:helm.sh/v4:Chart"  # helm.py's; not imported: helm.py imports this module

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.policies.props import is_seq
+from .props import is_seq
 
 REFERENCE = "https://docs.aws.amazon.com/aws-managed-policy/latest/reference/"
 # IAM ARNs of managed policies: arn:<partition>:iam::<aws|account>:policy/<path><name> (IAM User

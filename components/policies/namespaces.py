@@ -14,10 +14,10 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.policies.facts import facts_of
-from components.policies.helm import HELM_TYPES, chart_ref
-from components.policies.network import is_world
-from components.policies.props import get, helm_truthy, is_unknown, items, plain
+from .facts import facts_of
+from .helm import HELM_TYPES, chart_ref
+from .network import is_world
+from .props import get, helm_truthy, is_unknown, items, plain
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -150,7 +150,7 @@ def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     ref = chart_ref(props)
     if ref is None or ref.local_path is None:
         return []
-    from components.charts import CHARTS_DIR, render
+    from ..charts import CHARTS_DIR, render
 
     if ref.local_path.parent != CHARTS_DIR.resolve():
         return []

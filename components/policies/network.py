@@ -21,8 +21,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.policies.facts import API_PORT, StackFacts, facts_of
-from components.policies.props import get, is_unknown, items
+from .facts import API_PORT, StackFacts, facts_of
+from .props import get, is_unknown, items
 
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"

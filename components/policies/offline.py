@@ -26,13 +26,13 @@ from pulumi_policy import (
 )
 from pulumi_policy.policy import _NotApplicableError  # what `args.not_applicable()` raises
 
-from components.policies import POLICIES
-from components.policies.facts import StackFacts
-from components.policies.secrets import STACK
+from . import POLICIES
+from .facts import StackFacts
+from .secrets import STACK
 
 if TYPE_CHECKING:
-    from components.plan.mockengine import Recorded
-    from components.plan.run import Plan
+    from ..plan.mockengine import Recorded
+    from ..plan.run import Plan
 
 MASK = "[secret]"  # the mock engine's mask for secret values (components/cli/mockengine.py)
 

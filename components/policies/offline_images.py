@@ -16,9 +16,9 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from components.addons.image_catalog import PUBLIC_HOSTS
-from components.policies.facts import facts_of
-from components.policies.props import is_unknown
+from ..addons.image_catalog import PUBLIC_HOSTS
+from .facts import facts_of
+from .props import is_unknown
 
 IMAGE_KEYS = frozenset({"image", "repository", "registry", "imagerepository"})
 _HOSTED = re.compile(r"^(?P<host>[a-z0-9-]+(?:\.[a-z0-9-]+)+(?::[0-9]+)?)/[a-z0-9]")
@@ -79,8 +79,8 @@ def unset_images(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(values path, the chart default's public reference) for each image of a pinned chart
     (components/addons/image_catalog.py) whose values leave it at the chart's default: what the
     values do not name, the chart pulls from its upstream."""
-    from components.addons.image_catalog import entries
-    from components.policies.helm import chart_ref
+    from ..addons.image_catalog import entries
+    from .helm import chart_ref
 
     ref = chart_ref(props)
     values = props.get("values")

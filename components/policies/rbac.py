@@ -39,8 +39,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.policies.k8s_objects import K8sObject, Unreadable, objects
-from components.policies.props import get, is_unknown, items
+from .k8s_objects import K8sObject, Unreadable, objects
+from .props import get, is_unknown, items
 
 NONE, NAMED, MAY, ALL = range(4)  # how much of a scope's Secrets a role reads, in rising order
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"

@@ -39,7 +39,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from components.policies.props import is_seq, is_unknown
+from .props import is_seq, is_unknown
 
 # (resource type, what it holds): each carries its policy document in `policy` (pulumi-aws 7.x).
 RESOURCE_POLICY_TYPES = {

@@ -33,8 +33,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TypeGuard
 from urllib.parse import unquote
 
-from components.policies.props import is_seq
-from components.settings.secrets import CREDENTIAL_PAIRS, CREDENTIAL_WORDS
+from ..settings.secrets import CREDENTIAL_PAIRS, CREDENTIAL_WORDS
+from .props import is_seq
 
 MAX_LAYERS = 4  # base64 of gzip of base64 of a kubeconfig is three; one to spare
 # User-data is at most 16 KiB and real cloud-configs compress 3-10x: one gzipped even 64x is seen

@@ -38,10 +38,10 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from components.policies.aws_nodes import NODE_TYPES
-from components.policies.k8s_objects import POD_SPEC_PATHS, K8sObject, objects
-from components.policies.props import decode_user_data, leaves, under
-from components.policies.secret_material import credential_assignments, credential_literals, findings
+from .aws_nodes import NODE_TYPES
+from .k8s_objects import POD_SPEC_PATHS, K8sObject, objects
+from .props import decode_user_data, leaves, under
+from .secret_material import credential_assignments, credential_literals, findings
 
 STACK = "pulumi:pulumi:Stack"
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.labels import CONTROL_PLANE_ROLE, ROLE_TAG
-from components.policies.facts import StackFacts, facts_of
-from components.policies.helm import HELM_TYPES, advertisers
-from components.policies.props import get
+from ..labels import CONTROL_PLANE_ROLE, ROLE_TAG
+from .facts import StackFacts, facts_of
+from .helm import HELM_TYPES, advertisers
+from .props import get
 
 SMOKE_TEST_TYPE = "ck8s-gpu:index:SmokeTest"
 CA_CERT = "tls:index/selfSignedCert:SelfSignedCert"

@@ -35,8 +35,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from components.policies.k8s_objects import K8sObject, Unreadable, containers, objects
-from components.policies.props import get, is_unknown, items
+from .k8s_objects import K8sObject, Unreadable, containers, objects
+from .props import get, is_unknown, items
 
 _DIGEST = re.compile(r"^(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})$")
 _RELEASE_TAG = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+._][0-9A-Za-z][0-9A-Za-z.+_-]*)?$")

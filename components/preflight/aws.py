@@ -23,14 +23,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from components.aws.endpoints import planned_endpoints
-from components.instance_types import GPU_INSTANCE_TYPES
-from components.preflight.checks import alternatives, demands, image_sources, instance_types, own_sources
-from components.preflight.facts import RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
-from components.preflight.quotas import SERVICE_CODE
-from components.preflight.reservations import efa_types
-from components.preflight.reservations import source as reservation_key
-from components.settings.model import Settings
+from ..aws.endpoints import planned_endpoints
+from ..instance_types import GPU_INSTANCE_TYPES
+from ..settings.model import Settings
+from .checks import alternatives, demands, image_sources, instance_types, own_sources
+from .facts import RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
+from .quotas import SERVICE_CODE
+from .reservations import efa_types
+from .reservations import source as reservation_key
 
 # Error codes meaning "this region is not usable with these credentials" (not enabled, opt-in).
 REGION_UNAVAILABLE = {"AuthFailure", "OptInRequired", "UnrecognizedClientException", "InvalidClientTokenId"}

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from components.images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
-from components.instance_types import GPU_INSTANCE_TYPES
-from components.preflight import egress, images, reservations
-from components.preflight.facts import RegionFacts
-from components.preflight.findings import Finding, Kind, Severity
-from components.preflight.quotas import Purchase, Quota, increase_command, quota_for
-from components.settings.facts import pool_gpus
-from components.settings.model import Settings
+from ..images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
+from ..instance_types import GPU_INSTANCE_TYPES
+from ..settings.facts import pool_gpus
+from ..settings.model import Settings
+from . import egress, images, reservations
+from .facts import RegionFacts
+from .findings import Finding, Kind, Severity
+from .quotas import Purchase, Quota, increase_command, quota_for
 
 __all__ = ["Finding", "Kind", "Severity", "check", "failed"]  # Finding's home is findings.py
 

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.aws.endpoints import ENDPOINTS, REQUIRED, Endpoint, planned_endpoints, service_name
-from components.preflight.facts import RegionFacts, RouteTable, VpcEndpoint
-from components.preflight.findings import Finding
-from components.settings.model import Settings
+from ..aws.endpoints import ENDPOINTS, REQUIRED, Endpoint, planned_endpoints, service_name
+from ..settings.model import Settings
+from .facts import RegionFacts, RouteTable, VpcEndpoint
+from .findings import Finding
 
 ACTIVE = "active"
 AVAILABLE = "available"

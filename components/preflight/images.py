@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from components.aws.ami import ssm_parameter
-from components.instance_types import Arch, arch_for_instance_type
-from components.preflight.facts import RegionFacts
-from components.preflight.findings import Finding
-from components.settings.model import Settings
+from ..aws.ami import ssm_parameter
+from ..instance_types import Arch, arch_for_instance_type
+from ..settings.model import Settings
+from .facts import RegionFacts
+from .findings import Finding
 
 Role = Literal["control-plane", "gpu-node"]
 PREFIX = "ck8s-gpu:"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.preflight.checks import Finding, failed
+from .checks import Finding, failed
 
 
 def lines(stack: str, region: str, findings: list[Finding]) -> list[str]:

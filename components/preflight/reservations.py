@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from components.efa import efa_enabled
-from components.preflight.facts import RegionFacts, Reservation
-from components.preflight.findings import Finding
-from components.settings.model import NodePoolSettings, Settings
+from ..efa import efa_enabled
+from ..settings.model import NodePoolSettings, Settings
+from .facts import RegionFacts, Reservation
+from .findings import Finding
 
 PLATFORM = "Linux/UNIX"  # Ubuntu nodes (Canonical's AMI or a pool's own Ubuntu image)
 TENANCY = "default"

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from components.preflight.aws import AwsRegion, collect
-from components.preflight.checks import Finding, check
-from components.settings.model import Settings
+from ..settings.model import Settings
+from .aws import AwsRegion, collect
+from .checks import Finding, check
 
 SessionFactory = Callable[[], Any]  # -> boto3.Session (tests: a session whose clients are stubbed)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.instance_types import GpuFacts, gpu_facts, nvlink_domain
-from components.settings.model import NodePoolSettings, Settings
+from ..instance_types import GpuFacts, gpu_facts, nvlink_domain
+from .model import NodePoolSettings, Settings
 
 
 def pool_gpus(pool: NodePoolSettings) -> GpuFacts | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from components.settings.facts import mirrored_pool, pool_gpus
-from components.settings.model import MAX_CLUSTER_NODES, GpuFactsSettings, Settings
-from components.settings.rules import ROOT, Problem, cut
+from .facts import mirrored_pool, pool_gpus
+from .model import MAX_CLUSTER_NODES, GpuFactsSettings, Settings
+from .rules import ROOT, Problem, cut
 
 # kind: every node is a privileged container on ONE Docker host, each running systemd, containerd
 # and a kubelet; kind's Known Issues ("Pod errors due to too many open files") has multi-node

@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from components.settings.model import Settings
-from components.settings.rules import ROOT, Problem, check, field_path
+from .model import Settings
+from .rules import ROOT, Problem, check, field_path
 
 PROJECT = "ck8s-gpu"
 SETTINGS_KEY = f"{PROJECT}:settings"

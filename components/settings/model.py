@@ -15,8 +15,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from components import pins
-from components.settings.platforms import TRAITS, PlatformTraits
+from .. import pins
+from .platforms import TRAITS, PlatformTraits
 
 Platform = Literal["aws", "kind", "existing", "local"]
 Allocation = Literal["dra", "device-plugin"]

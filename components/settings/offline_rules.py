@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from components.settings.model import Settings
-from components.settings.rules import ROOT, Problem, ami_problems, cut
+from .model import Settings
+from .rules import ROOT, Problem, ami_problems, cut
 
 # ECR registry host: <account>.dkr.ecr.<region>.amazonaws.com (.com.cn in the China partition).
 ECR_HOST = re.compile(r"^(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")

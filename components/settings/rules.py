@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterator
 from functools import cache
 from urllib.parse import urlsplit
 
-from components import pins
-from components.instance_types import arch_for_instance_type
-from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
-from components.settings import k8s_syntax
-from components.settings.facts import (
+from .. import pins
+from ..instance_types import arch_for_instance_type
+from ..labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from . import k8s_syntax
+from .facts import (
     gpus_provided,
     mirrored_pool,
     nested,
@@ -21,7 +21,7 @@ from components.settings.facts import (
     smoke_pools,
     truthy,
 )
-from components.settings.model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
+from .model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
 
 Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
@@ -223,7 +223,7 @@ def ami_problems(ami: str, instance_type: str) -> list[str]:
     if not SSM_PATH.match(ami) or len(ami) > SSM_PATH_MAX:
         return [f"'{cut(ami)}' is neither an AMI id (ami-...) nor an SSM parameter path (/a/b/c: a-zA-Z0-9_.- "
                 f"between slashes, at most 15 levels)"]
-    from components.instance_types import arch_for_instance_type
+    from ..instance_types import arch_for_instance_type
 
     try:
         arch = arch_for_instance_type(instance_type)
@@ -671,6 +671,6 @@ RULES: tuple[Rule, ...] = (
 
 
 def check(settings: Settings) -> list[Problem]:
-    from components.settings.offline_rules import OFFLINE_RULES  # it builds on the helpers above
+    from .offline_rules import OFFLINE_RULES  # it builds on the helpers above
 
     return [problem for rule in (*RULES, *OFFLINE_RULES) for problem in rule(settings)]

@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from components.efa import efa_device_count, efa_enabled, efa_supported
-from components.settings.facts import pool_gpus
-from components.settings.model import NodePoolSettings, Settings
+from ..efa import efa_device_count, efa_enabled, efa_supported
+from ..settings.facts import pool_gpus
+from ..settings.model import NodePoolSettings, Settings
 
 CASE = "all-reduce"
 CONTAINER = "all-reduce"

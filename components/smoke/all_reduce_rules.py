@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.addons.kai_queues import topology_enabled
-from components.efa import efa_enabled
-from components.settings.model import Settings
-from components.settings.rules import ROOT, SIMULATED_GPUS, Problem, cut, smoke_quota_problems
-from components.smoke import all_reduce
+from ..addons.kai_queues import topology_enabled
+from ..efa import efa_enabled
+from ..settings.model import Settings
+from ..settings.rules import ROOT, SIMULATED_GPUS, Problem, cut, smoke_quota_problems
+from . import all_reduce
 
 
 def all_reduce_problems(s: Settings) -> Iterator[Problem]:

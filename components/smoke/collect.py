@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from components.smoke.expectations import NO_KUBELET, RUN_LABEL, Expectations
-from components.smoke.gateway import Gateway, KubeError, KubeUnreachable, Obj
-from components.smoke.snapshot import (
+from .expectations import NO_KUBELET, RUN_LABEL, Expectations
+from .gateway import Gateway, KubeError, KubeUnreachable, Obj
+from .snapshot import (
     Snapshot,
     allocation_results,
     claim_of,

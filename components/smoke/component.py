@@ -9,14 +9,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import pins
-from components.charts import release_chart_path
-from components.cluster import ClusterHandle
-from components.settings.model import Settings
-from components.smoke.plan import smoke_plan
-from components.smoke.provider import SmokeRun
-from components.smoke.run import NAMESPACE_LABELS
-from components.smoke.values import CHART
+from .. import pins
+from ..charts import release_chart_path
+from ..cluster import ClusterHandle
+from ..settings.model import Settings
+from .plan import smoke_plan
+from .provider import SmokeRun
+from .run import NAMESPACE_LABELS
+from .values import CHART
 
 TYPE = "ck8s-gpu:index:SmokeTest"
 # Installing is quick (a ConfigMap, claim templates, suspended Jobs); the run has its own budget.

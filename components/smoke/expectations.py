@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from components.cluster_facts import ClusterFacts
-from components.feature_gates import smoke_gpu_health_on
-from components.settings.facts import pool_gpus
-from components.settings.model import Settings
-from components.smoke import all_reduce
+from ..cluster_facts import ClusterFacts
+from ..feature_gates import smoke_gpu_health_on
+from ..settings.facts import pool_gpus
+from ..settings.model import Settings
+from . import all_reduce
 
 # Both the NVIDIA DRA driver and fake-gpu-operator's DRA plugin register this driver name.
 DRIVER = "gpu.nvidia.com"

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 # The REST failure model; its names stay importable from here (runner, collector, CLI, fakes).
-from components.kube.errors import KubeError as KubeError
-from components.kube.errors import KubeUnreachable as KubeUnreachable
-from components.kube.errors import call_failure
+from ..kube.errors import KubeError as KubeError
+from ..kube.errors import KubeUnreachable as KubeUnreachable
+from ..kube.errors import call_failure
 
 Obj = dict[str, Any]
 

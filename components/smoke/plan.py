@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import pins
-from components.cluster_facts import ClusterFacts
-from components.settings.model import Settings
-from components.smoke.cases import case_expectations
-from components.smoke.expectations import Expectations, expectations_for
-from components.smoke.values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id
+from .. import pins
+from ..cluster_facts import ClusterFacts
+from ..settings.model import Settings
+from .cases import case_expectations
+from .expectations import Expectations, expectations_for
+from .values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id
 
 RELEASE = "gpu-smoke-test"
 # Readiness of the GPU nodes' slices is awaited for at most this share of the run's budget.

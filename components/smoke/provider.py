@@ -17,11 +17,11 @@ from typing import Any
 import pulumi
 import pulumi.dynamic as dynamic
 
-from components.atomic import write_text_atomic
-from components.plain_errors import PlainError, install_in_provider_host
-from components.smoke import report as reports
-from components.smoke.gateway import KubeError, KubeUnreachable
-from components.smoke.run import RunSpec, SmokeTimeout, run_smoke
+from ..atomic import write_text_atomic
+from ..plain_errors import PlainError, install_in_provider_host
+from . import report as reports
+from .gateway import KubeError, KubeUnreachable
+from .run import RunSpec, SmokeTimeout, run_smoke
 
 # Inputs that never cause a re-run: credentials, and what the provider itself fills in.
 NOT_A_CHANGE = frozenset({"kubeconfig", "report", "__provider"})
@@ -60,8 +60,8 @@ def write_report(doc: dict[str, Any], directory: str | None = None) -> str:
 
 
 def connect(kubeconfig: str) -> Any:
-    from components.kube.client import api_client
-    from components.smoke.gateway import KubeGateway
+    from ..kube.client import api_client
+    from .gateway import KubeGateway
 
     return KubeGateway(api_client(kubeconfig))
 

@@ -6,9 +6,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from components.smoke.expectations import Expectations
-from components.smoke.next_steps import next_steps
-from components.smoke.snapshot import (
+from .expectations import Expectations
+from .next_steps import next_steps
+from .snapshot import (
     Obj,
     allocation_results,
     attribute,
@@ -19,7 +19,7 @@ from components.smoke.snapshot import (
     name,
     reporter,
 )
-from components.smoke.verifier import FAILED, PASSED, SKIPPED, CheckResult, Snapshot
+from .verifier import FAILED, PASSED, SKIPPED, CheckResult, Snapshot
 
 TOOL = "ck8s-gpu-smoke"
 LOG_TAIL = 40

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from components.settings.model import SmokeTestSettings
-from components.smoke import report
-from components.smoke.collect import COMPUTE_DOMAIN_API, ClaimRecorder, collect, record_pod_claims
-from components.smoke.expectations import (
+from ..settings.model import SmokeTestSettings
+from . import report
+from .collect import COMPUTE_DOMAIN_API, ClaimRecorder, collect, record_pod_claims
+from .expectations import (
     CASE_LABEL,
     RELEASE_ANNOTATION,
     RELEASE_VALUE,
@@ -24,9 +24,9 @@ from components.smoke.expectations import (
     CaseExpectation,
     Expectations,
 )
-from components.smoke.gateway import Gateway, KubeError, Obj
-from components.smoke.snapshot import FINISHED_PHASES, condition, events_for, name, slice_devices, start_failure
-from components.smoke.verifier import leftover_claims, verify
+from .gateway import Gateway, KubeError, Obj
+from .snapshot import FINISHED_PHASES, condition, events_for, name, slice_devices, start_failure
+from .verifier import leftover_claims, verify
 
 JOB_API = "batch/v1"
 STARTED = ("Running", "Succeeded", "Failed")

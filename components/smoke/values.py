@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components import pins
-from components.charts import chart_dir
-from components.cluster_facts import ClusterFacts
-from components.nodes import pool_label
-from components.settings.model import Settings, SmokeTestSettings
-from components.smoke.cases import FAMILIES
-from components.smoke.expectations import DRIVER, SCHEDULER_NAMES
-from components.smoke.images import image_values, pinned_image
+from .. import pins
+from ..charts import chart_dir
+from ..cluster_facts import ClusterFacts
+from ..nodes import pool_label
+from ..settings.model import Settings, SmokeTestSettings
+from .cases import FAMILIES
+from .expectations import DRIVER, SCHEDULER_NAMES
+from .images import image_values, pinned_image
 
 CHART = "gpu-smoke-test"
 RUN_ID_LENGTH = 8

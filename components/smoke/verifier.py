@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import time
 
-from components.smoke.cases import CHECKS
-from components.smoke.checks.path import leftover_claims as leftover_claims  # re-exported for the runner
-from components.smoke.expectations import Expectations
-from components.smoke.snapshot import Snapshot as Snapshot  # re-exported: callers build snapshots next to verify()
-from components.smoke.view import FAILED as FAILED
-from components.smoke.view import PASSED as PASSED
-from components.smoke.view import SKIPPED as SKIPPED
-from components.smoke.view import CheckResult as CheckResult
-from components.smoke.view import View
+from .cases import CHECKS
+from .checks.path import leftover_claims as leftover_claims  # re-exported for the runner
+from .expectations import Expectations
+from .snapshot import Snapshot as Snapshot  # re-exported: callers build snapshots next to verify()
+from .view import FAILED as FAILED
+from .view import PASSED as PASSED
+from .view import SKIPPED as SKIPPED
+from .view import CheckResult as CheckResult
+from .view import View
 
 CHECK_NAMES = tuple(c.name for c in CHECKS)
 HOPS = tuple(c.hop for c in CHECKS)

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.smoke import probe
-from components.smoke.expectations import CASE_LABEL, RUN_LABEL, CaseExpectation, Expectations
-from components.smoke.snapshot import (
+from . import probe
+from .expectations import CASE_LABEL, RUN_LABEL, CaseExpectation, Expectations
+from .snapshot import (
     Obj,
     SliceDevice,
     Snapshot,

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.settings.load import SETTINGS_KEY, SettingsError
-from components.settings.model import Settings
-from components.settings.rules import REGION
-from components.stamping.merge import merge_settings
-from components.validate import from_config as settings_from_config
+from ..settings.load import SETTINGS_KEY, SettingsError
+from ..settings.model import Settings
+from ..settings.rules import REGION
+from ..validate import from_config as settings_from_config
+from .merge import merge_settings
 
 Problem = tuple[str, str]
 PROVIDER_REGION_KEY = "aws:region"

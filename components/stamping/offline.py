@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.stamping.derive import StampedStack
-from components.stamping.summary import RegionResult
+from .derive import StampedStack
+from .summary import RegionResult
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,9 @@ class _Job:
 
 def _plan(job: _Job) -> tuple[bool, int, dict[str, int], str]:
     """Runs in the child: (ok, resource count, counts per type, error)."""
-    from components.plan import artifacts
-    from components.plan.run import plan_config
-    from components.settings.load import SettingsError
+    from ..plan import artifacts
+    from ..plan.run import plan_config
+    from ..settings.load import SettingsError
 
     try:
         plan = plan_config(job.config, job.stack, f"stamp {job.stack}")

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from components.settings.load import SettingsError, parse_stack_text
-from components.settings.rules import REGION
+from ..settings.load import SettingsError, parse_stack_text
+from ..settings.rules import REGION
 
 Overrides = dict[str, dict[str, Any]]
 

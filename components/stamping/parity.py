@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.hashed_names import hashed_stems
-from components.plan.diff import PlanDiff, diff_resources
-from components.settings.model import Settings
+from ..hashed_names import hashed_stems
+from ..plan.diff import PlanDiff, diff_resources
+from ..settings.model import Settings
 
 AMI = re.compile(r"\bami-[0-9a-f]{8,17}\b")
 ZONE_ID = re.compile(r"\b[a-z]{2,4}\d{0,2}-{1,2}az\d+\b")

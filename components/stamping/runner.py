@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from components.stamping.backend import OpResult, StackBackend
-from components.stamping.derive import StampedStack
-from components.stamping.summary import Mode, RegionResult, smoke_verdict
+from .backend import OpResult, StackBackend
+from .derive import StampedStack
+from .summary import Mode, RegionResult, smoke_verdict
 
 # (stamped stack) -> list of failure messages; empty = go.
 Preflight = Callable[[StampedStack], list[str]]

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import yaml
 
-from components.atomic import write_text_atomic
-from components.stamping.derive import StampedStack, is_secret
+from ..atomic import write_text_atomic
+from .derive import StampedStack, is_secret
 
 # Stack-file keys owned by Pulumi's secrets provider: kept from the existing file verbatim.
 PROVIDER_KEYS = ("secretsprovider", "encryptedkey", "encryptionsalt")

@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from components.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
-from components.upgrade.executor import NodeRef, Result
+from ..labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from .executor import NodeRef, Result
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "DeliveryTimedOut", "ExecutionTimedOut", "Undeliverable",
             "Terminated", "InvalidPlatform", "AccessDenied"}

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from components.settings.model import SnapPinSettings, UpgradeSettings
-from components.upgrade import kubeview, skew
-from components.upgrade.kubeview import UPGRADE_LABEL, NodeView
+from ..settings.model import SnapPinSettings, UpgradeSettings
+from . import kubeview, skew
+from .kubeview import UPGRADE_LABEL, NodeView
 
 Role = Literal["control-plane", "worker"]
 POLL_SECONDS = 10.0

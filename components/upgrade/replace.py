@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from components.settings.model import Settings
-from components.upgrade.executor import NodeRef, Operator, UpgradeStopped
+from ..settings.model import Settings
+from .executor import NodeRef, Operator, UpgradeStopped
 
 INSTANCE_TYPE = "aws:ec2/instance:Instance"
 
@@ -66,7 +66,7 @@ def run(settings: Settings, stack: str, name: str, force: bool, automation_stack
         plan_only: bool = False) -> int:
     import boto3
 
-    from components.upgrade.aws_runner import SsmRunner, discover
+    from .aws_runner import SsmRunner, discover
 
     region = settings.region or ""
     cps, pools = discover(region, settings.cluster_name)

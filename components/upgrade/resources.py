@@ -17,9 +17,9 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from components.settings.model import SnapPinSettings, UpgradeSettings
-from components.upgrade import skew
-from components.upgrade.executor import Operator, Outcome
+from ..settings.model import SnapPinSettings, UpgradeSettings
+from . import skew
+from .executor import Operator, Outcome
 
 
 def _failures(olds: dict[str, Any], news: dict[str, Any]) -> list[pulumi.dynamic.CheckFailure]:
@@ -34,7 +34,7 @@ def _outcomes(items: Sequence[Outcome]) -> list[dict[str, str]]:
 
 
 def _operator(inputs: dict[str, Any]) -> tuple[Operator, Any]:
-    from components.upgrade.aws_runner import SsmRunner, discover
+    from .aws_runner import SsmRunner, discover
 
     region, cluster = str(inputs["region"]), str(inputs["cluster"])
     cps, pools = discover(region, cluster)

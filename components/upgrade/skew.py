@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components import pins
+from .. import pins
 
 MAX_KUBELET_LAG = 3  # minors a kubelet may trail the oldest kube-apiserver (since Kubernetes 1.28)
 

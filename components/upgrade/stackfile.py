@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from components.atomic import write_text_atomic
-from components.settings.load import SETTINGS_KEY
+from ..atomic import write_text_atomic
+from ..settings.load import SETTINGS_KEY
 
 _KUBERNETES = re.compile(r"^(?P<indent>[ ]+)kubernetes:[ ]*(#.*)?$")
 

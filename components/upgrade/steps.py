@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from components import pins
-from components.settings.model import Settings
-from components.upgrade import durations, skew
+from .. import pins
+from ..settings.model import Settings
+from . import durations, skew
 
 
 @dataclass(frozen=True)

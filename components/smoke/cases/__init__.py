@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.settings.model import Settings
-from components.settings.rules import Problem
-from components.smoke.cases import (
+from ...settings.model import Settings
+from ...settings.rules import Problem
+from ..checks.base import Check
+from ..checks.path import AFTER_CASES, BEFORE_CASES
+from ..expectations import CaseExpectation, object_name
+from . import (
     all_reduce,
     compute_domain,
     first_available,
@@ -23,10 +26,7 @@ from components.smoke.cases import (
     sharing,
     whole_gpu,
 )
-from components.smoke.cases.base import CaseFamily
-from components.smoke.checks.base import Check
-from components.smoke.checks.path import AFTER_CASES, BEFORE_CASES
-from components.smoke.expectations import CaseExpectation, object_name
+from .base import CaseFamily
 
 FAMILIES: tuple[CaseFamily, ...] = (
     whole_gpu.FAMILY,

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import pins
-from components.efa import HUGEPAGES_2MI
-from components.nodes import pool_label
-from components.settings.model import Settings
-from components.smoke import all_reduce
-from components.smoke.all_reduce_rules import all_reduce_problems
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.checks.base import Check
-from components.smoke.expectations import NO_KUBELET, CaseExpectation, all_reduce_expectation
-from components.smoke.images import image_values, pinned_image
-from components.smoke.snapshot import name
-from components.smoke.view import PASSED, SKIPPED, CheckResult, View, outcome
+from ... import pins
+from ...efa import HUGEPAGES_2MI
+from ...nodes import pool_label
+from ...settings.model import Settings
+from .. import all_reduce
+from ..all_reduce_rules import all_reduce_problems
+from ..checks.base import Check
+from ..expectations import NO_KUBELET, CaseExpectation, all_reduce_expectation
+from ..images import image_values, pinned_image
+from ..snapshot import name
+from ..view import PASSED, SKIPPED, CheckResult, View, outcome
+from .base import CaseFamily, NameFn
 
 # allReduce pods: whole nodes, so generous; hugepages and extended resources need requests == limits
 # (Kubernetes: hugepages-* requests need cpu or memory requests too). /dev/shm is memory-backed and

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.settings.model import Settings
-from components.settings.rules import Problem
-from components.smoke.checks.base import Check
-from components.smoke.expectations import CaseExpectation
+from ...settings.model import Settings
+from ...settings.rules import Problem
+from ..checks.base import Check
+from ..expectations import CaseExpectation
 
 NameFn = Callable[[str], str]  # a chart object part -> its name in this run ("<release>-<part>-<runId>")
 

@@ -22,16 +22,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.instance_types import nvlink_domain
-from components.nodes import pool_label
-from components.settings.facts import compute_domains_on, provided_pools
-from components.settings.model import NodePoolSettings, Settings
-from components.settings.rules import ROOT, SIMULATED_GPUS, Problem
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.checks.base import Check
-from components.smoke.expectations import NO_KUBELET, CaseExpectation
-from components.smoke.snapshot import Obj, allocation_nodes, allocation_results, attribute, claim_of, name
-from components.smoke.view import SKIPPED, CheckResult, View, outcome
+from ...instance_types import nvlink_domain
+from ...nodes import pool_label
+from ...settings.facts import compute_domains_on, provided_pools
+from ...settings.model import NodePoolSettings, Settings
+from ...settings.rules import ROOT, SIMULATED_GPUS, Problem
+from ..checks.base import Check
+from ..expectations import NO_KUBELET, CaseExpectation
+from ..snapshot import Obj, allocation_nodes, allocation_results, attribute, claim_of, name
+from ..view import SKIPPED, CheckResult, View, outcome
+from .base import CaseFamily, NameFn
 
 CASE = "compute-domain"
 HOP = "IMEX channel"

@@ -15,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.labels import POOL_LABELS
-from components.nodes import pool_label
-from components.settings.facts import pool_gpus, provided_pools
-from components.settings.model import NodePoolSettings, Settings
-from components.settings.rules import ROOT, Problem
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.checks.base import Check
-from components.smoke.expectations import CaseExpectation
-from components.smoke.snapshot import attribute, labels, name
-from components.smoke.view import SKIPPED, CheckResult, View, outcome
+from ...labels import POOL_LABELS
+from ...nodes import pool_label
+from ...settings.facts import pool_gpus, provided_pools
+from ...settings.model import NodePoolSettings, Settings
+from ...settings.rules import ROOT, Problem
+from ..checks.base import Check
+from ..expectations import CaseExpectation
+from ..snapshot import attribute, labels, name
+from ..view import SKIPPED, CheckResult, View, outcome
+from .base import CaseFamily, NameFn
 
 PREFERRED, FALLBACK = "preferred", "fallback"  # the subrequests, in the order the scheduler tries them
 REQUEST = "gpu"

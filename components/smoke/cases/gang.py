@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.settings.model import Settings
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.checks.base import Check
-from components.smoke.expectations import POD_GROUP_ANNOTATION, CaseExpectation
-from components.smoke.snapshot import annotations_of, name
-from components.smoke.view import SKIPPED, CheckResult, View, outcome
+from ...settings.model import Settings
+from ..checks.base import Check
+from ..expectations import POD_GROUP_ANNOTATION, CaseExpectation
+from ..snapshot import annotations_of, name
+from ..view import SKIPPED, CheckResult, View, outcome
+from .base import CaseFamily, NameFn
 
 
 def expect(s: Settings, name: NameFn) -> tuple[CaseExpectation, ...]:

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from components.feature_gates import smoke_gpu_health_on
-from components.settings.model import Settings
-from components.smoke.cases.base import CaseFamily
-from components.smoke.checks.base import Check
-from components.smoke.snapshot import Obj, allocation_results, name
-from components.smoke.view import (
+from ...feature_gates import smoke_gpu_health_on
+from ...settings.model import Settings
+from ..checks.base import Check
+from ..snapshot import Obj, allocation_results, name
+from ..view import (
     FAILED,
     SKIPPED,
     CheckResult,
@@ -35,6 +34,7 @@ from components.smoke.view import (
     tolerates,
     unique,
 )
+from .base import CaseFamily
 
 CHECK, HOP = "case-gpu-health", "device health"
 

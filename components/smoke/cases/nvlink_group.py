@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from components.instance_types import nvlink_domain
-from components.nodes import pool_label
-from components.settings.facts import pool_gpus
-from components.settings.model import NodePoolSettings, Settings
-from components.settings.rules import ROOT, SIMULATED_GPUS, Problem, smoke_quota_problems
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.checks.base import Check
-from components.smoke.expectations import DRIVER, CaseExpectation
-from components.smoke.snapshot import Obj, container_state, name, start_failure
-from components.smoke.view import FAILED, SKIPPED, CheckResult, View, outcome
+from ...instance_types import nvlink_domain
+from ...nodes import pool_label
+from ...settings.facts import pool_gpus
+from ...settings.model import NodePoolSettings, Settings
+from ...settings.rules import ROOT, SIMULATED_GPUS, Problem, smoke_quota_problems
+from ..checks.base import Check
+from ..expectations import DRIVER, CaseExpectation
+from ..snapshot import Obj, container_state, name, start_failure
+from ..view import FAILED, SKIPPED, CheckResult, View, outcome
+from .base import CaseFamily, NameFn
 
 CASE = "nvlink-group"
 CHECK, HOP = "case-nvlink-group", "NVLink group"

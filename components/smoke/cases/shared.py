@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.settings.model import Settings
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.checks.base import Check
-from components.smoke.expectations import NO_KUBELET, SHARING_STRATEGIES, CaseExpectation
-from components.smoke.snapshot import Obj, allocation_nodes, allocation_results, name
-from components.smoke.view import FAILED, SKIPPED, CheckResult, View, describe, observed, outcome
+from ...settings.model import Settings
+from ..checks.base import Check
+from ..expectations import NO_KUBELET, SHARING_STRATEGIES, CaseExpectation
+from ..snapshot import Obj, allocation_nodes, allocation_results, name
+from ..view import FAILED, SKIPPED, CheckResult, View, describe, observed, outcome
+from .base import CaseFamily, NameFn
 
 
 def expect_shared(s: Settings, name: NameFn) -> tuple[CaseExpectation, ...]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.settings.model import Settings, SmokeTestSettings
-from components.smoke.cases.base import CaseFamily
-from components.smoke.checks.base import Check
-from components.smoke.expectations import DRIVER, GPU_CONFIG_API, NO_KUBELET, SHARING_STRATEGIES
-from components.smoke.snapshot import Obj, allocation_results, name
-from components.smoke.view import SKIPPED, CheckResult, View, outcome, unique
+from ...settings.model import Settings, SmokeTestSettings
+from ..checks.base import Check
+from ..expectations import DRIVER, GPU_CONFIG_API, NO_KUBELET, SHARING_STRATEGIES
+from ..snapshot import Obj, allocation_results, name
+from ..view import SKIPPED, CheckResult, View, outcome, unique
+from .base import CaseFamily
 
 
 def gpu_sharing(t: SmokeTestSettings) -> dict[str, Any]:

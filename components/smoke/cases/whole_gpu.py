@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.settings.model import Settings
-from components.smoke.cases.base import CaseFamily, NameFn
-from components.smoke.expectations import CaseExpectation
+from ...settings.model import Settings
+from ..expectations import CaseExpectation
+from .base import CaseFamily, NameFn
 
 
 def expect(s: Settings, name: NameFn) -> tuple[CaseExpectation, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from components.smoke.view import CheckResult, View
+from ..view import CheckResult, View
 
 
 @dataclass(frozen=True)

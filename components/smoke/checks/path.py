@@ -7,11 +7,10 @@ own checks (components/smoke/cases) run between cleanup and DCGM.
 
 from __future__ import annotations
 
-from components.labels import POOL_LABELS
-from components.smoke import device_class as dclass
-from components.smoke.checks.base import Check
-from components.smoke.expectations import GFD_COUNT_LABEL, INSTANCE_TYPE_LABEL, NO_KUBELET, QUEUE_LABEL
-from components.smoke.snapshot import (
+from ...labels import POOL_LABELS
+from .. import device_class as dclass
+from ..expectations import GFD_COUNT_LABEL, INSTANCE_TYPE_LABEL, NO_KUBELET, QUEUE_LABEL
+from ..snapshot import (
     FINISHED_PHASES,
     Obj,
     SliceDevice,
@@ -27,7 +26,7 @@ from components.smoke.snapshot import (
     reporter,
     start_failure,
 )
-from components.smoke.view import (
+from ..view import (
     FAILED,
     SKIPPED,
     CheckResult,
@@ -43,6 +42,7 @@ from components.smoke.view import (
     tolerates,
     unique,
 )
+from .base import Check
 
 
 def check_device_class(v: View) -> CheckResult:
