@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
+from ..checkout_alias import alias_checkout_name
 from ..settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file
 from ..settings.model import Settings
 from ..validate import from_config as settings_from_config
@@ -58,6 +59,7 @@ def plan_config(config: dict[str, Any], stack: str, source: str) -> Plan:
     """Validate first (nothing registered on bad input), run the program, then check its AWS names."""
     settings = settings_from_config(config, source, offline=True)
     wire, secret_keys = offline_config(config, settings)
+    alias_checkout_name()  # the program's `components` imports are this package's own modules
     run: PlanRun = run_program(
         lambda: runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__"),
         wire,

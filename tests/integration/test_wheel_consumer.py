@@ -30,7 +30,7 @@ EXAMPLES = PROJECT_DIR / "examples"
 ADDONS_EXAMPLE = "gpu-addons-existing-cluster"
 # Where the smoke chart is, seen from an example's folder whose `venv` holds the wheel.
 SMOKE_CHART = (f"venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages/"
-               "components/_charts/gpu-smoke-test")
+               "ck8s_gpu/_charts/gpu-smoke-test")
 CLUSTER_EXAMPLE = "gpu-cluster-own-vpc"
 
 # Runs inside the fresh virtualenv, in the example's copy: the example's own program under the mock
@@ -39,8 +39,8 @@ PLAN = textwrap.dedent("""
     import json, runpy, sys
     from pathlib import Path
     import yaml
-    import components
-    from components.plan.mockengine import run_program
+    import ck8s_gpu
+    from ck8s_gpu.plan.mockengine import run_program
 
     project = yaml.safe_load(Path("Pulumi.yaml").read_text())["name"]
     config = dict(yaml.safe_load(Path("Pulumi.example.yaml").read_text())["config"])
@@ -53,7 +53,7 @@ PLAN = textwrap.dedent("""
     except Exception as exc:
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         sys.exit(0)
-    print(json.dumps({"components": components.__file__, "outputs": run.outputs,
+    print(json.dumps({"components": ck8s_gpu.__file__, "outputs": run.outputs,
                       "resources": [{"type": r.type, "name": r.name, "parent": r.parent, "urn": r.urn,
                                      "chart": r.inputs.get("chart")} for r in run.resources]}))
 """)
@@ -86,13 +86,13 @@ def plan(installed: Installed, project: Path, secrets: dict[str, str]) -> dict[s
 
 def test_the_wheel_carries_charts_and_node_script_and_imports_only_from_itself(installed: Installed,
                                                                               tmp_path: Path) -> None:
-    code = ("import components, ck8s_gpu; from components.charts import CHARTS_DIR; from pathlib import Path; "
-            "print(components.__file__); print(CHARTS_DIR); "
-            "print((Path(components.__file__).parent / 'aws/scripts/ck8s-node.sh').is_file())")
+    code = ("import ck8s_gpu; from ck8s_gpu.charts import CHARTS_DIR; from pathlib import Path; "
+            "print(ck8s_gpu.__file__); print(CHARTS_DIR); "
+            "print((Path(ck8s_gpu.__file__).parent / 'aws/scripts/ck8s-node.sh').is_file())")
     out = subprocess.run([str(installed.python), "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          check=True, timeout=120).stdout.split()
     site = str(installed.site_packages)
-    assert out[0].startswith(site) and out[1] == f"{site}/components/_charts" and out[2] == "True", out
+    assert out[0].startswith(site) and out[1] == f"{site}/ck8s_gpu/_charts" and out[2] == "True", out
     charts = {p.name for p in Path(out[1]).iterdir()}
     assert charts == {p.name for p in (PROJECT_DIR / "charts").iterdir()}
 
