@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STACK ?= kind
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: plan test lint types unit setup debs tools bench docs
+.PHONY: plan test lint types unit setup debs tools bench docs up down
 
 plan: $(STAMP)                 ## offline plan of the default stack (kind): no cloud, no Pulumi CLI
 	$(BIN)/ck8s-gpu plan --stack $(STACK) --out out/plan-$(STACK)
@@ -41,3 +41,11 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m components.addons.docs
+
+up:                            ## the local-kubelet stack on this machine (root, Linux): docs/local-cluster.md
+	@$(PY) scripts/local_up.py check up
+	@$(MAKE) --no-print-directory setup debs tools
+	$(BIN)/python scripts/local_up.py up
+
+down:                          ## everything `make up` made, gone (standard library only: no venv needed)
+	$(PY) scripts/local_up.py down
