@@ -8,9 +8,11 @@ then wires the platform cluster, the add-ons and the smoke test as children of i
 - `GpuAddons`: the GPU add-ons and the DRA smoke test on a cluster you already have (its kubeconfig).
 - `GpuCluster`: Canonical Kubernetes control planes and GPU node pools on AWS, in a VPC of yours
   or a new one, with the add-ons and the smoke test.
-"""
 
-from __future__ import annotations
+Every Pulumi language reaches the same two components through the component provider
+(components/provider, ADR 0045); its schema reads the output annotations below at run time, so
+this module keeps real annotations (no `from __future__ import annotations`).
+"""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ import pulumi
 from . import pins
 from .settings.load import SettingsError
 from .settings.model import Settings
+from .settings.rules import Problem
 
 Driver = Literal["operator", "precompiled", "host"]
 Scheduler = Literal["kai", "default"]
@@ -58,9 +61,10 @@ class SmokeTestArgs:
     gpus: int = 1
     scheduler: Scheduler = "kai"
     timeout_seconds: int = 900
+    enabled: bool = True  # False: no smoke test (as `smoke_test=None`); other languages have no None
 
     def raw(self) -> dict[str, Any]:
-        return {"enabled": True, "gpus": self.gpus, "scheduler": self.scheduler,
+        return {"enabled": self.enabled, "gpus": self.gpus, "scheduler": self.scheduler,
                 "timeoutSeconds": self.timeout_seconds}
 
 
@@ -68,14 +72,40 @@ def _smoke(args: SmokeTestArgs | None) -> dict[str, Any]:
     return args.raw() if args is not None else {"enabled": False}
 
 
-def _settings(kind: str, name: str, raw: dict[str, Any], overrides: Mapping[str, Any]) -> Settings:
+def args_error(error: SettingsError) -> pulumi.RunError:
+    """Bad component args: a RunError with one message naming every bad field; `problems` keeps
+    them apart for the component provider, which reports each to the engine as an input error."""
+    exc = pulumi.RunError(error.message)
+    exc.problems = error.problems
+    return exc
+
+
+def _settings(kind: str, name: str, raw: dict[str, Any], overrides: Mapping[str, Any],
+              problems: Sequence[Problem] = ()) -> Settings:
+    """Validated settings, or pulumi.RunError with one message naming every bad field: the args'
+    own `problems` (what the settings cannot see) with the settings' ones."""
     from .addons.base import deep_merge
     from .validate import parse
 
+    source = f"{kind} {name}"
     try:
-        return parse(deep_merge(raw, dict(overrides)), f"{kind} {name}")
+        settings = parse(deep_merge(raw, dict(overrides) if isinstance(overrides, Mapping) else {}), source)
     except SettingsError as exc:
-        raise pulumi.RunError(exc.message) from None  # one message, no traceback, nothing registered
+        problems = [*problems, *exc.problems]
+    if not isinstance(overrides, Mapping):
+        problems = [*problems, ("settings", f"must be a mapping of stack settings, got {type(overrides).__name__}")]
+    if problems:
+        raise args_error(SettingsError(source, problems)) from None  # no traceback, nothing registered
+    return settings
+
+
+def _pool_problems(pools: Sequence[GpuPool] | None) -> list[Problem]:
+    # A missing list would otherwise surface only as "0 GPUs" in the smoke test's check.
+    return [("pools", "required: at least one GPU pool")] if pools is None else []
+
+
+def _pools(pools: Sequence[GpuPool] | None) -> list[dict[str, Any]]:
+    return [p.raw() for p in pools or ()]
 
 
 @dataclass(frozen=True)
@@ -94,10 +124,15 @@ class GpuAddonsArgs:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def to_settings(self, name: str) -> Settings:
-        raw = {"platform": "local" if self.simulated_gpus else "existing", "environment": self.environment,
-               "kubernetes": {"track": self.kubernetes_track}, "nodePools": [p.raw() for p in self.pools],
+        raw = {"platform": "local" if self.simulated_gpus is True else "existing", "environment": self.environment,
+               "kubernetes": {"track": self.kubernetes_track}, "nodePools": _pools(self.pools),
                "gpuStack": {"driver": self.driver}, "smokeTest": _smoke(self.smoke_test)}
-        return _settings("GpuAddonsArgs", name, raw, self.settings)
+        problems = _pool_problems(self.pools)
+        if self.kubeconfig is None:
+            problems.append(("kubeconfig", "required: the admin kubeconfig of your cluster"))
+        if not isinstance(self.simulated_gpus, bool):
+            problems.append(("simulatedGpus", f"must be true or false, got {type(self.simulated_gpus).__name__}"))
+        return _settings("GpuAddonsArgs", name, raw, self.settings, problems)
 
 
 @dataclass(frozen=True)
@@ -129,10 +164,10 @@ class GpuClusterArgs:
             network["azCount"] = 3
         raw = {"platform": "aws", "region": self.region, "environment": self.environment,
                "production": self.production, "kubernetes": {"track": self.kubernetes_track},
-               "controlPlane": {"count": self.control_planes}, "nodePools": [p.raw() for p in self.pools],
+               "controlPlane": {"count": self.control_planes}, "nodePools": _pools(self.pools),
                "network": network, "tags": dict(self.tags), "gpuStack": {"driver": self.driver},
                "smokeTest": _smoke(self.smoke_test)}
-        return _settings("GpuClusterArgs", name, raw, self.settings)
+        return _settings("GpuClusterArgs", name, raw, self.settings, _pool_problems(self.pools))
 
 
 class _GpuStack(pulumi.ComponentResource):
