@@ -30,6 +30,9 @@ k8s_provider_version=4.34.2        # name the plugin is installed under (what pu
 k8s_provider_build=4.0.0-20260115033456-f47bc2d6f199  # what the built code really is (its module pseudo-version)
 kube_version=v1.34.4
 langhost_version=3.274.1-ck8s.1   # our own host (tools/mod/langhost), built on pulumi sdk/v3 v3.274.1
+pulumi_yaml_version=v1.25.0      # github.com/pulumi/pulumi-yaml (tools/mod/pulumi-yaml); goreleaser sets the tag
+actionlint_version=1.7.12        # github.com/rhysd/actionlint (tools/mod/actionlint); goreleaser sets {{.Version}}
+sdkgen_version=3.274.1-ck8s.1     # ours: tools/mod/sdkgen (GeneratePackage only) on pulumi pkg/v3 v3.274.1
 containerd_version=v2.2.9
 # The proxy's .info carries no commit for v2.2.9: the module's go.sum hash names the exact source.
 containerd_revision=h1:ddw9THGOXhcKnHORjkKoXtazPjwtcPwmqk8AVyRpfZw=
@@ -43,6 +46,8 @@ targets=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|"
   "kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|"
   "kwokctl|kwok|sigs.k8s.io/kwok/cmd/kwokctl|"
+  # The workflow linter (tests/integration/test_actionlint.py), flags as its .goreleaser.yaml.
+  "actionlint|actionlint|github.com/rhysd/actionlint/cmd/actionlint|-X github.com/rhysd/actionlint.version=$actionlint_version"
   "kube-scheduler|kubernetes|k8s.io/kubernetes/cmd/kube-scheduler|K8S"
   "kube-controller-manager|kubernetes|k8s.io/kubernetes/cmd/kube-controller-manager|K8S"
   "kube-apiserver|kubernetes|k8s.io/kubernetes/cmd/kube-apiserver|K8S"
@@ -57,6 +62,12 @@ targets=(
   "ck8s-sim-compute-domain|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-sim-compute-domain|"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$pulumi_version"
   "pulumi-language-python|langhost|ck8s-gpu.local/tools/langhost|-X main.version=$langhost_version"
+  # After the CLI: the YAML host shares its third-party dependency versions (Go build cache).
+  "pulumi-language-yaml|pulumi-yaml|github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml|-X github.com/pulumi/pulumi-yaml/pkg/version.Version=$pulumi_yaml_version"
+  # `pulumi package gen-sdk` asks the language's host to generate; upstream's nodejs and Go hosts are
+  # refused by the proxy (403), so ours serve GeneratePackage from pkg/v3/codegen (tests/integration/test_provider_sdks.py).
+  "pulumi-language-nodejs|sdkgen|ck8s-gpu.local/tools/sdkgen/cmd/pulumi-language-nodejs|-X ck8s-gpu.local/tools/sdkgen/host.version=$sdkgen_version"
+  "pulumi-language-go|sdkgen|ck8s-gpu.local/tools/sdkgen/cmd/pulumi-language-go|-X ck8s-gpu.local/tools/sdkgen/host.version=$sdkgen_version"
   "pulumi-resource-kubernetes|pulumi-kubernetes|STAGED|-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$k8s_provider_build"
   "controller-gen|monitoring-crds|sigs.k8s.io/controller-tools/cmd/controller-gen|"
 )
