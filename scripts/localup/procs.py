@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -74,18 +73,6 @@ class Adopted:
                 raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
             time.sleep(0.1)
         return 0
-
-
-def stop(proc: Adopted, grace: float = 10.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
 
 
 def _cmdline(pid: int) -> str:

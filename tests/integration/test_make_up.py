@@ -97,7 +97,8 @@ def test_a_pid_file_adopts_its_process_and_never_a_recycled_pid(tmp_path: Path) 
         pid, started = procs.read_pidfile(path) or (0, 0)
         path.write_text(f"{pid} {started + 1}\n")  # same pid, another process: not ours
         assert procs.Adopted.of(path) is None and not procs.alive(path)
-        procs.stop(adopted, grace=5)
+        # `make down` hands adopted processes to the node tier's own stop (tools/nodetier.py `_stop`).
+        load_tool("nodetier")._stop(adopted, grace=5)
         sleeper.wait(5)
         assert adopted.poll() is not None
     finally:
