@@ -15,6 +15,21 @@ Go's archive/tar "invalid tar header". Image names come from the index's
 `io.containerd.image.name` annotations (what `regctl image export --name` writes): an archive
 without them imports digests only (offline.md's note on `--name`).
 
+Configuration (k8s-snap release-1.34 src/k8s/pkg/k8sd/setup/containerd.go Containerd, run at
+bootstrap and join before k8sd starts the services): directories `<base>/etc/containerd`,
+`conf.d` and `hosts.d` (0700) and `config.toml` from defaultContainerdConfig (version 2, imports
+`conf.d/*.toml`, runc with SystemdCgroup, the CRI's registry config_path hosts.d), rewritten each
+time. The fake's node has containerd-base-dir = its root directory (pkg/snap/snap.go: every
+containerd path under the base dir), so the paths inside are the files the fake reads. containerd
+starts as the unit snap.k8s.containerd.service: systemd first runs the ExecStartPre= lines of its
+drop-ins (systemd.unit(5): `<unit>.d/*.conf` in file-name order; systemd.service(5): a failing
+ExecStartPre fails the start; a missing executable is "Failed to locate executable"). Then
+containerd v1.7.34 loads config.toml and each import in glob order (services/server/config/
+config.go LoadConfig), where an import's plugin sections replace the root's whole (mergeConfig
+"Replace entire sections instead of merging map's values"): checked against the real containerd
+v1.7.34 with k8s-snap's root config (docs/adr/0046). The node records the CRI's runtimes, default
+runtime and enable_cdi.
+
 Pulls (containerd docs/hosts.md, v1.7): an image not present is fetched from the hosts of
 `/etc/containerd/hosts.d/<registry>/hosts.toml` (k8s-snap classic: ContainerdRegistryConfigDir
 under base dir "/", src/k8s/pkg/snap/snap.go), read at each pull, else from the registry itself
@@ -30,10 +45,14 @@ from __future__ import annotations
 
 import base64
 import json
+import shlex
+import subprocess
 import tarfile
 import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 from tests.fakes.k8s_snap import network, world
 
@@ -42,8 +61,89 @@ HOSTS_D = "etc/containerd/hosts.d"
 NAME_ANNOTATION = "io.containerd.image.name"
 
 
+CONFIG_DIR = "etc/containerd"
+UNIT_DROP_INS = "etc/systemd/system/snap.k8s.containerd.service.d"
+CRI = "io.containerd.grpc.v1.cri"
+PAUSE_IMAGE = "ghcr.io/canonical/k8s-snap/pause:3.10"  # setup/containerd.go defaultPauseImage
+
+
 class ArchiveError(Exception):
     pass
+
+
+class StartError(Exception):
+    """snap.k8s.containerd.service did not start (k8sd: "failed to start services")."""
+
+
+def k8sd_config(base: Path) -> dict[str, Any]:
+    """defaultContainerdConfig for a node whose containerd base dir is `base` (CNI dirs are not
+    under it: pkg/snap/snap.go CNIConfDir /etc/cni/net.d, CNIBinDir /opt/cni/bin)."""
+    etc = base / CONFIG_DIR
+    return {
+        "version": 2, "oom_score": 0, "imports": [f"{etc}/conf.d/*.toml"],
+        "grpc": {"uid": 0, "gid": 0, "max_recv_message_size": 16777216, "max_send_message_size": 16777216},
+        "debug": {"uid": 0, "gid": 0, "address": "", "level": ""},
+        "metrics": {"address": "", "grpc_histogram": False},
+        "cgroup": {"path": ""},
+        "plugins": {CRI: {
+            "stream_server_address": "127.0.0.1", "stream_server_port": "0", "enable_selinux": False,
+            "sandbox_image": PAUSE_IMAGE, "stats_collect_period": 10, "enable_tls_streaming": False,
+            "max_container_log_line_size": 16384,
+            "containerd": {"no_pivot": False, "default_runtime_name": "runc",
+                           "runtimes": {"runc": {"runtime_type": "io.containerd.runc.v2",
+                                                 "options": {"SystemdCgroup": True}}}},
+            "cni": {"bin_dir": "/opt/cni/bin", "conf_dir": "/etc/cni/net.d"},
+            "registry": {"config_path": f"{etc}/hosts.d"},
+        }},
+    }
+
+
+def write_config(root: Path) -> None:
+    """k8sd's setup.Containerd on this node (bootstrap, join)."""
+    etc = root / CONFIG_DIR
+    for d in (etc, etc / "conf.d", etc / "hosts.d"):
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (etc / "config.toml").write_text(tomli_w.dumps(k8sd_config(root)))
+
+
+def _exec_start_pre(root: Path) -> None:
+    for conf in sorted((root / UNIT_DROP_INS).glob("*.conf")):
+        for line in conf.read_text().splitlines():
+            if not line.startswith("ExecStartPre="):
+                continue
+            argv = shlex.split(line.removeprefix("ExecStartPre="))
+            if not argv or not Path(argv[0]).is_file():
+                raise StartError(f"snap.k8s.containerd.service: Failed to locate executable {argv[:1]}: "
+                                 "No such file or directory")
+            done = subprocess.run(argv, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=60)
+            if done.returncode != 0:
+                raise StartError(f"snap.k8s.containerd.service: Control process exited, code=exited, "
+                                 f"status={done.returncode}: {done.stderr.strip()}")
+
+
+def loaded_config(root: Path) -> dict[str, Any]:
+    """containerd v1.7.34 LoadConfig + mergeConfig: the root file, then each import."""
+    path = root / CONFIG_DIR / "config.toml"
+    config = tomllib.loads(path.read_text()) if path.exists() else {}
+    for pattern in config.get("imports", []):
+        for imported in sorted(Path("/").glob(pattern.lstrip("/"))):
+            extra = tomllib.loads(imported.read_text())
+            plugins = {**config.get("plugins", {}), **extra.get("plugins", {})}
+            config = {**config, **{k: v for k, v in extra.items() if k not in ("plugins", "imports")},
+                      "plugins": plugins}
+    return config
+
+
+def runtime_state(config: dict[str, Any]) -> dict[str, Any]:
+    cri = config.get("plugins", {}).get(CRI, {})
+    ctrd = cri.get("containerd", {})
+    return {"runtimes": {name: r.get("options", {}).get("BinaryName", "runc")
+                         for name, r in ctrd.get("runtimes", {}).items()},
+            "default_runtime": ctrd.get("default_runtime_name", "runc"), "enable_cdi": bool(cri.get("enable_cdi")),
+            "sandbox_image": cri.get("sandbox_image", ""),
+            "systemd_cgroup": {name: bool(r.get("options", {}).get("SystemdCgroup"))
+                               for name, r in ctrd.get("runtimes", {}).items()},
+            "registry_config_path": cri.get("registry", {}).get("config_path", "")}
 
 
 def _read_archive(path: Path) -> list[str]:
@@ -68,8 +168,11 @@ def _read_archive(path: Path) -> list[str]:
 
 
 def start(state: dict[str, Any], me: dict[str, Any]) -> None:
-    """containerd starts on this node: the side-load plugin imports `*.tar` once."""
+    """containerd starts on this node (StartError when its unit does not): the ExecStartPre= of
+    the unit's drop-ins, its configuration, then the side-load plugin imports `*.tar` once."""
     node = me["node"]
+    _exec_start_pre(Path(me["root"]))
+    node["containerd"] = runtime_state(loaded_config(Path(me["root"])))
     images = node.setdefault("images", {})
     log = node.setdefault("containerd_log", [])
     folder = Path(me["root"]) / SIDELOAD

@@ -98,6 +98,15 @@ def _write_node_files(me: dict[str, Any], role: str, name: str) -> None:
         (lock / "worker").write_text("")
 
 
+def _start_containerd(state: dict[str, Any], me: dict[str, Any], why: str, prefix: str = "Error: ") -> None:
+    """setup.Containerd writes the config, then k8sd starts the services (containerd.py)."""
+    containerd.write_config(Path(me["root"]))
+    try:
+        containerd.start(state, me)
+    except containerd.StartError as exc:
+        raise Exit(1, f"{prefix}{why}: {exc}") from None
+
+
 def _cluster_alive(state: dict[str, Any]) -> bool:
     """A cluster exists while one of its control-plane members runs on a running instance."""
     cluster = state.get("cluster")
@@ -152,7 +161,7 @@ def bootstrap(args: Sequence[str]) -> str:
         me["node"].update(role="control-plane", name=name, extra_sans=list(config.get("extra-sans") or []))
         world.record(state, os.environ["FAKE_INSTANCE"], "k8s bootstrap")
         _write_node_files(me, "control-plane", name)
-        containerd.start(state, me)  # k8sd starts the node's services (side-loads: containerd.py)
+        _start_containerd(state, me, "failed to start services")  # app/hooks_bootstrap.go
     return (f'Bootstrapped a new Kubernetes cluster with node address "{address}:6400".\n'
             "The node will be 'Ready' to host workloads after the CNI is deployed successfully.")
 
@@ -221,6 +230,10 @@ def join_cluster(args: Sequence[str]) -> str:
     with world.locked() as state:
         me = _me(state)
         role = "worker" if worker else "control-plane"
+        # app/hooks_bootstrap.go (a worker's join), hooks_join.go (a control plane's); the hooks'
+        # reverter undoes the membership when they fail, so the fake records it only after.
+        _start_containerd(state, me, "failed to start worker services" if worker else
+                          "failed after retry: failed to start services", fail)
         state["cluster"]["members"][name] = {"role": role, "address": flags.get("address", me["ip"])}
         if not worker:
             state["cluster"]["joining"] = None
@@ -228,7 +241,6 @@ def join_cluster(args: Sequence[str]) -> str:
         k8sd.register_node(state, name, role, _track(state))
         me["node"].update(role=role, name=name)
         _write_node_files(me, role, name)
-        containerd.start(state, me)
         k8sd.reconcile_upgrades(state)
         workloads.schedule_pending(state)
         invariants.check(state, f"join of {name}")
