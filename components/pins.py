@@ -188,6 +188,35 @@ class SignedDownload:
 EFA_INSTALLER = SignedDownload("1.51.0", "https://efa-installer.amazonaws.com",
                                "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC")
 
+# The NVIDIA Container Toolkit a GPU node image carries for `gpuStack.toolkit: host`
+# (components/images/document.py, docs/adr/0046): NVIDIA's apt repository, its signing key's
+# fingerprint (the long key id apt names, DDCAE044F796ECB0, is its tail), and the version of all
+# four packages. 1.20.0, the toolkit image the GPU Operator pin deploys otherwise
+# (components/addons/image_catalog.py container-toolkit v1.20.0): one toolkit either way.
+# Package names and their exact-version dependencies: NVIDIA/nvidia-container-toolkit v1.20.0
+# packaging/debian/control; the versioned install: its install guide, "With apt".
+@dataclass(frozen=True)
+class AptRepository:
+    """Packages installed at image build time from a publisher's apt repository whose key must have
+    a recorded fingerprint."""
+
+    version: str  # the upstream release
+    deb_version: str  # what `apt-get install <package>=<deb_version>` names
+    packages: tuple[str, ...]
+    key_url: str
+    key_fingerprint: str
+    source_line: str  # the sources.list entry: `{keyring}` the dearmored key's path, `{arch}` amd64 or arm64
+
+
+NVIDIA_CONTAINER_TOOLKIT = AptRepository(
+    "1.20.0", "1.20.0-1",
+    ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+     "libnvidia-container1"),
+    "https://nvidia.github.io/libnvidia-container/gpgkey",
+    "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
+    "deb [signed-by={keyring}] https://nvidia.github.io/libnvidia-container/stable/deb/{arch} /",
+)
+
 @dataclass(frozen=True)
 class VerifiedDownload:
     """A release binary fetched at image build time and checked against a recorded sha256 per

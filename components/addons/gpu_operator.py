@@ -113,7 +113,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # containerd 1.6 (track 1.32) cannot do CDI; everything newer can.
         "cdi": {"enabled": ctx.track.cdi},
         "driver": driver,
-        "toolkit": {"enabled": True, "env": [{"name": k, "value": v} for k, v in K8S_SNAP_TOOLKIT_ENV]},
+        "toolkit": toolkit_values(s),
         # Exactly one whole-GPU advertiser per node: the device plugin only when DRA does not
         # allocate GPUs.
         "devicePlugin": {"enabled": not dra},
@@ -132,6 +132,17 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # The chart's default, set so that no later default can turn it off unseen.
         "operator": {"upgradeCRD": True},
     }
+
+
+def toolkit_values(s: Settings) -> dict[str, Any]:
+    """host: the node image carries the toolkit and the node script configured containerd
+    (components/aws/scripts/ck8s-node.sh host_toolkit, docs/adr/0046); the operator installs none.
+    Its operands still run with runtimeClassName nvidia (controllers/object_controls.go
+    setRuntimeClassName) and, with CDI, find nvidia-cdi-hook at the host's /usr/bin
+    (NVIDIA_CDI_HOOK_PATH is set only when toolkit.enabled: transformDevicePluginCtrForCDI)."""
+    if s.gpu_stack.toolkit == "host":
+        return {"enabled": False}
+    return {"enabled": True, "env": [{"name": k, "value": v} for k, v in K8S_SNAP_TOOLKIT_ENV]}
 
 
 def _provides(_settings: Settings) -> tuple[Capability, ...]:

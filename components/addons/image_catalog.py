@@ -122,6 +122,11 @@ def _driver_on(s: Settings) -> bool:
     return s.gpu_stack.driver != "host"
 
 
+def _toolkit_on(s: Settings) -> bool:
+    # gpu_operator.toolkit_values: toolkit.enabled = toolkit mode is not `host` (the image has it).
+    return s.gpu_stack.toolkit != "host"
+
+
 def _device_plugin_on(s: Settings) -> bool:
     # gpu_operator.values devicePlugin.enabled = allocation is not `dra` (one advertiser per node).
     return s.gpu_stack.allocation != "dra"
@@ -145,7 +150,7 @@ GPU_OPERATOR: tuple[Entry, ...] = (
         note="tag completed per node: <branch>-<kernel>-<os tag> (resolveDriverTag)"),
     _nv("driver-manager", "driver.manager", "nvidia/cloud-native/k8s-driver-manager", "v0.12.0",
         runs=_driver_on),
-    _nv("container-toolkit", "toolkit", "nvidia/k8s/container-toolkit", "v1.20.0"),
+    _nv("container-toolkit", "toolkit", "nvidia/k8s/container-toolkit", "v1.20.0", runs=_toolkit_on),
     # The device plugin, and the MPS control daemon (state-mps-control-daemon) with the same image.
     _nv("device-plugin", "devicePlugin", "nvidia/k8s-device-plugin", "v0.20.0", runs=_device_plugin_on),
     _nv("dcgm-exporter", "dcgmExporter", "nvidia/k8s/dcgm-exporter", "4.6.0-4.8.3-distroless"),

@@ -79,6 +79,11 @@ class ClusterBoot:
     mirror_upstreams: tuple[str, ...] = ()
     mirror_ecr_region: str = ""  # set: the mirror is an ECR registry in this region
     offline: bool = False
+    # gpuStack.toolkit host (docs/adr/0046): GPU workers hook the image's NVIDIA Container Toolkit
+    # into k8s-snap's containerd before it first starts, as the operator's toolkit would configure
+    # it: "cdi" (the track's containerd does CDI: enable_cdi, nvidia a runtime class) or
+    # "default-runtime" (no CDI: nvidia the default runtime). "": the operator installs it.
+    host_toolkit: str = ""
 
     def snap_revision(self, arch: str) -> int | None:
         return dict(self.snap_revisions).get(arch)
@@ -165,7 +170,18 @@ def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) ->
         mint_document=mint_document,
         **snap_pin(settings),
         **image_supply(settings),
+        host_toolkit=host_toolkit(settings),
     )
+
+
+def host_toolkit(settings: Settings) -> str:
+    """ClusterBoot.host_toolkit. NVIDIA/gpu-operator v26.7.0 transformToolkitCtrForCDI: with CDI the
+    toolkit does not make nvidia the default runtime; without, nvidia-ctk-installer's default
+    (set-as-default true, NVIDIA/nvidia-container-toolkit v1.20.0 cmd/nvidia-ctk-installer/
+    container/runtime/runtime.go) makes it the default."""
+    if settings.gpu_stack.toolkit != "host":
+        return ""
+    return "cdi" if pins.track(settings.kubernetes.track).cdi else "default-runtime"
 
 
 def image_supply(settings: Settings) -> dict[str, Any]:
@@ -456,5 +472,6 @@ def render_joining_control_plane(c: ClusterBoot) -> str:
 
 def render_gpu_worker(c: ClusterBoot, w: WorkerBoot) -> str:
     labels = " ".join(f"{k}={v}" for k, v in w.labels)
-    env = node_env("worker", c, w.arch, w.image_media, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels)
+    toolkit = {"CK8S_HOST_TOOLKIT": c.host_toolkit} if c.host_toolkit else {}
+    env = node_env("worker", c, w.arch, w.image_media, CK8S_POOL=w.pool, CK8S_NODE_LABELS=labels, **toolkit)
     return cloud_config("worker", c, {"join.yaml": worker_join_config(c, w)}, env, w.hugepages_2mi)

@@ -13,6 +13,13 @@ Sources, each rule beside what it models:
 - NVIDIA = NVIDIA/gpu-driver-container: the driver container starts Fabric Manager only on NVSwitch
   systems (`_assert_nvswitch_system`: /proc/driver/nvidia-nvswitch/devices not empty); its bootc
   images put `ConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices` on the unit.
+- CTK = NVIDIA/nvidia-container-toolkit v1.20.0: packaging/debian/control (four packages, each
+  depending on the others at exactly its version), *.install (nvidia-ctk, nvidia-container-runtime,
+  nvidia-cdi-hook in /usr/bin; nvidia-container-runtime-hook; nvidia-container-cli from
+  libnvidia-container-tools), and its install guide "With apt": the repository
+  nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) (the image line's architecture written
+  out), its key /gpgkey, a versioned install of all four. The key's fingerprint: components/pins.py
+  NVIDIA_CONTAINER_TOOLKIT.
 - EFA = Amazon EC2 user guide, "Get started with EFA and NCCL" (efa-start-nccl.html, step "Install
   the EFA software"): the installer tarball at efa-installer.amazonaws.com, its detached GPG
   signature `.sig` and key `aws-efa-installer.key` with fingerprint 4E90 91BC BB97 A96B 26B1 5E59
@@ -45,6 +52,9 @@ FM_DROP_IN = "/etc/systemd/system/nvidia-fabricmanager.service.d/10-ck8s-gpu-nvs
 # EFA: the installer release the image carries, where AWS publishes it, and the fingerprint its
 # signing key must have (a key swapped on the server fails the build, not just the signature):
 # components/pins.py EFA_INSTALLER.
+CTK = pins.NVIDIA_CONTAINER_TOOLKIT
+CTK_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"  # CTK install guide
+CTK_LIST = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
 EFA_INSTALLER_VERSION = pins.EFA_INSTALLER.version
 EFA_INSTALLER_URL = pins.EFA_INSTALLER.url
 EFA_KEY_FINGERPRINT = pins.EFA_INSTALLER.key_fingerprint
@@ -117,6 +127,42 @@ def efa_build_steps() -> list[dict[str, Any]]:
     ]
 
 
+def toolkit_build_step(arch: str) -> dict[str, Any]:
+    """CTK: the repository only with the key of the pinned fingerprint (a key swapped on the server
+    fails the build), then the four packages at the pinned version. The node script hooks it into
+    k8s-snap's containerd at boot where the stack says gpuStack.toolkit host (docs/adr/0046)."""
+    pinned = " ".join(f"{p}={CTK.deb_version}" for p in CTK.packages)
+    return _bash("InstallNvidiaContainerToolkit",
+                 "export DEBIAN_FRONTEND=noninteractive",
+                 "work=$(mktemp -d)",
+                 f"curl -fsSL --retry 3 -o \"$work/key\" {CTK.key_url}",
+                 "export GNUPGHOME=\"$work/gnupg\"",
+                 "mkdir -m 700 \"$GNUPGHOME\"",
+                 # the primary keys' fingerprints (field 10 of the fpr line after each pub)
+                 "fprs=$(gpg --batch --with-colons --show-keys \"$work/key\" | "
+                 "awk -F: '$1 == \"pub\" {p = 1; next} p && $1 == \"fpr\" {print $10; p = 0}')",
+                 f"if [ \"$fprs\" != {CTK.key_fingerprint} ]; then echo \"{CTK.key_url}: keys $fprs, want "
+                 f"{CTK.key_fingerprint}\" >&2; exit 1; fi",
+                 f"gpg --batch --yes --dearmor -o {CTK_KEYRING} \"$work/key\"",
+                 f"echo '{CTK.source_line.format(keyring=CTK_KEYRING, arch=arch)}' > {CTK_LIST}",
+                 f"{APT} update",
+                 f"{APT} install --no-install-recommends {pinned}",
+                 "rm -rf \"$work\"")
+
+
+def toolkit_validate_step() -> dict[str, Any]:
+    """The pinned toolkit and the binaries the node's containerd drop-in and the operator's
+    operands name (/usr/bin: CTK *.install; nvidia-cdi-hook for CDI specs)."""
+    return _bash("ContainerToolkitInstalled",
+                 "version=$(nvidia-ctk --version | head -n1)",
+                 f"case \"$version\" in *' version {CTK.version}') echo \"$version\" ;; "
+                 f"*) echo \"nvidia-ctk is '$version', want {CTK.version}\" >&2; exit 1 ;; esac",
+                 "for f in nvidia-container-runtime nvidia-container-runtime-hook nvidia-cdi-hook "
+                 "nvidia-container-cli; do",
+                 "  [ -x \"/usr/bin/$f\" ] || { echo \"/usr/bin/$f is missing\" >&2; exit 1; }",
+                 "done")
+
+
 def efa_validate_steps() -> list[dict[str, Any]]:
     """EFA software in place for the booted kernel. Image Builder's instances have one ENA interface
     and no EFA device, so `fi_info -p efa` could not find a provider there: files, not devices."""
@@ -139,19 +185,21 @@ def preloaded(s: ImageSettings) -> tuple[Any, ...]:
 
 def driver_build_steps(s: ImageSettings) -> list[dict[str, Any]]:
     p = packages(s)
-    hold = " ".join((*p.all, f"linux-{KERNEL_FLAVOUR}", f"linux-image-{KERNEL_FLAVOUR}",
+    hold = " ".join((*p.all, *CTK.packages, f"linux-{KERNEL_FLAVOUR}", f"linux-image-{KERNEL_FLAVOUR}",
                      f"linux-headers-{KERNEL_FLAVOUR}"))
     return [
         _bash("InstallNvidiaDriver",
               "export DEBIAN_FRONTEND=noninteractive",
               f"{APT} install --no-install-recommends {' '.join(p.all)}"),
+        toolkit_build_step(s.architecture),
         *(efa_build_steps() if s.with_efa else []),
         _bash("FabricManagerOnlyOnNvswitch",
               f"mkdir -p {FM_DROP_IN.rsplit('/', 1)[0]}",
               f"printf '[Unit]\\nConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices\\n' > {FM_DROP_IN}",
               "systemctl enable nvidia-fabricmanager.service nvidia-persistenced.service"),
-        # Kernel and driver change only with a new image: a userspace upgrade under a loaded module
-        # breaks NVML ("Driver/library version mismatch"), a new kernel may boot without its modules.
+        # Kernel, driver and toolkit change only with a new image: a userspace upgrade under a loaded
+        # module breaks NVML ("Driver/library version mismatch"), a new kernel may boot without its
+        # modules, and the toolkit stays at the pin its golden documents name.
         _bash("HoldKernelAndDriver", f"apt-mark hold {hold}"),
     ]
 
@@ -229,6 +277,7 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
               f"case \"$version\" in {b}.*) echo \"nvidia $version for $(uname -r)\" ;; "
               f"*) echo \"nvidia module for $(uname -r) is '$version', want {b}.x\" >&2; exit 1 ;; esac"),
         _no_containerd(),
+        toolkit_validate_step(),
         *(efa_validate_steps() if s.with_efa else []),
     ]
     test = [
@@ -237,12 +286,15 @@ def component_document(s: ImageSettings) -> dict[str, Any]:
               "version=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)",
               f"case \"$version\" in {b}.*) ;; *) echo \"driver $version, want {b}.x\" >&2; exit 1 ;; esac",
               "systemctl is-active nvidia-persistenced.service"),
+        # libnvidia-container through the driver: what a container on the nvidia runtime gets.
+        _bash("ContainerToolkitSeesTheGpus", "nvidia-container-cli info"),
     ]
     return {
         "name": "ck8s-gpu-nvidia-driver",
-        "description": f"NVIDIA {b} server driver ({s.kernel_modules} kernel modules) from Ubuntu's archive"
+        "description": f"NVIDIA {b} server driver ({s.kernel_modules} kernel modules) from Ubuntu's archive, "
+                       f"NVIDIA Container Toolkit {CTK.version}"
                        + (f", AWS EFA software {EFA_INSTALLER_VERSION} with the NCCL OFI plugin," if s.with_efa else "")
-                       + " for Canonical Kubernetes GPU nodes (gpuStack.driver: host)",
+                       + " for Canonical Kubernetes GPU nodes (gpuStack.driver and gpuStack.toolkit: host)",
         "schemaVersion": 1.0,
         "phases": [{"name": "build", "steps": build}, {"name": "validate", "steps": validate},
                    {"name": "test", "steps": test}],

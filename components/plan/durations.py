@@ -179,6 +179,27 @@ DURATIONS: dict[str, Duration] = {
                             "https://github.com/NVIDIA/k8s-test-infra/issues/583: an operand DaemonSet rollout took "
                             "54.8 s after the operator re-rendered it | estimate: the toolkit's share of the 3-4 min "
                             "driver + toolkit total (NVIDIA/gpu-operator#413) is not published on its own"),
+    "gpu-toolkit-host": Duration(0, 1, "container toolkit in the node image (nvidia-ctk before containerd starts)",
+                                 "measured: nvidia-ctk v1.20.0 (built from NVIDIA/nvidia-container-toolkit tag "
+                                 "v1.20.0) `runtime configure --config-source=file` on k8s-snap's root config took "
+                                 "9 ms (docs/benchmarks.md, recorded once; docs/adr/0046); it runs as ExecStartPre "
+                                 "of containerd's first start inside the join, so no pod, no pull and no containerd "
+                                 "restart (components/aws/scripts/ck8s-node.sh host_toolkit)"),
+    # The validator DaemonSet gates ClusterPolicy ready: init containers driver-, toolkit-, cuda- and
+    # plugin-validation in sequence (assets/state-operator-validation/0500_daemonset.yaml), the
+    # cuda one creating a pod and polling it every 5 s (cmd/nvidia-validator/main.go waitForPod,
+    # podCreationSleepIntervalSeconds), all at NVIDIA/gpu-operator v26.7.0.
+    "gpu-operator-validation-preloaded": Duration(
+        2 * _POD_START.low, 2 * _POD_START.high + 4 * _POD_START.high + 5,
+        "GPU Operator validator (driver, toolkit, CUDA validation; images side-loaded)",
+        "code: NVIDIA/gpu-operator v26.7.0 assets/state-operator-validation/0500_daemonset.yaml (four init "
+        "containers in sequence), cmd/nvidia-validator/main.go (the CUDA validation pod, polled every 5 s): two "
+        "pod starts, four init-container starts bounded like pod starts, one poll interval"),
+    "gpu-operator-validation": Duration(
+        2 * _POD_START.low + 1, 2 * _POD_START.high + 4 * _POD_START.high + 5 + 60,
+        "GPU Operator validator (driver, toolkit, CUDA validation; validator image pulled)",
+        "code: the preloaded row's chain | estimate: plus one pull of the validator image (the gpu-operator "
+        "image, which also runs the CUDA validation pod), at most 60 s"),
     "dra-plugin-start": Duration(0, 15, "DRA kubelet plugin starts once the driver is there, publishes its GPUs",
                                  "code: kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 hack/kubelet-plugin-prestart.sh "
                                  "(the init container retries nvidia-smi every 10 s) | estimate: plugin registration "
@@ -278,6 +299,7 @@ PRELOADED_VARIANTS: dict[str, str] = {
     "helm-remote": "helm-remote-preloaded",
     "helm-kube-prometheus-stack": "helm-kube-prometheus-stack-preloaded",
     "smoke-run": "smoke-run-preloaded",
+    "gpu-operator-validation": "gpu-operator-validation-preloaded",
 }
 
 

@@ -358,7 +358,9 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
     internet = nat_routes(custom)
     apis = api_reach(custom, internet)
     media_of = {r.urn: node_media(user_data(r)) for r in custom if r.type in (INSTANCE, LAUNCH_TEMPLATE)}
-    if media_of and all(m.images_preloaded for m in media_of.values()):
+    preloaded = bool(media_of) and all(m.images_preloaded for m in media_of.values())
+    toolkit_mode = toolkit_mode_of(resources)
+    if preloaded:
         # Every node carries every image: the rows whose ranges include pulls give way to their variants.
         for sid, st in steps.items():
             if st.key in PRELOADED_VARIANTS:
@@ -434,8 +436,11 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         driver = synthetic(f"GPU Operator driver ({driver_mode})", f"gpu-driver-{driver_mode}",
                            [*deps[wait.urn], *gpu_ready])
         drivers.append(driver)
-        toolkit = synthetic("GPU Operator container toolkit", "gpu-toolkit", [driver])
-        deps[wait.urn].add(toolkit)
+        toolkit = synthetic(*(("GPU Operator container toolkit", "gpu-toolkit") if toolkit_mode == "operator" else
+                              ("container toolkit (node image)", "gpu-toolkit-host")), [driver])
+        validation = synthetic("GPU Operator validator", "gpu-operator-validation-preloaded" if preloaded
+                               else "gpu-operator-validation", [toolkit])
+        deps[wait.urn].add(validation)
     plugins = [synthetic("DRA kubelet plugin publishes GPUs", "dra-plugin-start", [r.urn, *drivers, *gpu_ready])
                for r in custom if r.type == RELEASE and chart_name(r) == DRA_CHART]
     for run in (r for r in custom if r.type == SMOKE_RUN):
@@ -616,6 +621,17 @@ def driver_mode_of(resources: list[Recorded], settings_driver: str) -> str:
             if isinstance(driver, dict) and driver.get("usePrecompiled") is True:
                 return "precompiled"
     return "compiled"
+
+
+def toolkit_mode_of(resources: Iterable[Recorded]) -> str:
+    """`host` where the GPU Operator's release turns its toolkit off (the node image carries it:
+    gpuStack.toolkit host, components/addons/gpu_operator.py toolkit_values), else `operator`."""
+    for r in resources:
+        if r.type == RELEASE and chart_name(r) == "gpu-operator":
+            toolkit = (r.inputs.get("values") or {}).get("toolkit") or {}
+            if isinstance(toolkit, dict) and toolkit.get("enabled") is False:
+                return "host"
+    return "operator"
 
 
 def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:

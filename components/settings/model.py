@@ -24,6 +24,10 @@ Allocation = Literal["dra", "device-plugin"]
 # container compiles it on the node; `precompiled` the same container ships it built for the node's
 # kernel (driver.usePrecompiled); `host` it is in the node image already (driver.enabled=false).
 DriverMode = Literal["operator", "precompiled", "host"]
+# Where GPU nodes get the NVIDIA Container Toolkit (docs/adr/0046): `operator` the GPU Operator's
+# toolkit DaemonSet installs it and restarts containerd; `host` the node image carries it and the
+# node script hooks it into k8s-snap's containerd before containerd first starts (toolkit.enabled=false).
+ToolkitMode = Literal["operator", "host"]
 MigStrategy = Literal["none", "single", "mixed"]
 CapacityType = Literal["on-demand", "spot"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -316,6 +320,7 @@ class TopologySettings(_Model):
 class GpuStackSettings(_Model):
     allocation: Allocation = "dra"
     driver: DriverMode = "operator"
+    toolkit: ToolkitMode = "operator"
     mig_strategy: MigStrategy = "none"
     # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver. null: on where a pool
     # has multi-node NVLink (GB200-class: components/instance_types.py), off elsewhere.

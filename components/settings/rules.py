@@ -330,6 +330,22 @@ def _driver(s: Settings) -> Iterator[Problem]:
                 yield f"{ROOT}.nodePools[{i}].ami", why
 
 
+def _toolkit(s: Settings) -> Iterator[Problem]:
+    """gpuStack.toolkit against the driver mode and the operator's values (docs/adr/0046)."""
+    mode = s.gpu_stack.toolkit
+    enabled = nested(s.gpu_stack.addons.gpu_operator.values, "toolkit.enabled")
+    if enabled is not None and truthy(enabled) != (mode == "operator"):
+        yield (f"{ROOT}.gpuStack.addons.gpuOperator.values.toolkit.enabled",
+               f"contradicts gpuStack.toolkit {mode}: choose the toolkit with gpuStack.toolkit (host: the node "
+               "image has it, the operator installs none)")
+    if mode == "host" and s.gpu_stack.driver != "host":
+        # The image that carries the toolkit is the one that carries the driver (components/images):
+        # a host toolkit under the operator's driver container would need its runtime pointed at
+        # /run/nvidia/driver, which the node script does not do.
+        yield (f"{ROOT}.gpuStack.toolkit", f"host needs gpuStack.driver host (is {s.gpu_stack.driver}): the GPU "
+                                           "node image carries driver and toolkit together (docs/adr/0046)")
+
+
 def _precompiled(values: dict[str, object], base: str) -> Iterator[Problem]:
     """NVIDIA/gpu-operator v26.7.0 with driver.usePrecompiled, and the precompiled-drivers page."""
     version = nested(values, "driver.version")
@@ -665,7 +681,7 @@ def _platform(s: Settings) -> Iterator[Problem]:
 # The settings' own rules. Rules that need the add-on graph, a platform or AWS's naming run in
 # components/validate.py, which runs these first: `validate()` is the one gate.
 RULES: tuple[Rule, ...] = (
-    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _driver,
+    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _driver, _toolkit,
     _addon_versions, _addon_repositories, _queues, _smoke, _smoke_pool, _mig, _platform, _local,
 )
 

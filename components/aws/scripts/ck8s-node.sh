@@ -36,6 +36,8 @@ SNAP_DIR=${CK8S_SNAP_DIR:-/snap}
 SNAP_COMMON=${CK8S_SNAP_COMMON:-/var/snap/k8s/common}
 HOSTS_DIR=${CK8S_CONTAINERD_HOSTS_DIR:-/etc/containerd/hosts.d} # classic k8s-snap: containerd base dir /
 UNIT_DIR=${CK8S_SYSTEMD_DIR:-/etc/systemd/system}
+CONTAINERD_ETC=${CK8S_CONTAINERD_ETC:-/etc/containerd} # k8sd writes config.toml here at join, imports conf.d/*.toml
+NVIDIA_CTK=${CK8S_NVIDIA_CTK:-/usr/bin/nvidia-ctk}     # from the toolkit in the image (nvidia-container-toolkit-base)
 SIDELOAD_WAIT=${CK8S_SIDELOAD_WAIT_SECONDS:-300}
 CONSOLE=${CK8S_CONSOLE:-/dev/console}
 LOG=${CK8S_LOG_DIR:-/var/log}/ck8s-gpu-$CK8S_ROLE.log
@@ -203,6 +205,30 @@ mirror_timer() {
 setup_mirror() {
   retry 8 "mirror setup" mirror_auth || die "cannot set up mirror $CK8S_REGISTRY_MIRROR (see $LOG)"
   [ "${CK8S_MIRROR_AUTH:-}" != ecr ] || mirror_timer || die "cannot install the mirror credentials timer"
+}
+
+# host_toolkit: gpuStack.toolkit host (docs/adr/0046). The image carries the NVIDIA Container
+# Toolkit; containerd must have its runtime from its first start, and k8sd writes config.toml only
+# at the join, just before it starts containerd. So systemd runs nvidia-ctk before every start of
+# k8s-snap's containerd: `runtime configure --config-source=file` reads the root config k8sd wrote
+# and writes conf.d/99-nvidia.toml with the whole CRI section copied (containerd 1.7 imports replace
+# a plugin's section whole), as the operator's toolkit does (NVIDIA/nvidia-container-toolkit
+# v1.20.0 pkg/config/engine/containerd). A refreshed snap's new root config carries over the same
+# way. CK8S_HOST_TOOLKIT: cdi (enable_cdi, nvidia a runtime class: the operator's CDI mode) or
+# default-runtime (no CDI: nvidia the default runtime, the toolkit's own default).
+host_toolkit() {
+  local d=$UNIT_DIR/snap.k8s.containerd.service.d mode
+  case "$CK8S_HOST_TOOLKIT" in
+  cdi) mode=--cdi.enabled ;;
+  default-runtime) mode=--nvidia-set-as-default ;;
+  *) die "CK8S_HOST_TOOLKIT is '$CK8S_HOST_TOOLKIT': expected cdi or default-runtime" ;;
+  esac
+  [ -x "$NVIDIA_CTK" ] || die "gpuStack.toolkit host, but the image has no $NVIDIA_CTK (build the pool's image with images/: docs/adr/0046)"
+  mkdir -p "$d" || die "cannot create $d"
+  printf '[Service]\nExecStartPre=%s --quiet runtime configure --runtime=containerd --config=%s --drop-in-config=%s --config-source=file %s\n' \
+    "$NVIDIA_CTK" "$CONTAINERD_ETC/config.toml" "$CONTAINERD_ETC/conf.d/99-nvidia.toml" "$mode" >"$d/10-ck8s-gpu-nvidia-runtime.conf" ||
+    die "cannot write $d/10-ck8s-gpu-nvidia-runtime.conf"
+  quiet systemctl daemon-reload || die "systemctl daemon-reload failed"
 }
 
 # get_secret ID FILE: the secret's value into FILE, never into the log.
@@ -462,6 +488,7 @@ main() {
         die "no DNS name for API load balancer $CK8S_API_LB_NAME (see $LOG)"
     fi
     [ -z "${CK8S_IMAGES_PRELOADED:-}" ] || preload_images
+    [ -z "${CK8S_HOST_TOOLKIT:-}" ] || host_toolkit
     become_member
     [ -z "${CK8S_IMAGES_PRELOADED:-}" ] || wait_sideload
     touch "$STATE_DIR/member"

@@ -77,7 +77,13 @@ class SimCluster:
         policy = iam.worker_policy(scope, mint_document_name(self.cluster), mirror_pull_statements(self.settings))
         tags = node_tags(self.settings, "worker", f"{self.cluster}-{pool.name}", pool=pool.name)
         inst = self.fleet.add_instance(data, tags, [policy], "worker", asg=self.asg_name(pool.name))
-        return self._media(inst, ud.worker_boot(self.settings, pool).arch) if pool.ami is not None else inst
+        if pool.ami is None:
+            return inst
+        if self.settings.gpu_stack.toolkit == "host":  # in the image whatever media a test gives it
+            from tests.unit.aws.node_media import toolkit
+
+            toolkit(inst)  # a GPU node image of the image program (components/images/document.py)
+        return self._media(inst, ud.worker_boot(self.settings, pool).arch)
 
     def _media(self, inst: Instance, arch: str) -> Instance:
         """A node booting an image of the image program has its media on disk (node_media.py),

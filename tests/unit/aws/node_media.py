@@ -1,13 +1,16 @@
 """What the image program puts on a node image's disk (its contract, components/images/
 snap_steps.py and preload_steps.py): /var/lib/ck8s-gpu/snaps/install-order with
-`<name>_<rev>.snap` and `.assert` (what `snap download --revision` writes), and
-/var/lib/ck8s-gpu/images/*.tar (OCI archives, `regctl image export --name <ref>`) with images.lock."""
+`<name>_<rev>.snap` and `.assert` (what `snap download --revision` writes),
+/var/lib/ck8s-gpu/images/*.tar (OCI archives, `regctl image export --name <ref>`) with images.lock,
+and on GPU node images the NVIDIA Container Toolkit's binaries in /usr/bin (document.py)."""
 
 from __future__ import annotations
 
 import io
 import json
+import sys
 import tarfile
+from pathlib import Path
 
 from tests.fakes.k8s_snap import containerd, snapd
 from tests.fakes.k8s_snap.fleet import Instance
@@ -59,4 +62,20 @@ def media(inst: Instance, ack: bool = True, skip: str = "", archives: dict[str, 
     for file, data in (archives if archives is not None else {"pause.tar": oci_archive(PAUSE)}).items():
         (images / file).write_bytes(data)
     (images / "images.lock").write_text(f"{PAUSE} sha256:{'ab' * 32}\n")
+    return inst
+
+
+def toolkit(inst: Instance) -> Instance:
+    """The toolkit's packages in the image (NVIDIA/nvidia-container-toolkit v1.20.0 packaging/debian
+    *.install: nvidia-ctk and nvidia-container-runtime in /usr/bin), nvidia-ctk the fake of
+    tests/fakes/nvidia_ctk.py."""
+    bin_dir = inst.root / "usr/bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    repo = Path(__file__).resolve().parents[3]
+    ctk = bin_dir / "nvidia-ctk"
+    ctk.write_text(f"#!/bin/sh\nPYTHONPATH='{repo}' exec '{sys.executable}' -m tests.fakes.nvidia_ctk \"$@\"\n")
+    ctk.chmod(0o755)
+    runtime = bin_dir / "nvidia-container-runtime"
+    runtime.write_text("#!/bin/sh\necho 'fake: containers do not run here' >&2\nexit 1\n")
+    runtime.chmod(0o755)
     return inst

@@ -294,7 +294,9 @@ def test_a_worker_that_cannot_join_has_its_group_replace_it(sim: Sim, stack: str
     w = s.worker()  # no control plane at all
     assert w.run(CK8S_JOIN_ATTEMPTS="2").returncode == 1
     assert f"{FAILED}: worker {w.name}: could not join cluster {s.cluster}" in w.console
-    assert w.calls("systemctl") == ["systemctl poweroff"]
+    # gpuStack.toolkit host: the containerd drop-in for the image's toolkit comes first (host_toolkit)
+    reload = ["systemctl daemon-reload"] if s.settings.gpu_stack.toolkit == "host" else []
+    assert w.calls("systemctl") == [*reload, "systemctl poweroff"]
     assert (w.state["state"], w.state["health"]) == ("terminated", "Unhealthy")
     assert w.calls("aws autoscaling") == [] and "powering off: the instance terminates" in w.log
 
@@ -307,7 +309,7 @@ def test_the_replacement_of_a_failed_worker_joins(sim: Sim) -> None:
     replacement = ok(s.worker())  # what the group launches for the Unhealthy one
     cluster = s.fleet.cluster
     assert cluster and replacement.name in cluster["members"] and failed.name not in cluster["members"]
-    assert replacement.calls("systemctl") == []
+    assert replacement.calls("systemctl") == ["systemctl daemon-reload"]  # host_toolkit's drop-in, no power-off
 
 
 def test_the_fake_power_off_is_ec2s_and_refuses_what_it_does_not_model(sim: Sim) -> None:

@@ -55,7 +55,7 @@ def _canonical_everywhere(raw: dict[str, Any]) -> None:
     """aws-prod before its nodes booted image-program images (docs/adr/0043): the store path."""
     from_the_store(raw)
     raw["controlPlane"].pop("ami")
-    raw["gpuStack"] = {"driver": "operator"}
+    raw["gpuStack"] = {"driver": "operator", "toolkit": "operator"}
     for pool in raw["nodePools"]:
         pool.pop("ami", None)
 

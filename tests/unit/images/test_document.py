@@ -154,3 +154,82 @@ def test_efa_check_fails_without_the_nccl_plugin(tmp_path: Path) -> None:
     (tmp_path / "lib" / "libnccl-net-ofi.so").write_text("")
     run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
     assert run.returncode == 0 and "libnccl-net-ofi.so" in run.stdout
+
+
+# --- the NVIDIA Container Toolkit (gpuStack.toolkit host, docs/adr/0046) ----------------------
+
+
+def test_the_toolkit_is_installed_at_the_pin_from_nvidias_repository_and_held() -> None:
+    from components.addons.image_catalog import GPU_OPERATOR
+    from components.images.document import CTK
+
+    doc = component_document(DEFAULT)
+    build = [s["name"] for s in doc["phases"][0]["steps"]]
+    assert build.index("InstallNvidiaDriver") < build.index("InstallNvidiaContainerToolkit") < \
+        build.index("HoldKernelAndDriver")
+    install = "\n".join(_step(doc, "InstallNvidiaContainerToolkit")["inputs"]["commands"])  # type: ignore[index]
+    for package in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+                    "libnvidia-container1"):  # packaging/debian/control: each at exactly the others' version
+        assert f" {package}=1.20.0-1" in install
+    assert install.index(CTK.key_fingerprint) < install.index("--dearmor") < install.index("install --no-install")
+    assert "signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg" in install
+    hold = " ".join(_step(doc, "HoldKernelAndDriver")["inputs"]["commands"])  # type: ignore[index]
+    assert all(p in hold.split() for p in CTK.packages)
+    assert _step(doc, "ContainerToolkitInstalled") in doc["phases"][1]["steps"]
+    assert _step(doc, "ContainerToolkitSeesTheGpus") in doc["phases"][2]["steps"]
+    # one toolkit either way: the image's is the one the operator would deploy
+    operator = next(e.image for e in GPU_OPERATOR if e.name == "container-toolkit")
+    assert operator.tag == f"v{CTK.version}"
+    # a control plane's image has none
+    assert not any("nvidia-container" in render(d) for d in component_documents(CONTROL_PLANE))
+
+
+def _key_check(doc: dict, key: Path) -> str:  # type: ignore[type-arg]
+    """The install step up to its fingerprint check, the key read from `key` instead of NVIDIA's server."""
+    lines = _step(doc, "InstallNvidiaContainerToolkit")["inputs"]["commands"]  # type: ignore[index]
+    end = next(i for i, line in enumerate(lines) if line.startswith("if [ \"$fprs\""))
+    return "\n".join(f'cp {key} "$work/key"' if line.startswith("curl ") else line for line in lines[:end + 1])
+
+
+def test_a_key_of_another_fingerprint_adds_no_repository(tmp_path: Path) -> None:
+    from components.images.document import CTK
+
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    env = {"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"}
+    subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "Test <t@example.com>", "ed25519",
+                    "cert", "never"], env=env, check=True, capture_output=True)
+    key = tmp_path / "key.asc"
+    key.write_bytes(subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True,
+                                   capture_output=True).stdout)
+    listing = subprocess.run(["gpg", "--batch", "--with-colons", "--fingerprint"], env=env, check=True,
+                             capture_output=True, text=True).stdout
+    mine = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
+    script = _key_check(component_document(DEFAULT), key)
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and f"keys {mine}, want {CTK.key_fingerprint}" in run.stderr
+    run = subprocess.run(["bash", "-c", script.replace(CTK.key_fingerprint, mine)], capture_output=True, text=True,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+
+
+def test_the_toolkit_check_wants_the_pinned_version_and_its_binaries(tmp_path: Path) -> None:
+    check = _step(component_document(DEFAULT), "ContainerToolkitInstalled")
+    script = "\n".join(check["inputs"]["commands"]).replace("/usr/bin", str(tmp_path))  # type: ignore[index]
+
+    def ctk(version: str) -> None:
+        (tmp_path / "nvidia-ctk").write_text(f"#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version {version}'\n")
+        (tmp_path / "nvidia-ctk").chmod(0o755)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False,
+                              env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+
+    ctk("1.19.0")
+    assert run().returncode == 1 and "want 1.20.0" in run().stderr
+    ctk("1.20.0")
+    assert run().returncode == 1 and "nvidia-container-runtime is missing" in run().stderr
+    for f in ("nvidia-container-runtime", "nvidia-container-runtime-hook", "nvidia-cdi-hook", "nvidia-container-cli"):
+        (tmp_path / f).write_text("#!/bin/sh\n")
+        (tmp_path / f).chmod(0o755)
+    assert run().returncode == 0

@@ -65,7 +65,7 @@ def test_aws_prod_waits_for_its_nodes_and_boots_the_driver_with_the_image() -> N
     names = [tl.steps[i].name for i in tl.path]
     assert tl.driver_mode == "host" and tl.prefix == "ck8s-prod-us-east-1-"
     for expected in ("cp-0 snap install", "cp-0 k8s bootstrap", "GPU Operator driver (host)",
-                     "GPU Operator container toolkit"):
+                     "container toolkit (node image)", "GPU Operator validator"):
         assert expected in names
     assert names.index("cp-0 k8s bootstrap") < names.index("GPU Operator driver (host)")
     # the driver step needs a GPU node (joined after the bootstrap) and the operator's release
@@ -171,14 +171,7 @@ def test_the_printed_table_lists_the_shown_path(stack_timeline: Timeline) -> Non
 # issue 29: node images that carry the snap and every image
 
 
-# aws-dev models 10m05s at the upper bounds, 5 s over issue 29's 10 minutes: its path holds the
-# worker join's two failure limits (30 SSM polls x 2 s + the k8s CLI's 90 s, k8s-join-worker) and
-# four estimates; no row was shrunk without a source to reach the target. strict: the day the model
-# meets it, this xfail fails and must go.
-AWS_DEV_OVER = pytest.mark.xfail(strict=True, reason="aws-dev models 10m05s > 10m (docs/benchmarks.md)")
-
-
-@pytest.mark.parametrize(("stack", "bound"), [pytest.param("aws-dev", 600, marks=AWS_DEV_OVER), ("aws-prod", 900)])
+@pytest.mark.parametrize(("stack", "bound"), [("aws-dev", 600), ("aws-prod", 900)])
 def test_aws_stacks_reach_the_smoke_pass_within_the_issues_bound(stack: str, bound: int) -> None:
     tl = timeline(stack)
     upper = tl.total[1]

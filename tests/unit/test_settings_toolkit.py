@@ -1,0 +1,70 @@
+"""gpuStack.toolkit (operator | host): what the settings refuse, naming the field, and what the GPU
+Operator and the GPU workers are told (docs/adr/0046)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.addons.gpu_operator import K8S_SNAP_TOOLKIT_ENV, toolkit_values
+from components.aws import userdata as ud
+from components.settings import SettingsError, parse_settings
+from tests.unit.aws.conftest import settings_for
+
+VALUES = "settings.gpuStack.addons.gpuOperator.values"
+
+
+def problems(raw: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(SettingsError) as err:
+        parse_settings(raw)
+    return dict(err.value.problems)
+
+
+def test_operator_is_the_default_and_keeps_the_values_existing_stacks_had() -> None:
+    s = parse_settings({"platform": "existing"})
+    assert s.gpu_stack.toolkit == "operator"
+    assert toolkit_values(s) == {"enabled": True, "env": [{"name": k, "value": v} for k, v in K8S_SNAP_TOOLKIT_ENV]}
+
+
+def test_host_turns_the_operators_toolkit_off() -> None:
+    s = parse_settings({"platform": "existing", "gpuStack": {"driver": "host", "toolkit": "host"}})
+    assert toolkit_values(s) == {"enabled": False}
+
+
+@pytest.mark.parametrize("driver", ["operator", "precompiled"])
+def test_host_needs_the_driver_in_the_image_too(driver: str) -> None:
+    got = problems({"platform": "existing", "gpuStack": {"driver": driver, "toolkit": "host"}})
+    assert got == {"settings.gpuStack.toolkit": f"host needs gpuStack.driver host (is {driver}): the GPU node image "
+                                                "carries driver and toolkit together (docs/adr/0046)"}
+
+
+@pytest.mark.parametrize(("toolkit", "enabled"), [("host", True), ("operator", False)])
+def test_a_values_override_that_contradicts_the_mode_is_refused(toolkit: str, enabled: bool) -> None:
+    override = {"gpuOperator": {"values": {"toolkit": {"enabled": enabled}}}}
+    raw = {"platform": "existing", "gpuStack": {"driver": "host", "toolkit": toolkit, "addons": override}}
+    assert set(problems(raw)) == {f"{VALUES}.toolkit.enabled"}
+
+
+def test_an_unknown_mode_names_the_field() -> None:
+    assert set(problems({"platform": "existing", "gpuStack": {"toolkit": "image"}})) == {"settings.gpuStack.toolkit"}
+
+
+def test_gpu_workers_are_told_the_mode_and_control_planes_nothing() -> None:
+    s = settings_for("aws-dev")
+    boot = ud.cluster_boot(s, "arn:auth", "doc")
+    assert boot.host_toolkit == "cdi"  # 1.34: containerd does CDI, as the operator's toolkit would set it up
+    worker = ud.render_gpu_worker(boot, ud.worker_boot(s, s.node_pools[0]))
+    assert "CK8S_HOST_TOOLKIT=cdi" in ud.decoded_files(worker)["/etc/ck8s-gpu/node.env"]
+    cp = ud.render_joining_control_plane(boot)
+    assert "CK8S_HOST_TOOLKIT" not in ud.decoded_files(cp)["/etc/ck8s-gpu/node.env"]
+
+    # containerd 1.6 (track 1.32) has no CDI: nvidia becomes the default runtime
+    no_cdi = parse_settings({"platform": "existing", "kubernetes": {"track": "1.32-classic"},
+                             "gpuStack": {"allocation": "device-plugin", "driver": "host", "toolkit": "host"}})
+    assert ud.host_toolkit(no_cdi) == "default-runtime"
+
+    def operator(raw: dict[str, Any]) -> None:
+        raw["gpuStack"]["toolkit"] = "operator"
+
+    assert ud.cluster_boot(settings_for("aws-dev", operator), "arn:auth", "doc").host_toolkit == ""
