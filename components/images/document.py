@@ -154,7 +154,7 @@ def toolkit_validate_step() -> dict[str, Any]:
     """The pinned toolkit and the binaries the node's containerd drop-in and the operator's
     operands name (/usr/bin: CTK *.install; nvidia-cdi-hook for CDI specs)."""
     return _bash("ContainerToolkitInstalled",
-                 "version=$(nvidia-ctk --version | head -n1)",
+                 "version=$(nvidia-ctk --version | sed -n 1p)",  # sed reads it all: no SIGPIPE under pipefail
                  f"case \"$version\" in *' version {CTK.version}') echo \"$version\" ;; "
                  f"*) echo \"nvidia-ctk is '$version', want {CTK.version}\" >&2; exit 1 ;; esac",
                  "for f in nvidia-container-runtime nvidia-container-runtime-hook nvidia-cdi-hook "

@@ -13,7 +13,8 @@ Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missin
                "no-aws-route", "no-egress", "endpoint-service-missing", "endpoint-subnets", "endpoint-conflict",
                "cache-first-pull",
                # components/preflight/images.py: what the node images carry (their ck8s-gpu: tags)
-               "image-snap-mismatch", "image-not-preloaded", "image-role", "image-untagged"]
+               "image-snap-mismatch", "image-not-preloaded", "image-role", "image-untagged", "image-no-toolkit",
+               "image-toolkit-version"]
 # info: reported, never fails (a Capacity Block's window); warning: reported, does not fail.
 Severity = Literal["error", "warning", "info"]
 

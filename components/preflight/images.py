@@ -13,6 +13,9 @@ promises, and who refuses a node whose image breaks the promise:
 - `ck8s-gpu:images`: how many image tarballs sit in containerd's side-load folder ("0": none).
 - `ck8s-gpu:role`: control-plane (the snap and the cluster's images) or gpu-node (the NVIDIA
   driver and the GPU stack's images too).
+- `ck8s-gpu:nvidia-container-toolkit` (gpu-node): the NVIDIA Container Toolkit's version in
+  /usr/bin. With gpuStack.toolkit host a GPU worker stops at boot without /usr/bin/nvidia-ctk
+  (ck8s-node.sh host_toolkit, docs/adr/0046).
 
 EC2 tags belong to the account that made them: an image shared from another account answers with
 none of its owner's tags, so such an image reads as untagged here.
@@ -24,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from .. import pins
 from ..aws.ami import ssm_parameter
 from ..instance_types import Arch, arch_for_instance_type
 from ..settings.model import Settings
@@ -36,6 +40,7 @@ TAG_ROLE = f"{PREFIX}role"
 TAG_SNAP_VERSION = f"{PREFIX}k8s-snap-version"
 TAG_SNAP_REVISION = f"{PREFIX}k8s-snap-revision"
 TAG_IMAGES = f"{PREFIX}images"
+TAG_TOOLKIT = f"{PREFIX}nvidia-container-toolkit"
 BUILD = "`pulumi up -C images`, docs/images.md"
 
 
@@ -115,6 +120,21 @@ def _preloaded(settings: Settings, n: NodeImage, tags: dict[str, str], what: str
                   f"false where a mirror or the registries serve the images")
 
 
+def _toolkit(settings: Settings, n: NodeImage, tags: dict[str, str], what: str) -> Iterator[Finding]:
+    if settings.gpu_stack.toolkit != "host" or n.role != "gpu-node":
+        return
+    have, want = tags.get(TAG_TOOLKIT), pins.NVIDIA_CONTAINER_TOOLKIT.version
+    if have is None:
+        yield Finding("image-no-toolkit", "error", f"{n.path}, settings.gpuStack.toolkit",
+                      f"{what} has no {TAG_TOOLKIT} tag: the image program did not install the NVIDIA Container "
+                      f"Toolkit in it, and with gpuStack.toolkit host its GPU nodes stop at boot (no "
+                      f"/usr/bin/nvidia-ctk): rebuild it ({BUILD}) or set gpuStack.toolkit operator")
+    elif have != want:
+        yield Finding("image-toolkit-version", "warning", f"{n.path}, settings.gpuStack.toolkit",
+                      f"{what} carries NVIDIA Container Toolkit {have}, the pin is {want} (the GPU Operator's own "
+                      f"toolkit version, components/pins.py): rebuild it ({BUILD}) to run the pinned one")
+
+
 def _role(n: NodeImage, tags: dict[str, str], what: str) -> Iterator[Finding]:
     role = tags.get(TAG_ROLE)
     if role is None or role == n.role:
@@ -149,5 +169,6 @@ def check(settings: Settings, facts: RegionFacts) -> list[Finding]:
         if settings.offline and not any(k.startswith(PREFIX) for k in tags):
             out.append(_untagged(n, what))
             continue  # what it lacks in particular says nothing more
-        out += [*_snap(settings, n, tags, what), *_preloaded(settings, n, tags, what), *_role(n, tags, what)]
+        out += [*_snap(settings, n, tags, what), *_preloaded(settings, n, tags, what),
+                *_toolkit(settings, n, tags, what), *_role(n, tags, what)]
     return out

@@ -84,8 +84,11 @@ def test_an_image_built_with_another_snap_pin_fails_and_a_deregistered_one_is_mi
     assert _kinds(findings) == [
         ("ami-missing", "error", "settings.controlPlane.ami"),
         ("image-snap-mismatch", "error",
-         "settings.nodePools[0].ami, settings.nodePools[1].ami, settings.kubernetes.snap")]
-    gone, snap = findings
+         "settings.nodePools[0].ami, settings.nodePools[1].ami, settings.kubernetes.snap"),
+        # built before the image program installed the toolkit: aws-prod's gpuStack.toolkit host needs it
+        ("image-no-toolkit", "error",
+         "settings.nodePools[0].ami, settings.nodePools[1].ami, settings.gpuStack.toolkit")]
+    gone, snap, _ = findings
     assert f"{CP} names {CP_ID}, which is deregistered in us-east-1" in gone.message
     assert "`pulumi up -C images`" in gone.message
     assert f"{GPU} ({GPU_ID}) carries k8s v1.34.3 revision 5201" in snap.message
@@ -151,8 +154,9 @@ def _facts(settings: Settings, tags: dict[str, dict[str, str]], **over: object) 
 
 
 def _tags(role: str, revision: str = "5325", count: str = "12", version: str = "v1.34.4") -> dict[str, str]:
+    """What the image program tags (components/images/plan.py): a gpu-node image its toolkit too."""
     return {images.TAG_ROLE: role, images.TAG_SNAP_VERSION: version, images.TAG_SNAP_REVISION: revision,
-            images.TAG_IMAGES: count}
+            images.TAG_IMAGES: count, **({images.TAG_TOOLKIT: "1.20.0"} if role == "gpu-node" else {})}
 
 
 def _settings(**extra: object) -> Settings:
@@ -233,4 +237,22 @@ def test_the_committed_eu_west_1_stacks_accept_the_image_programs_images_and_not
     built = {cp: _tags("control-plane"), gpu: _tags("gpu-node")}
     assert images.check(s, _facts(s, built)) == []
     kinds = {f.kind for f in images.check(s, _facts(s, {cp: built[cp], gpu: {"Name": "hand-built"}}))}
-    assert kinds == ({"image-untagged"} if s.offline else {"image-snap-mismatch", "image-not-preloaded"})
+    assert kinds == ({"image-untagged"} if s.offline else
+                     {"image-snap-mismatch", "image-not-preloaded", "image-no-toolkit"})  # aws-dev: toolkit host
+
+
+def test_a_host_toolkit_needs_the_toolkit_in_the_gpu_image() -> None:
+    s = _settings(gpuStack={"driver": "host", "toolkit": "host"})
+    assert check(s, _facts(s, {CP: _tags("control-plane"), GPU: _tags("gpu-node")})) == []
+    without = _tags("gpu-node")
+    without.pop(images.TAG_TOOLKIT)  # an image built before the toolkit was in it
+    [f] = check(s, _facts(s, {CP: _tags("control-plane"), GPU: without}))
+    assert (f.kind, f.severity, f.subject) == ("image-no-toolkit", "error",
+                                               "settings.nodePools[0].ami, settings.gpuStack.toolkit")
+    assert "stop at boot" in f.message and failed([f])
+    other = {**_tags("gpu-node"), images.TAG_TOOLKIT: "1.19.0"}
+    [w] = check(s, _facts(s, {CP: _tags("control-plane"), GPU: other}))
+    assert (w.kind, w.severity) == ("image-toolkit-version", "warning") and not failed([w])
+    # the operator's own toolkit: what the image has does not matter
+    operator = _settings()
+    assert check(operator, _facts(operator, {CP: _tags("control-plane"), GPU: without})) == []
