@@ -611,27 +611,26 @@ def what_if_results(stack: str, steps: list[Step], base: tuple[float, float]) ->
 # from a plan
 
 
+def _operator_values(resources: Iterable[Recorded], key: str) -> dict[str, Any]:
+    """`values.<key>` of the GPU Operator's release ({} without the release or the key)."""
+    for r in resources:
+        if r.type == RELEASE and chart_name(r) == "gpu-operator":
+            section = (r.inputs.get("values") or {}).get(key) or {}
+            return section if isinstance(section, dict) else {}
+    return {}
+
+
 def driver_mode_of(resources: list[Recorded], settings_driver: str) -> str:
     """settings.gpuStack.driver (`operator` compiles on the node), or what the operator's values say."""
     if settings_driver in ("host", "precompiled"):
         return settings_driver
-    for r in resources:
-        if r.type == RELEASE and chart_name(r) == "gpu-operator":
-            driver = (r.inputs.get("values") or {}).get("driver") or {}
-            if isinstance(driver, dict) and driver.get("usePrecompiled") is True:
-                return "precompiled"
-    return "compiled"
+    return "precompiled" if _operator_values(resources, "driver").get("usePrecompiled") is True else "compiled"
 
 
 def toolkit_mode_of(resources: Iterable[Recorded]) -> str:
     """`host` where the GPU Operator's release turns its toolkit off (the node image carries it:
     gpuStack.toolkit host, components/addons/gpu_operator.py toolkit_values), else `operator`."""
-    for r in resources:
-        if r.type == RELEASE and chart_name(r) == "gpu-operator":
-            toolkit = (r.inputs.get("values") or {}).get("toolkit") or {}
-            if isinstance(toolkit, dict) and toolkit.get("enabled") is False:
-                return "host"
-    return "operator"
+    return "host" if _operator_values(resources, "toolkit").get("enabled") is False else "operator"
 
 
 def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:
