@@ -516,7 +516,8 @@ def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitS
     sa_objs = [o for o in of_kind(objs, "ServiceAccount") if "node-feature-discovery" in o["metadata"]["name"]]
     c1.say(f"rendered {len(objs)} objects; ClusterPolicy {policy['metadata']['name']}: driver.enabled="
            f"{policy['spec'].get('driver', {}).get('enabled')}, devicePlugin.enabled="
-           f"{policy['spec'].get('devicePlugin', {}).get('enabled')}, toolkit.env="
+           f"{policy['spec'].get('devicePlugin', {}).get('enabled')}, toolkit.enabled="
+           f"{policy['spec'].get('toolkit', {}).get('enabled')}, toolkit.env="
            f"{[e['name'] for e in policy['spec'].get('toolkit', {}).get('env') or []]}, daemonsets.tolerations="
            f"{policy['spec'].get('daemonsets', {}).get('tolerations')}")
 
@@ -611,18 +612,22 @@ def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitS
         return
 
     # --- 4. spec change ----------------------------------------------------------------------
-    ds_name = "nvidia-container-toolkit-daemonset"
     before = cl.get_json("clusterpolicy", POLICY)
+    # The operand whose spec changes: the toolkit's where the operator installs it, else (the node
+    # image carries it: gpuStack.toolkit host, docs/adr/0046) the DCGM exporter's.
+    operand, ds_name = (("toolkit", "nvidia-container-toolkit-daemonset")
+                        if before["spec"].get("toolkit", {}).get("enabled", True) is not False
+                        else ("dcgmExporter", "nvidia-dcgm-exporter"))
     gen0 = before["metadata"].get("generation")
     stamp = str(int(time.time()))
-    has_env = bool(before["spec"].get("toolkit", {}).get("env"))
-    patch = ([{"op": "add", "path": "/spec/toolkit/env/-", "value": {"name": "CK8S_COMPAT_PROBE", "value": stamp}}]
+    has_env = bool(before["spec"].get(operand, {}).get("env"))
+    patch = ([{"op": "add", "path": f"/spec/{operand}/env/-", "value": {"name": "CK8S_COMPAT_PROBE", "value": stamp}}]
              if has_env else
-             [{"op": "add", "path": "/spec/toolkit/env", "value": [{"name": "CK8S_COMPAT_PROBE", "value": stamp}]}])
+             [{"op": "add", "path": f"/spec/{operand}/env", "value": [{"name": "CK8S_COMPAT_PROBE", "value": stamp}]}])
     t_patch = time.monotonic()
     cl.kubectl("patch", "clusterpolicy", POLICY, "--type=json", "-p", json.dumps(patch))
     right_after = cl.get_json("clusterpolicy", POLICY)
-    c4.say(f"patched spec.toolkit.env (+CK8S_COMPAT_PROBE={stamp}): generation {gen0} -> "
+    c4.say(f"patched spec.{operand}.env (+CK8S_COMPAT_PROBE={stamp}): generation {gen0} -> "
            f"{right_after['metadata'].get('generation')}; status right after the patch: {policy_status(right_after)}")
     old_ok = (right_after.get("status") or {}).get("state") == "ready"
     ok, msg, t_done = run_gate(cl.kubeconfig, min_gpu_nodes=len(nodes), timeout=a.gate_timeout, settle=10)
