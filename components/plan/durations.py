@@ -65,6 +65,16 @@ _POD_START = Duration(0.2, 5, "pod start with its image on the node (no pull)",
                       "pod_startup_latency.md: 'excluding time to pull images and run init containers' the 99th "
                       "percentile per cluster-day is <= 5s")
 _PROBE_PERIOD = 10  # Kubernetes' default periodSeconds, and what the charts below set
+# The validator DaemonSet gates ClusterPolicy ready: init containers driver-, toolkit-, cuda- and
+# plugin-validation in sequence (assets/state-operator-validation/0500_daemonset.yaml), the cuda one
+# creating a pod and polling it every 5 s (cmd/nvidia-validator/main.go waitForPod,
+# podCreationSleepIntervalSeconds), all at NVIDIA/gpu-operator v26.7.0.
+_VALIDATION = Duration(
+    2 * _POD_START.low, 2 * _POD_START.high + 4 * _POD_START.high + 5,
+    "GPU Operator validator (driver, toolkit, CUDA validation; images side-loaded)",
+    "code: NVIDIA/gpu-operator v26.7.0 assets/state-operator-validation/0500_daemonset.yaml (four init "
+    "containers in sequence), cmd/nvidia-validator/main.go (the CUDA validation pod, polled every 5 s): two "
+    "pod starts, four init-container starts bounded like pod starts, one poll interval")
 
 DURATIONS: dict[str, Duration] = {
     # ---- AWS API objects (pulumi-aws returns when AWS reports them available)
@@ -185,18 +195,9 @@ DURATIONS: dict[str, Duration] = {
                                  "9 ms (docs/benchmarks.md, recorded once; docs/adr/0046); it runs as ExecStartPre "
                                  "of containerd's first start inside the join, so no pod, no pull and no containerd "
                                  "restart (components/aws/scripts/ck8s-node.sh host_toolkit)"),
-    # The validator DaemonSet gates ClusterPolicy ready: init containers driver-, toolkit-, cuda- and
-    # plugin-validation in sequence (assets/state-operator-validation/0500_daemonset.yaml), the
-    # cuda one creating a pod and polling it every 5 s (cmd/nvidia-validator/main.go waitForPod,
-    # podCreationSleepIntervalSeconds), all at NVIDIA/gpu-operator v26.7.0.
-    "gpu-operator-validation-preloaded": Duration(
-        2 * _POD_START.low, 2 * _POD_START.high + 4 * _POD_START.high + 5,
-        "GPU Operator validator (driver, toolkit, CUDA validation; images side-loaded)",
-        "code: NVIDIA/gpu-operator v26.7.0 assets/state-operator-validation/0500_daemonset.yaml (four init "
-        "containers in sequence), cmd/nvidia-validator/main.go (the CUDA validation pod, polled every 5 s): two "
-        "pod starts, four init-container starts bounded like pod starts, one poll interval"),
+    "gpu-operator-validation-preloaded": _VALIDATION,
     "gpu-operator-validation": Duration(
-        2 * _POD_START.low + 1, 2 * _POD_START.high + 4 * _POD_START.high + 5 + 60,
+        _VALIDATION.low + 1, _VALIDATION.high + 60,
         "GPU Operator validator (driver, toolkit, CUDA validation; validator image pulled)",
         "code: the preloaded row's chain | estimate: plus one pull of the validator image (the gpu-operator "
         "image, which also runs the CUDA validation pod), at most 60 s"),

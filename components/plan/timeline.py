@@ -438,7 +438,7 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         drivers.append(driver)
         toolkit = synthetic(*(("GPU Operator container toolkit", "gpu-toolkit") if toolkit_mode == "operator" else
                               ("container toolkit (node image)", "gpu-toolkit-host")), [driver])
-        validation = synthetic("GPU Operator validator", "gpu-operator-validation-preloaded" if preloaded
+        validation = synthetic("GPU Operator validator", PRELOADED_VARIANTS["gpu-operator-validation"] if preloaded
                                else "gpu-operator-validation", [toolkit])
         deps[wait.urn].add(validation)
     plugins = [synthetic("DRA kubelet plugin publishes GPUs", "dra-plugin-start", [r.urn, *drivers, *gpu_ready])

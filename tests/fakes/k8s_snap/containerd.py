@@ -93,7 +93,7 @@ def k8sd_config(base: Path) -> dict[str, Any]:
                            "runtimes": {"runc": {"runtime_type": "io.containerd.runc.v2",
                                                  "options": {"SystemdCgroup": True}}}},
             "cni": {"bin_dir": "/opt/cni/bin", "conf_dir": "/etc/cni/net.d"},
-            "registry": {"config_path": f"{etc}/hosts.d"},
+            "registry": {"config_path": str(base / HOSTS_D)},
         }},
     }
 
@@ -101,7 +101,7 @@ def k8sd_config(base: Path) -> dict[str, Any]:
 def write_config(root: Path) -> None:
     """k8sd's setup.Containerd on this node (bootstrap, join)."""
     etc = root / CONFIG_DIR
-    for d in (etc, etc / "conf.d", etc / "hosts.d"):
+    for d in (etc, etc / "conf.d", root / HOSTS_D):
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
     (etc / "config.toml").write_text(tomli_w.dumps(k8sd_config(root)))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.fakes.k8s_snap import containerd, snapd
 from tests.fakes.k8s_snap.fleet import Instance
 
-PAUSE = "ghcr.io/canonical/k8s-snap/pause:3.10"
+PAUSE = containerd.PAUSE_IMAGE  # k8s-snap's own pause image, side-loaded like every other
 CORE22 = ("core22", "2045", "strict", None, "20250110")
 
 
