@@ -43,8 +43,8 @@ from tests.helpers.node_tier import (  # noqa: E402
     stack_settings,
     start_kwok_pool,
 )
-from tests.helpers.tools import copy_project  # noqa: E402
-from tests.integration.conftest import EngineTools, inline_kubeconfig, load_tool, missing_engine_tools  # noqa: E402
+from tests.helpers.tools import copy_project, load_tool  # noqa: E402
+from tests.integration.conftest import EngineTools, inline_kubeconfig, missing_engine_tools  # noqa: E402
 
 START, END = "<!-- bench_node_tier:start", "<!-- bench_node_tier:end -->"
 PASSPHRASE = "bench-node-tier"

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,7 @@ def _measure(stack: str, mode: str) -> dict[str, Any]:
     settings = settings_from_config(config, name, offline=True)
     wire, secret_keys = offline_config(config, settings)
     validation = time.perf_counter() - start
+    program: Callable[[], object]
     if mode == "plan":
         program = lambda: runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")  # noqa: E731
     else:
@@ -104,7 +106,8 @@ def _child(stack: str, mode: str, types: dict[str, int] | None = None) -> dict[s
     env = {**os.environ, "BENCH_TYPES": json.dumps(types or {})}
     out = subprocess.run([sys.executable, __file__, "--child", stack, mode], env=env, check=True,
                          capture_output=True, text=True, cwd=ROOT)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
 def _region_plan(region: str) -> float:

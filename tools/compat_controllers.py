@@ -52,7 +52,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -297,7 +296,8 @@ class TimedWatch(Watch):
     @property
     def timed(self) -> list[tuple[float, str, Obj]]:
         with self._lock:
-            return [(t, str(ev.get("type", "")), ev.get("object") or {}) for t, ev in zip(self.arrived, self.events)]
+            pairs = zip(self.arrived, self.events, strict=False)
+            return [(t, str(ev.get("type", "")), ev.get("object") or {}) for t, ev in pairs]
 
     def since(self, t: float, until: float | None = None) -> list[tuple[float, str, Obj]]:
         return [e for e in self.timed if e[0] >= t and (until is None or e[0] <= until)]

@@ -157,7 +157,7 @@ def resource_slice_manifest(
             raise ValueError(f"partitions cover GPU modules {sorted(covered)}, the node has {gpus} GPUs "
                              f"(modules 1..{gpus})")
     m = model
-    devices = [
+    devices: list[dict[str, Any]] = [
         {
             "name": f"gpu-{i}",
             "attributes": {

@@ -34,10 +34,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD_SCRIPT = REPO / "tools" / "build.sh"
@@ -56,6 +56,8 @@ REQUIRED_BINARIES = (
 KUBE_VERSION = "v1.34.4"
 LOOPBACK = "127.0.0.1"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+_T = TypeVar("_T")
 
 
 class ToolsMissing(RuntimeError):
@@ -293,18 +295,19 @@ class LocalCluster:
         cmd += ["-n", namespace] if namespace else ["-A"]
         return Watch(cmd, self._env())
 
-    def wait_for(self, what: str, predicate, timeout: float = 60.0, interval: float = 0.5):
+    def wait_for(self, what: str, predicate: Callable[[], _T], timeout: float = 60.0, interval: float = 0.5) -> _T:
         """Poll ``predicate()`` until it returns a truthy value; raise TimeoutError otherwise."""
         deadline = time.monotonic() + timeout
-        last: Any = None
+        last: object = None
         while time.monotonic() < deadline:
             try:
-                last = predicate()
+                value = predicate()
             except RuntimeError as e:  # transient API errors while starting
                 last = e
             else:
-                if last:
-                    return last
+                last = value
+                if value:
+                    return value
             time.sleep(interval)
         raise TimeoutError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
