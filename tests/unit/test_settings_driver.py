@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from components import pins
-from components.settings import SettingsError, parse_settings
+from components.settings import parse_settings
 from components.settings.load import read_stack_file
 from components.validate import from_config as settings_from_config
+from tests.unit.helpers import model_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 AWS = {"platform": "aws", "region": "eu-west-1"}
@@ -20,10 +21,7 @@ STOCK_PATH = "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hv
 VALUES = "settings.gpuStack.addons.gpuOperator.values"
 
 
-def problems(raw: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        parse_settings(raw)
-    return dict(err.value.problems)
+problems = model_problems  # the settings' own rules (components.settings.parse_settings)
 
 
 def gpu_operator_values(driver: str, values: dict[str, Any], platform: str = "existing") -> dict[str, Any]:

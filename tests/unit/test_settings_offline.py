@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 
-from components.settings.load import SettingsError
 from tests.unit.aws.conftest import settings_for
+from tests.unit.helpers import raised_problems
 
 
 def _problems(stack: str, change: Any) -> list[tuple[str, str]]:
-    with pytest.raises(SettingsError) as err:
-        settings_for(stack, change)
-    return err.value.problems
+    return raised_problems(settings_for, stack, change)
 
 
 def test_the_committed_offline_stack_is_accepted() -> None:

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from components.settings import SettingsError
 from components.settings.facts import gpus_provided, pool_gpus
 from components.validate import from_config as settings_from_config
-from components.validate import parse
 from components.validate import parse as parse_settings
+from tests.unit.helpers import settings_problems
 
-
-def problems(raw: dict[str, Any]) -> dict[str, str]:
-    """Every problem the one gate (components.validate) reports."""
-    with pytest.raises(SettingsError) as err:
-        parse(raw)
-    return dict(err.value.problems)
+problems = settings_problems  # every problem the one gate (components.validate) reports
 
 
 AWS = {"platform": "aws", "region": "eu-west-1"}

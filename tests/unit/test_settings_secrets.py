@@ -23,6 +23,7 @@ from components.settings import secrets as sec
 from components.settings.load import SETTINGS_KEY
 from components.validate import from_config, parse
 from tests.helpers.registrations import resources_only, watch_registrations
+from tests.unit.helpers import settings_problems
 
 BASE = "settings.gpuStack.addons.gpuOperator.values"
 PLAIN = "s3cr3t-Registry-pw"
@@ -32,10 +33,7 @@ def _kind(values: dict[str, Any], addon: str = "gpuOperator") -> dict[str, Any]:
     return {"platform": "kind", "gpuStack": {"addons": {addon: {"values": values}}}}
 
 
-def _problems(raw: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        parse(raw)
-    return dict(err.value.problems)
+_problems = settings_problems
 
 
 # Equivalent spellings of "this key holds a credential", and values that are one whatever the key.

@@ -11,23 +11,18 @@ from typing import Any
 import pytest
 
 from components.cli.main import main
-from components.settings import SettingsError
 from components.settings.limits import KIND_MAX_WORKERS
 from components.settings.load import parse_stack_text
 from components.settings.model import MAX_CLUSTER_NODES
 from components.validate import parse
+from tests.unit.helpers import joined_by_path, raised_problems
 
 AWS = {"platform": "aws", "region": "eu-west-1"}
 KIND = {"platform": "kind"}
 
 
 def _problems(raw: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        parse(raw)
-    found: dict[str, str] = {}
-    for path, reason in err.value.problems:  # every reason at a path, in one string
-        found[path] = f"{found[path]} | {reason}" if path in found else reason
-    return found
+    return joined_by_path(raised_problems(parse, raw), " | ")  # every reason at a path, in one string
 
 
 def _plan_text(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from components.settings.load import SettingsError
 from components.settings.model import Settings
 from tests.unit.addons.helpers import final_values
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
+from tests.unit.helpers import by_path, raised_problems
 
 GB200 = "p6e-gb200.36xlarge"
 LOCAL_ZONE = "us-east-1-dfw-2a"  # capacity-blocks-launch.html: GB200 UltraServer blocks are in the Dallas Local Zone
@@ -50,9 +51,7 @@ def _with_gb200(gpu_stack: dict[str, Any] | None = None, **over: Any) -> Setting
 
 
 def _refusals(**over: Any) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        _with_gb200(**over)
-    return dict(err.value.problems)
+    return by_path(raised_problems(_with_gb200, **over))
 
 
 def test_nvlink_domains_per_instance_type() -> None:

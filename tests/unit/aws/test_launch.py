@@ -14,6 +14,7 @@ from components.settings.load import SettingsError
 from components.settings.model import NodePoolSettings, Settings
 from components.validate import validate
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
+from tests.unit.helpers import joined_by_path
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 ASG = "aws:autoscaling/group:Group"
@@ -28,10 +29,7 @@ def _aws(*pools: dict[str, Any], **extra: Any) -> Settings:
 
 
 def _problems(*pools: dict[str, Any], **extra: Any) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for path, why in validate(_aws(*pools, **extra)):
-        out[path] = f"{out[path]}; {why}" if path in out else why
-    return out
+    return joined_by_path(validate(_aws(*pools, **extra)), "; ")
 
 
 P5 = {"name": "h100", "instanceType": "p5.48xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 4,

@@ -7,15 +7,14 @@ import pytest
 from components import pins
 from components.images.settings import image_settings_from_config, parse_image_settings
 from components.settings.load import SettingsError
+from tests.unit.helpers import by_path, raised_problems
 
 PIN = {"kubernetes": {"track": "1.34-classic", "snap": {"version": "v1.34.4", "revision": 5325}}}
 ARM_PIN = {"kubernetes": {"snap": {"version": "v1.34.4", "revision": 5328}}}
 
 
 def _problems(raw: object) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        parse_image_settings(raw, "test")
-    return dict(err.value.problems)
+    return by_path(raised_problems(parse_image_settings, raw, "test"))
 
 
 def test_defaults_build_the_branch_the_gpu_operator_would_install() -> None:

@@ -7,7 +7,6 @@ Uses the loopback control plane with KWOK GPU nodes (tools/localcluster.py, bina
 from __future__ import annotations
 
 import base64
-import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -19,10 +18,9 @@ import yaml
 
 from components.k8s_ready import WaitTimeout, check_api_ready
 from components.k8s_wait import Target, wait_for
-from components.kube import wait
 from tests.helpers.tools import load_tool, skip_or_fail
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("quick_backoff")]
 
 def _localcluster() -> Any:
     return load_tool("localcluster")
@@ -40,9 +38,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield c
 
 
-@pytest.fixture(autouse=True)
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wait, "backoff_delays", lambda *a, **k: itertools.repeat(0.2))
+@pytest.fixture
+def backoff_seconds() -> float:
+    """quick_backoff's pause (tests/unit/conftest.py): a real API server is polled at 0.2 s, not 0.01 s."""
+    return 0.2
 
 
 def _kubeconfig(cluster: Any) -> str:

@@ -5,26 +5,15 @@ The poll loop: tests/unit/kube/test_wait.py; the provider as old states hold it:
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-
 import pulumi
 import pytest
 
 from components import k8s_ready as r
-from components.kube import wait
 from components.kube.errors import KubeUnreachable, answered
 from components.plan.mockengine import run_program
 from tests.unit.platforms.fake_api import TOKEN, FakeApi, node, node_list
 
-
-def fast_delays(*_: object, **__: object) -> Iterator[float]:
-    return itertools.repeat(0.01)
-
-
-@pytest.fixture(autouse=True)
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wait, "backoff_delays", fast_delays)
+pytestmark = pytest.mark.usefixtures("quick_backoff")  # tests/unit/conftest.py: 0.01 s between attempts
 
 
 # ---------------------------------------------------------------------------- pure decisions

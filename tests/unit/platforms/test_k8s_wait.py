@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,13 +22,7 @@ DEPLOYMENT: dict[str, Any] = {
 }
 
 
-def fast_delays(*_: object, **__: object) -> Iterator[float]:
-    return itertools.repeat(0.01)
-
-
-@pytest.fixture(autouse=True)
-def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wait, "backoff_delays", fast_delays)
+pytestmark = pytest.mark.usefixtures("quick_backoff")  # tests/unit/conftest.py: 0.01 s between attempts
 
 
 # ---------------------------------------------------------------------------- field paths

@@ -22,6 +22,7 @@ from components.smoke import all_reduce
 from components.smoke.expectations import CASE_LABEL, RUN_LABEL
 from components.smoke.verifier import FAILED, PASSED, Snapshot, verify
 from components.validate import parse
+from tests.unit.helpers import settings_problems
 from tests.unit.smoke import settings_fixtures as sf
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nccl"
@@ -206,9 +207,7 @@ def test_its_network_policy_opens_the_case_to_itself_only() -> None:
 def problems(raw: dict[str, Any], **all_reduce_settings: Any) -> dict[str, str]:
     doc = {**raw, "smokeTest": {**raw.get("smokeTest", {}),
                                 "allReduce": {"enabled": True, **all_reduce_settings}}}
-    with pytest.raises(SettingsError) as err:
-        parse(doc)
-    return dict(err.value.problems)
+    return settings_problems(doc)
 
 
 def test_the_case_is_off_by_default_and_valid_on_an_efa_pool() -> None:

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from components.charts import render
-from components.settings import SettingsError
 from components.settings.model import Settings
 from components.smoke.cases import compute_domain as cdc
 from components.smoke.collect import collect
@@ -26,6 +25,7 @@ from components.smoke.run import Runner, RunSpec
 from components.smoke.snapshot import Obj
 from components.smoke.verifier import FAILED, PASSED, SKIPPED, verify
 from components.smoke.view import View
+from tests.unit.helpers import by_path, raised_problems
 from tests.unit.smoke import fixtures as fx
 from tests.unit.smoke import settings_fixtures as sf
 from tests.unit.smoke.fake_cluster import FakeClock, FakeCluster
@@ -233,9 +233,7 @@ def test_without_a_kubelet_the_containers_are_not_judged() -> None:
 
 
 def problems(doc: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        sf.plan(doc)
-    return dict(err.value.problems)
+    return by_path(raised_problems(sf.plan, doc))  # the gate, then the smoke test's plan
 
 
 def local(**over: Any) -> dict[str, Any]:

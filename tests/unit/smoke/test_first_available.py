@@ -15,13 +15,13 @@ import pytest
 
 from components.charts import render
 from components.labels import SIMULATED_POOL_LABEL
-from components.settings import SettingsError
 from components.smoke.cases import first_available as fa
 from components.smoke.expectations import CaseExpectation, PoolExpectation, object_name
 from components.smoke.snapshot import Obj
 from components.smoke.verifier import FAILED, PASSED, SKIPPED, verify
 from components.smoke.view import View
 from tests.helpers.k8s_schema import VERSIONS, schema_errors
+from tests.unit.helpers import by_path, raised_problems
 from tests.unit.smoke import fixtures as fx
 from tests.unit.smoke import settings_fixtures as sf
 
@@ -165,9 +165,7 @@ AWS_TWO: dict[str, Any] = {
 
 
 def problems(doc: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        sf.plan(doc)
-    return dict(err.value.problems)
+    return by_path(raised_problems(sf.plan, doc))  # the gate, then the smoke test's plan
 
 
 def with_case(**case: Any) -> dict[str, Any]:

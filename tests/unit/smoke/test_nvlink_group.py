@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from components.charts import render
-from components.settings.load import SettingsError
 from components.smoke.cases import FAMILIES, nvlink_group
 from components.smoke.expectations import CaseExpectation, object_name
 from components.smoke.verifier import FAILED, PASSED, SKIPPED, CheckResult, verify
 from tests.helpers.k8s_schema import VERSIONS, schema_errors
+from tests.unit.helpers import by_path, raised_problems
 from tests.unit.smoke import fixtures as fx
 from tests.unit.smoke import settings_fixtures as sf
 from tests.unit.smoke.fixtures import World
@@ -177,9 +177,7 @@ def test_container_device_compares_all_n_gpus() -> None:
 
 
 def problems(raw: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        sf.settings(raw)
-    return {path: reason for path, reason in err.value.problems}
+    return by_path(raised_problems(sf.settings, raw))
 
 
 def with_(raw: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from components.settings import SettingsError
 from components.settings.model import Settings
 from components.settings.rules import mig_profile_problems
 from components.validate import parse as parse_settings
+from tests.unit.helpers import listed_by_path, raised_problems
 from tests.unit.smoke import settings_fixtures as sf
 
 AWS_MIG = {"platform": "aws", "region": "eu-west-1", "gpuStack": {"migStrategy": "mixed"},
@@ -29,12 +30,7 @@ def with_smoke(raw: dict[str, Any], **smoke: Any) -> dict[str, Any]:
 
 
 def problems(raw: dict[str, Any]) -> dict[str, list[str]]:
-    with pytest.raises(SettingsError) as err:
-        parse_settings(raw)
-    out: dict[str, list[str]] = {}
-    for path, reason in err.value.problems:
-        out.setdefault(path, []).append(reason)
-    return out
+    return listed_by_path(raised_problems(parse_settings, raw))
 
 
 def ok(raw: dict[str, Any]) -> Settings:
