@@ -8,11 +8,11 @@ resource machinery until a component is asked for.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# The checkout (or installed tree) holding __main__.py, charts/ and stacks/: one definition for all.
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+# Re-exported for programs and tests that locate the checkout from the package; the package's own
+# modules import it from the leaf `paths` (never from this face, which loads the API).
+from .paths import PROJECT_DIR
 
 _API = ("GpuAddons", "GpuAddonsArgs", "GpuCluster", "GpuClusterArgs", "GpuPool", "SmokeTestArgs")
 __all__ = ["PROJECT_DIR", "GpuAddons", "GpuAddonsArgs", "GpuCluster", "GpuClusterArgs", "GpuPool", "SmokeTestArgs"]

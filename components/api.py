@@ -23,7 +23,7 @@ import pulumi
 from . import pins
 from .settings.load import SettingsError
 from .settings.model import Settings
-from .settings.rules import Problem
+from .settings.problems import Problem
 
 Driver = Literal["operator", "precompiled", "host"]
 Scheduler = Literal["kai", "default"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from . import PROJECT_DIR
+from .paths import PROJECT_DIR
 
 
 def _charts_dir() -> Path:

@@ -51,3 +51,17 @@ def cluster_facts(settings: Settings) -> ClusterFacts:
         pools=tuple(pools),
         gpu_view=settings.traits.gpu_view,
     )
+
+
+@dataclass(frozen=True)
+class AddonFacts:
+    """What a platform must know of the add-on set, told by the layers above both (a platform never
+    imports the add-ons: docs/architecture.md, Layers); components/addons/selected.py
+    `addon_facts` computes it from the one answer to "which add-ons does this stack install"."""
+
+    # The AWS cloud controller manager runs: nodes start with `--cloud-provider=external` and the
+    # control planes' role may call what it calls.
+    cloud_controller_manager: bool
+    # The program makes a BackupTarget (bucket, key, IAM user) for Velero: its names join the inventory.
+    backup_target: bool
+

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from . import feature_gates as fg
 from . import pins
 from .settings.model import Settings
-from .settings.rules import ROOT, Problem
+from .settings.problems import ROOT, Problem
 
 
 def _absent(gate: fg.Gate, minor: int) -> bool:

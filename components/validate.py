@@ -21,12 +21,14 @@ from .addons.dra_driver import SHARING_FEATURE_GATES, gate_problems
 from .addons.graph import AddonGraphError, install_graph
 from .addons.kai_queues import topology_enabled, topology_problems
 from .addons.kai_scheduler import FALLBACK_QUEUE
+from .addons.selected import addon_facts, installed
 from .aws.endpoints import endpoint_problems
 from .aws.inventory import planned_names
 from .aws.launch_rules import launch_problems
 from .aws.naming import NAME_RULES, tag_problems
 from .aws.tags import node_tags
 from .feature_gate_rules import feature_gate_problems
+from .settings.check import check
 from .settings.facts import nested, truthy
 from .settings.limits import limit_problems
 from .settings.load import (
@@ -39,16 +41,8 @@ from .settings.load import (
     read_stack_file,
 )
 from .settings.model import Settings
-from .settings.rules import (
-    ROOT,
-    SHARING_UNSUPPORTED,
-    Problem,
-    Rule,
-    check,
-    cut,
-    leaf_queues,
-    region_problem,
-)
+from .settings.problems import ROOT, Problem, cut
+from .settings.rules import SHARING_UNSUPPORTED, Rule, leaf_queues, region_problem
 from .settings.secrets import mark_secrets, values_problems
 from .smoke.cases import case_problems
 
@@ -107,7 +101,7 @@ def _aws_names(s: Settings) -> Iterator[Problem]:
     if s.platform != "aws" or s.region is None or region_problem(s.region):
         return  # _region reports it; names need a real region
     environment_too_long = False
-    for planned in planned_names(s):
+    for planned in planned_names(s, addon_facts(s)):
         for problem in planned.problems():
             named = "named" if planned.explicit is not None else "auto-named like"
             environment_too_long |= planned.field == f"{ROOT}.environment"
@@ -127,8 +121,13 @@ def _aws_names(s: Settings) -> Iterator[Problem]:
 
 def _topology(s: Settings) -> Iterator[Problem]:
     """What KAI refuses in the Topology the program would apply (components/addons/kai_queues.py)."""
-    if topology_enabled(s):
+    if topology_enabled(s, installed(s)):
         yield from topology_problems(s)
+
+
+def _dra_gates(s: Settings) -> Iterator[Problem]:
+    """What the DRA driver this stack installs refuses in its feature gates (addons/dra_driver.py)."""
+    yield from gate_problems(s, installed(s))
 
 
 def _aws_launch(s: Settings) -> Iterator[Problem]:
@@ -141,7 +140,7 @@ def _longest_environment(s: Settings) -> int:
     """The longest environment name whose derived AWS names all pass, for this region and pools."""
     for n in range(len(s.environment), 0, -1):
         trial = s.model_copy(update={"environment": "e" * n})
-        if not any(p.problems() for p in planned_names(trial) if p.field == f"{ROOT}.environment"):
+        if not any(p.problems() for p in planned_names(trial, addon_facts(trial)) if p.field == f"{ROOT}.environment"):
             return n
     return 0
 
@@ -209,7 +208,7 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
     limit_problems, _addon_credentials,
-    _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, gate_problems, _aws_names, _aws_launch,
+    _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, _dra_gates, _aws_names, _aws_launch,
     endpoint_problems, _topology, case_problems,
     _graph, _platform, _smoke_plan,
 )

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..settings.model import Settings
 from .base import Addon, AddonContext
+from .image_refs import Entry, ImageRef
 
 NAME = "aws-cloud-controller-manager"
 NAMESPACE = "kube-system"  # the cluster's own: never created or relabelled by the add-on set
@@ -56,6 +57,17 @@ def previous_urn(settings: Settings, stack: str, project: str) -> str:
     return f"urn:pulumi:{stack}::{project}::{types}::{settings.cluster_name}-ccm-release"
 
 
+# --- Images: aws-cloud-controller-manager 0.0.10 -----------------------------------------------------
+_CCM = ("kubernetes/cloud-provider-aws e4e42f3 (chart version 0.0.10, appVersion v1.34.0) "
+        "charts/aws-cloud-controller-manager/values.yaml, templates/daemonset.yaml")
+IMAGES: tuple[Entry, ...] = (
+    Entry("aws-cloud-controller-manager", "cloud-controller-manager",
+          ImageRef("registry.k8s.io", "provider-aws/cloud-controller-manager", "v1.34.0", _CCM),
+          keys=("image.repository", "image.tag"),
+          mirror=(("image.repository", "provider-aws/cloud-controller-manager"),)),
+)
+
+
 ADDON = Addon(
     name=NAME,
     settings_key="aws_cloud_controller_manager",
@@ -66,6 +78,7 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin=NAME,
+    images=IMAGES,
     timeout_seconds=10 * 60,
     # Nodes keep the `uninitialized` taint until it runs: GPU pods cannot schedule before it.
     on_gpu_path=True,

@@ -15,6 +15,7 @@ from .. import pins
 from ..charts import chart_version
 from ..cluster_facts import ClusterFacts
 from ..settings.model import AddonSettings, ClusterCapability, Settings
+from .image_refs import Entry, checked_mirror, mirror_values
 
 # What an add-on needs from, or brings to, the cluster. A need is met by an enabled add-on that
 # provides it (which then becomes a dependency) or by the cluster itself (its platform, or
@@ -78,6 +79,10 @@ class Addon:
     # good if it does not (controllers/object_controls.go ServiceMonitor, v26.7.0).
     after_crds_of: tuple[Capability, ...] = ()
     provides: Callable[[Settings], tuple[Capability, ...]] = field(default=lambda _s: ())
+    # Every image the pinned chart runs or renders, read at the pin (components/addons/image_refs.py),
+    # and values a mirror needs beyond the entries' keys (velero: its init containers, a list).
+    images: tuple[Entry, ...] = ()
+    mirror_extra: Callable[[Settings, str], dict[str, Any]] | None = None
     conflicts: tuple[str, ...] = ()  # add-ons that must never run in the same cluster
     readiness: Readiness = "helm"
     timeout_seconds: int = 600
@@ -137,14 +142,19 @@ class Addon:
 
     def mirrored_values(self, ctx: AddonContext) -> dict[str, Any]:
         """Computed values with every image of the pinned chart under the stack's mirror
-        (images.mirror, docs/adr/0043; components/addons/image_catalog.py mirror_values)."""
+        (images.mirror, docs/adr/0043; `mirror`)."""
         values = self.values(ctx)
         mirror = ctx.settings.images.mirror
         if mirror is not None and self.chart_pin is not None:
-            from .image_catalog import mirror_values
-
-            values = deep_merge(values, mirror_values(self.chart_pin, mirror, ctx.settings))
+            values = deep_merge(values, self.mirror(ctx.settings, mirror))
         return values
+
+    def mirror(self, settings: Settings, mirror: str) -> dict[str, Any]:
+        """Values that point every image of this add-on's chart at `mirror` (`<mirror>/<host>/<repository>`)."""
+        out = mirror_values(self.images, mirror)
+        if self.mirror_extra is not None:
+            out = deep_merge(out, self.mirror_extra(settings, checked_mirror(mirror)))
+        return out
 
     def final_values(self, ctx: AddonContext) -> dict[str, Any]:
         """The mirrored computed values with the stack's `values:` override merged over them."""

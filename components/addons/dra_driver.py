@@ -14,7 +14,7 @@ components/addons/dra_driver_gates.py; docs/compatibility.md "DRA driver 0.5.0".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from .. import pins
@@ -22,11 +22,12 @@ from ..labels import DRA_NODE_LABEL
 from ..nodes import gpu_tolerations
 from ..settings.facts import compute_domains_on
 from ..settings.model import Settings
-from ..settings.rules import Problem
+from ..settings.problems import Problem
 from .base import Addon, AddonContext, Capability
 from .dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
 from .dra_driver_gates import feature_gates, partition_problems, problems
 from .gpu_operator import driver_root
+from .image_refs import Entry, ImageRef
 
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
 NAMESPACE = "nvidia-dra-driver-gpu"
@@ -89,14 +90,30 @@ def _check(settings: Settings) -> tuple[str, ...]:
     return ()
 
 
-def gate_problems(settings: Settings) -> Iterator[Problem]:
+def gate_problems(settings: Settings, installed: Collection[str]) -> Iterator[Problem]:
     """A rule of components/validate.py: what the driver at the version this stack installs refuses in
-    its gates (only where this stack installs it), and NVLink partitions without DRA allocation."""
-    from .selected import installs  # the catalog imports this module
-
+    its gates (only where this stack installs it: `installed`, the add-ons it installs), and NVLink
+    partitions without DRA allocation."""
     yield from partition_problems(settings)
-    if installs(settings, ADDON.name):
+    if ADDON.name in installed:
         yield from problems(settings, ADDON.version(settings))
+
+
+# --- Images: DRA driver 0.5.0 ------------------------------------------------------------------------
+# kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu: one image for the
+# controller, webhook and kubelet plugin, `<image.repository>:<image.tag | v+appVersion>`
+# (templates/_helpers.tpl fullimage). Read at main 95932046 (chart 0.5.0-dev); the 0.5.0 tag is not
+# in the mirror, so the v0.5.0 tag is the template's rule applied to appVersion 0.5.0.
+IMAGES: tuple[Entry, ...] = (
+    Entry("dra-driver-nvidia-gpu", "dra-driver",
+          ImageRef("registry.k8s.io", "dra-driver-nvidia/dra-driver-nvidia-gpu", "v0.5.0",
+                   "kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 (0.5.0-dev) "
+                   "deployments/helm/dra-driver-nvidia-gpu/values.yaml, templates/_helpers.tpl",
+                   verified=False,
+                   note="chart 0.5.0 not in the mirror: tag is v<appVersion> applied to 0.5.0"),
+          keys=("image.repository", "image.tag"),
+          mirror=(("image.repository", "dra-driver-nvidia/dra-driver-nvidia-gpu"),)),
+)
 
 
 ADDON = Addon(
@@ -107,6 +124,7 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin="dra-driver-nvidia-gpu",
+    images=IMAGES,
     uses=("gpu-driver",),
     provides=_provides,
     conflicts=("fake-gpu-operator",),

@@ -18,7 +18,7 @@ from typing import Any
 from ..feature_gates import gpu_health_on
 from ..settings.facts import nested, truthy
 from ..settings.model import Settings
-from ..settings.rules import ROOT, Problem
+from ..settings.problems import ROOT, Problem
 from .base import version_tuple
 
 # The driver refuses a GpuConfig sharing strategy whose gate is off ("... is selected as the GPU

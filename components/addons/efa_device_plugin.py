@@ -21,6 +21,7 @@ from ..labels import EFA_NODE_LABEL
 from ..nodes import pool_tolerations
 from ..settings.model import NodePoolSettings, Settings
 from .base import Addon, AddonContext
+from .image_refs import Entry, ImageRef, split_repository
 
 NAME = "aws-efa-k8s-device-plugin"
 NAMESPACE = "aws-efa"
@@ -61,6 +62,20 @@ def _check(settings: Settings) -> tuple[str, ...]:
     return ()
 
 
+# --- Images: aws-efa-k8s-device-plugin v0.5.30 -------------------------------------------------------
+# aws/eks-charts 5239609 stable/aws-efa-k8s-device-plugin: `<image.repository>:<image.tag |
+# appVersion>` (templates/daemonset.yaml), tag v0.5.20; the repository is ours (AWS's public copy,
+# components/addons/efa_device_plugin.py PUBLIC_IMAGE_REPOSITORY), not the chart's private ECR.
+_EFA_REGISTRY, _EFA_REPO = split_repository("public.ecr.aws/eks/aws-efa-k8s-device-plugin")
+IMAGES: tuple[Entry, ...] = (
+    Entry("aws-efa-k8s-device-plugin", "efa-device-plugin",
+          ImageRef(_EFA_REGISTRY, _EFA_REPO, "v0.5.20",
+                   "aws/eks-charts 5239609 stable/aws-efa-k8s-device-plugin/values.yaml (chart v0.5.30); "
+                   "repository: components/addons/efa_device_plugin.py"),
+          keys=("image.repository", "image.tag"), mirror=(("image.repository", _EFA_REPO),)),
+)
+
+
 ADDON = Addon(
     name=NAME,
     settings_key="efa_device_plugin",
@@ -72,6 +87,7 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin=NAME,
+    images=IMAGES,
     timeout_seconds=10 * 60,
     # NCCL jobs ask for vpc.amazonaws.com/efa; the GPU smoke test does not.
     on_gpu_path=False,

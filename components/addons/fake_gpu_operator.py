@@ -8,13 +8,16 @@ deploy/fake-gpu-operator/values.yaml; topology format in internal/common/topolog
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from .. import pins
 from ..cluster_facts import GpuPoolFacts
 from ..labels import SIMULATED_POOL_LABEL
 from ..nodes import gpu_tolerations
 from ..settings.model import Settings
 from .base import Addon, AddonContext, Capability
+from .image_refs import Entry, ImageRef, always
 
 NAMESPACE = "gpu-operator"  # what KAI's own CI uses; also where observability looks for the exporter
 
@@ -51,6 +54,47 @@ def _provides(settings: Settings) -> tuple[Capability, ...]:
     return ("gpu-driver", "dra-gpus") if settings.gpu_stack.allocation == "dra" else ("gpu-driver",)
 
 
+# --- Images: run-ai/fake-gpu-operator 0.2.0 (kind only) ----------------------------------------------
+# run-ai/fake-gpu-operator tag v0.2.0 (commit 3a3f644) deploy/fake-gpu-operator/values.yaml and
+# templates: `<repository>:<tag | .Chart.AppVersion>`; CI packages chart and app at the release
+# version (.github/workflows/ci.yml `helm package --version X --app-version X`), the pin's 0.2.0.
+_FAKE = "run-ai/fake-gpu-operator v0.2.0 (3a3f644) deploy/fake-gpu-operator/values.yaml"
+_FAKE_TAG = pins.CHARTS["fake-gpu-operator"].version
+
+
+def _fake(name: str, key: str, image: str, runs: Callable[[Settings], bool] = always) -> Entry:
+    repo = f"run-ai/fake-gpu-operator/{image}"
+    return Entry("fake-gpu-operator", name, ImageRef("ghcr.io", repo, _FAKE_TAG, _FAKE),
+                 keys=(f"{key}.image.repository", f"{key}.image.tag"),
+                 mirror=((f"{key}.image.repository", repo),), runs=runs)
+
+
+def _fake_dra(s: Settings) -> bool:
+    # components/addons/fake_gpu_operator.py: draPlugin with allocation dra, else devicePlugin.
+    return s.gpu_stack.allocation == "dra"
+
+
+IMAGES: tuple[Entry, ...] = (
+    _fake("device-plugin", "devicePlugin", "device-plugin", runs=lambda s: not _fake_dra(s)),
+    _fake("dra-plugin", "draPlugin", "dra-plugin-gpu", runs=_fake_dra),
+    _fake("status-updater", "statusUpdater", "status-updater"),
+    _fake("topology-server", "topologyServer", "topology-server"),
+    _fake("status-exporter", "statusExporter", "status-exporter"),
+    _fake("mig-faker", "migFaker", "mig-faker"),
+    # The status exporter's hostpath-init container (templates/status-exporter/daemonset.yaml).
+    Entry("fake-gpu-operator", "ubuntu", ImageRef("docker.io", "library/ubuntu", "24.04", _FAKE),
+          keys=("ubuntu.image.repository", "ubuntu.image.tag"),
+          mirror=(("ubuntu.image.repository", "library/ubuntu"),)),
+    # templates/gpu-operator/deployment.yml (when gpuOperator.enabled is false, the default)
+    # hard-codes `ubuntu:22.04`: no value redirects it, so a mirror cannot serve it.
+    Entry("fake-gpu-operator", "gpu-operator-standin",
+          ImageRef("docker.io", "library/ubuntu", "22.04",
+                   "run-ai/fake-gpu-operator v0.2.0 (3a3f644) deploy/fake-gpu-operator/templates/"
+                   "gpu-operator/deployment.yml", note="hard-coded in the template: not mirrorable"),
+          keys=(), mirror=()),
+)
+
+
 ADDON = Addon(
     name="fake-gpu-operator",
     settings_key="fake_gpu_operator",
@@ -59,6 +103,7 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin="fake-gpu-operator",
+    images=IMAGES,
     provides=_provides,
     conflicts=("gpu-operator", "dra-driver"),
     timeout_seconds=10 * 60,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from .. import pins
@@ -15,6 +16,7 @@ from ..labels import DRA_NODE_LABEL
 from ..nodes import gpu_tolerations
 from ..settings.model import NodePoolSettings, Settings
 from .base import Addon, AddonContext, Capability
+from .image_refs import NODE_OS_TAG, Entry, ImageRef, always, never
 
 NAMESPACE = "gpu-operator"
 CLUSTER_POLICY = "cluster-policy"  # the one ClusterPolicy the chart deploys (clusterPolicy.deployCR)
@@ -93,12 +95,40 @@ def operator_digest(version: str, values: dict[str, Any]) -> str:
     return hashlib.sha256(doc.encode()).hexdigest()[:16]
 
 
+# The operand switches, one derivation: `values` sets them and the image entries below say which
+# operand images run by them.
+def _driver_compiled(s: Settings) -> bool:
+    return s.gpu_stack.driver == "operator"
+
+
+def _driver_precompiled(s: Settings) -> bool:
+    return s.gpu_stack.driver == "precompiled"
+
+
+def _driver_on(s: Settings) -> bool:
+    # host: the driver is in the node image; the operator must not install one over it.
+    return s.gpu_stack.driver != "host"
+
+
+def _toolkit_on(s: Settings) -> bool:
+    # host: the node image carries the toolkit (docs/adr/0046).
+    return s.gpu_stack.toolkit != "host"
+
+
+def _device_plugin_on(s: Settings) -> bool:
+    # Exactly one whole-GPU advertiser per node: the device plugin only when DRA does not allocate GPUs.
+    return s.gpu_stack.allocation != "dra"
+
+
+def _mig_manager_on(s: Settings) -> bool:
+    return s.gpu_stack.mig_strategy != "none"
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     dra = s.gpu_stack.allocation == "dra"
     mode = s.gpu_stack.driver
-    # host: the driver is in the node image; the operator must not install one over it.
-    driver: dict[str, Any] = {"enabled": mode != "host"}
+    driver: dict[str, Any] = {"enabled": _driver_on(s)}
     if mode == "precompiled":
         # The image tag becomes <version>-<kernel>-<os tag>, so version is a branch (components/pins.py).
         # Only this mode adds keys: `operator` keeps exactly the values existing stacks had.
@@ -114,9 +144,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "cdi": {"enabled": ctx.track.cdi},
         "driver": driver,
         "toolkit": toolkit_values(s),
-        # Exactly one whole-GPU advertiser per node: the device plugin only when DRA does not
-        # allocate GPUs.
-        "devicePlugin": {"enabled": not dra},
+        "devicePlugin": {"enabled": _device_plugin_on(s)},
         "dcgmExporter": {
             "enabled": True,
             # The operator creates the ServiceMonitor itself; without the Prometheus Operator CRDs
@@ -124,7 +152,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
             "serviceMonitor": {"enabled": "monitoring-crds" in ctx.capabilities},
         },
         "mig": {"strategy": mig},
-        "migManager": {"enabled": mig != "none"},
+        "migManager": {"enabled": _mig_manager_on(s)},
         "daemonsets": {"tolerations": gpu_tolerations(s)},
         "node-feature-discovery": {"worker": {"tolerations": nfd_worker_tolerations(s)}},
         # Helm never upgrades a chart's crds/ (ClusterPolicy, NVIDIADriver...): this pre-upgrade
@@ -140,13 +168,87 @@ def toolkit_values(s: Settings) -> dict[str, Any]:
     Its operands still run with runtimeClassName nvidia (controllers/object_controls.go
     setRuntimeClassName) and, with CDI, find nvidia-cdi-hook at the host's /usr/bin
     (NVIDIA_CDI_HOOK_PATH is set only when toolkit.enabled: transformDevicePluginCtrForCDI)."""
-    if s.gpu_stack.toolkit == "host":
+    if not _toolkit_on(s):
         return {"enabled": False}
     return {"enabled": True, "env": [{"name": k, "value": v} for k, v in K8S_SNAP_TOOLKIT_ENV]}
 
 
 def _provides(_settings: Settings) -> tuple[Capability, ...]:
     return ("gpu-driver",)
+
+
+# --- Images: NVIDIA GPU Operator v26.7.0 -----------------------------------------------------------
+# NVIDIA/gpu-operator tag v26.7.0 (commit 10ee5b3): deployments/gpu-operator/values.yaml. Each
+# operand's image is `<repository>/<image>:<version>` (api/nvidia/v1/clusterpolicy_types.go
+# imagePath); operator and validator default `version` to .Chart.AppVersion
+# (templates/_helpers.tpl gpu-operator.fullimage, templates/clusterpolicy.yaml), which the release
+# sets to the tag (.github/workflows/release-rc-assets.yaml `helm package --app-version`). Which
+# operand states run: controllers/state_manager.go isStateEnabled (the sandbox ones only with
+# sandboxWorkloads.enabled, false by default). The chart renders every component's repository
+# into the ClusterPolicy whether enabled or not, so all are rewritten.
+_GPU_OP = "NVIDIA/gpu-operator v26.7.0 (10ee5b3) deployments/gpu-operator/values.yaml"
+_GPU_OP_TAG = pins.CHARTS["gpu-operator"].version
+
+
+def _nv(name: str, key: str, repository: str, tag: str, runs: Callable[[Settings], bool] = always,
+        kernel_tagged: bool = False, note: str = "") -> Entry:
+    namespace = repository.rsplit("/", 1)[0]  # values `repository`; the last part is `image`
+    return Entry(
+        "gpu-operator", name, ImageRef("nvcr.io", repository, tag, _GPU_OP, note=note),
+        keys=(f"{key}.repository", f"{key}.image", f"{key}.version"),
+        mirror=((f"{key}.repository", namespace),), runs=runs, kernel_tagged=kernel_tagged,
+    )
+
+
+IMAGES: tuple[Entry, ...] = (
+    # The operator Deployment and its pre-upgrade CRD hook (templates/upgrade_crd.yaml,
+    # operator.upgradeCRD) run this image.
+    _nv("operator", "operator", "nvidia/gpu-operator", _GPU_OP_TAG),
+    # state-operator-validation (always): the validator image is the operator image.
+    _nv("validator", "validator", "nvidia/gpu-operator", _GPU_OP_TAG),
+    # Compiled in-cluster: controllers/object_controls.go resolveDriverTag appends `-<os tag>`.
+    _nv("driver", "driver", "nvidia/driver", f"595.91.07-{NODE_OS_TAG}", runs=_driver_compiled),
+    # Precompiled: `<version>-<kernel>-<os tag>` with version the branch (resolveDriverTag).
+    _nv("driver-precompiled", "driver", "nvidia/driver", pins.GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH,
+        runs=_driver_precompiled, kernel_tagged=True,
+        note="tag completed per node: <branch>-<kernel>-<os tag> (resolveDriverTag)"),
+    _nv("driver-manager", "driver.manager", "nvidia/cloud-native/k8s-driver-manager", "v0.12.0",
+        runs=_driver_on),
+    _nv("container-toolkit", "toolkit", "nvidia/k8s/container-toolkit", "v1.20.0", runs=_toolkit_on),
+    # The device plugin, and the MPS control daemon (state-mps-control-daemon) with the same image.
+    _nv("device-plugin", "devicePlugin", "nvidia/k8s-device-plugin", "v0.20.0", runs=_device_plugin_on),
+    _nv("dcgm-exporter", "dcgmExporter", "nvidia/k8s/dcgm-exporter", "4.6.0-4.8.3-distroless"),
+    # GPU feature discovery ships in the device plugin's image: it runs in DRA mode too.
+    _nv("gfd", "gfd", "nvidia/k8s-device-plugin", "v0.20.0"),
+    _nv("mig-manager", "migManager", "nvidia/cloud-native/k8s-mig-manager", "v0.15.0", runs=_mig_manager_on),
+    # Off at the chart's defaults and ours (dcgm.enabled, nodeStatusExporter, gds, gdrcopy,
+    # sandbox workloads, GPUCluster): rendered, never run.
+    _nv("dcgm", "dcgm", "nvidia/cloud-native/dcgm", "4.6.0-1-ubuntu24.04", runs=never),
+    _nv("node-status-exporter", "nodeStatusExporter", "nvidia/gpu-operator", _GPU_OP_TAG, runs=never),
+    _nv("gds", "gds", "nvidia/cloud-native/nvidia-fs", "2.29.4", runs=never),
+    _nv("gdrcopy", "gdrcopy", "nvidia/cloud-native/gdrdrv", "v2.6", runs=never),
+    _nv("vgpu-driver-manager", "vgpuManager.driverManager", "nvidia/cloud-native/k8s-driver-manager",
+        "v0.12.0", runs=never),
+    _nv("vgpu-device-manager", "vgpuDeviceManager", "nvidia/cloud-native/vgpu-device-manager", "v0.5.0",
+        runs=never),
+    _nv("vfio-manager", "vfioManager", "nvidia/cloud-native/k8s-driver-manager", "v0.12.0", runs=never),
+    _nv("vfio-driver-manager", "vfioManager.driverManager", "nvidia/cloud-native/k8s-driver-manager",
+        "v0.12.0", runs=never),
+    _nv("sandbox-device-plugin", "sandboxDevicePlugin", "nvidia/kubevirt-gpu-device-plugin", "v1.6.0",
+        runs=never),
+    _nv("kata-sandbox-device-plugin", "kataSandboxDevicePlugin", "nvidia/cloud-native/nvidia-sandbox-device-plugin",
+        "v0.0.5", runs=never),
+    _nv("cc-manager", "ccManager", "nvidia/cloud-native/k8s-cc-manager", "v0.4.3", runs=never),
+    _nv("gpucluster-dra-driver", "draDriver", "nvidia/dra-driver-nvidia-gpu", "v0.5.0", runs=never),
+    # NFD subchart 0.19.0 (nfd.enabled): one image for master, worker and gc, tag its appVersion
+    # (deployments/gpu-operator/charts/node-feature-discovery/{values,Chart}.yaml at v26.7.0).
+    Entry("gpu-operator", "node-feature-discovery",
+          ImageRef("registry.k8s.io", "nfd/node-feature-discovery", "v0.19.0",
+                   "NVIDIA/gpu-operator v26.7.0 (10ee5b3) deployments/gpu-operator/charts/"
+                   "node-feature-discovery/values.yaml, Chart.yaml appVersion v0.19.0"),
+          keys=("node-feature-discovery.image.repository", "node-feature-discovery.image.tag"),
+          mirror=(("node-feature-discovery.image.repository", "nfd/node-feature-discovery"),)),
+)
 
 
 ADDON = Addon(
@@ -157,6 +259,7 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin="gpu-operator",
+    images=IMAGES,
     provides=_provides,
     after_crds_of=("monitoring-crds",),  # its DCGM ServiceMonitor (values: serviceMonitor.enabled)
     conflicts=("fake-gpu-operator",),

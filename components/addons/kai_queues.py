@@ -8,7 +8,7 @@ kai.scheduler/v1alpha1 (pkg/apis/kai/v1alpha1/topology_types.go; its rules in to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from ..settings.model import QueueResource, QueueSettings, Settings
@@ -69,20 +69,19 @@ def effective_queues(settings: Settings) -> tuple[QueueSettings, ...]:
 HOSTNAME = "kubernetes.io/hostname"
 
 
-def topology_enabled(settings: Settings) -> bool:
+def topology_enabled(settings: Settings, installed: Collection[str]) -> bool:
     """gpuStack.topology.enabled, or on aws (whose cloud controller manager writes the levels'
-    labels) wherever KAI schedules."""
+    labels) wherever KAI schedules. `installed`: the add-ons this stack installs (the add-on
+    context's `enabled`, or components/addons/selected.py `installed` above the catalog)."""
     t = settings.gpu_stack.topology
     if t.enabled is not None:
         return t.enabled
-    from .selected import installs
-
-    return settings.platform == "aws" and installs(settings, "kai-scheduler")
+    return settings.platform == "aws" and "kai-scheduler" in installed
 
 
-def topology_values(settings: Settings) -> list[dict[str, Any]]:
+def topology_values(settings: Settings, installed: Collection[str]) -> list[dict[str, Any]]:
     t = settings.gpu_stack.topology
-    if not topology_enabled(settings):
+    if not topology_enabled(settings, installed):
         return []
     levels = [{"nodeLabel": lv.node_label, **({"alias": lv.alias} if lv.alias else {})} for lv in t.levels]
     return [{"name": t.name, "levels": levels}]
@@ -114,7 +113,7 @@ def topology_problems(settings: Settings) -> Iterator[tuple[str, str]]:
 
 def values(ctx: AddonContext) -> dict[str, Any]:
     return {"queues": [queue_values(q) for q in _order(effective_queues(ctx.settings))],
-            "topologies": topology_values(ctx.settings)}
+            "topologies": topology_values(ctx.settings, ctx.enabled)}
 
 
 ADDON = Addon(

@@ -6,10 +6,13 @@ deployments/kai-scheduler/values.yaml, templates/kai-config.yaml, templates/defa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from .. import pins
 from ..settings.model import Settings
 from .base import Addon, AddonContext, Capability, version_tuple
+from .image_refs import Entry, ImageRef, always, never
 
 NAMESPACE = "kai-scheduler"
 SCHEDULER_NAME = "kai-scheduler"
@@ -45,6 +48,47 @@ def _provides(_settings: Settings) -> tuple[Capability, ...]:
     return ("kai-crds",)
 
 
+# --- Images: KAI Scheduler v0.17.0 -------------------------------------------------------------------
+# kai-scheduler/KAI-Scheduler tag v0.17.0 (commit f218c69). Every image is
+# `<global.registry>/<component>.image.name:<tag>` (deployments/kai-scheduler/templates/
+# _helpers.tpl, services/operator.yaml, hooks/*; the operator builds its operands the same way from
+# MS_REPOSITORY/MS_TAG, pkg/apis/kai/v1/common/image.go Url). The released chart's global.registry
+# is ghcr.io/kai-scheduler/kai-scheduler (.github/workflows/push-artifacts.yaml seds it in) and its
+# appVersion the tag (`helm package --app-version $PACKAGE_VERSION`, = GITHUB_REF_NAME).
+_KAI = "kai-scheduler/KAI-Scheduler v0.17.0 (f218c69) deployments/kai-scheduler/values.yaml"
+_KAI_TAG = pins.CHARTS["kai-scheduler"].version
+_KAI_REPO = "kai-scheduler/kai-scheduler"
+
+
+def _kai(name: str, key: str, image: str, runs: Callable[[Settings], bool] = always) -> Entry:
+    return Entry("kai-scheduler", name, ImageRef("ghcr.io", f"{_KAI_REPO}/{image}", _KAI_TAG, _KAI),
+                 keys=("global.registry", f"{key}.name", f"{key}.tag", "global.tag"),
+                 mirror=(("global.registry", _KAI_REPO),), runs=runs)
+
+
+IMAGES: tuple[Entry, ...] = (
+    _kai("operator", "operator.image", "operator"),
+    _kai("podgrouper", "podgrouper.image", "podgrouper"),
+    _kai("podgroupcontroller", "podgroupcontroller.image", "podgroupcontroller"),
+    _kai("binder", "binder.image", "binder"),
+    # The binder's GPU reservation pods (binder.resourceReservationImage; name `resourcereservation`
+    # as the Makefile SERVICE_NAMES builds it).
+    _kai("resource-reservation", "binder.resourceReservationImage", "resourcereservation"),
+    _kai("scheduler", "scheduler.image", "scheduler"),
+    _kai("queuecontroller", "queuecontroller.image", "queuecontroller"),
+    _kai("admission", "admission.image", "admission"),
+    # The CRD upgrade pre-hook, the topology-migration pre-hook and the post-delete cleanup
+    # (crdupgrader, topologyMigration, postCleanup; kaiConfigDeployer is off in our values).
+    _kai("crd-upgrader", "crdupgrader.image", "crd-upgrader"),
+    # Enabled `auto` (pkg/apis/kai/v1/numa_placement_exporter: nil = auto) on nodes NFD labels
+    # feature.node.kubernetes.io/memory-numa=true: multi-socket GPU instances.
+    _kai("numa-placement-exporter", "numaPlacementExporter.image", "numa-placement-exporter"),
+    # Only with global.clusterAutoscaling (false): named in the kai-config Config object.
+    _kai("nodescaleadjuster", "nodescaleadjuster.image", "nodescaleadjuster", runs=never),
+    _kai("scalingpod", "nodescaleadjuster.scalingPodImage", "scalingpod", runs=never),
+)
+
+
 ADDON = Addon(
     name="kai-scheduler",
     settings_key="kai_scheduler",
@@ -53,6 +97,7 @@ ADDON = Addon(
     pod_security="baseline",
     values=values,
     chart_pin="kai-scheduler",
+    images=IMAGES,
     provides=_provides,
     timeout_seconds=10 * 60,
 )

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from ..cluster_facts import AddonFacts
 from ..settings.model import Settings
+from .aws_cloud_controller_manager import NAME as CCM
 from .catalog import ADDONS
 from .graph import cluster_capabilities, select
 
 
+def installed(settings: Settings) -> frozenset[str]:
+    """The names of the add-ons this stack installs: the one answer, for every layer above the
+    catalog (the add-on modules themselves read their context's `enabled`)."""
+    return frozenset(a.name for a in select(ADDONS, settings, cluster_capabilities(settings)))
+
+
 def installs(settings: Settings, addon: str) -> bool:
-    return any(a.name == addon for a in select(ADDONS, settings, cluster_capabilities(settings)))
+    return addon in installed(settings)
+
+
+def addon_facts(settings: Settings) -> AddonFacts:
+    """What a platform must know of the add-ons this stack installs (the platforms never import them)."""
+    return AddonFacts(cloud_controller_manager=installs(settings, CCM), backup_target=backup_target_needed(settings))
 
 
 def backup_target_needed(settings: Settings) -> bool:

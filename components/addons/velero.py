@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import pins
 from ..settings.model import Settings
 from .base import Addon, AddonContext
+from .image_refs import Entry, ImageRef, mirrored_ref, split_repository
 from .velero_values import velero_values
 
 NAMESPACE = "velero"
@@ -37,6 +39,33 @@ def credentials_problem(settings: Settings) -> str | None:
             "target.velero_values()}), or set gpuStack.addons.velero.values.credentials.existingSecret")
 
 
+# --- Images: velero 11.1.1 ---------------------------------------------------------------------------
+# vmware-tanzu/helm-charts tag velero-11.1.1 (commit 5b4838c): the server Deployment and the node
+# agent run `<image.repository>:<image.tag>` (templates/deployment.yaml, node-agent-daemonset.yaml);
+# `velero/velero` has no host: Docker Hub. The kubectl hook images are off at our values
+# (upgradeCRDs false, cleanUpCRDs false, no namespace.labels).
+_VELERO = "vmware-tanzu/helm-charts velero-11.1.1 (5b4838c) charts/velero/values.yaml"
+_PLUGIN = pins.IMAGES["velero-plugin-aws"]
+
+
+IMAGES: tuple[Entry, ...] = (
+    Entry("velero", "velero", ImageRef("docker.io", "velero/velero", "v1.17.0", _VELERO),
+          keys=("image.repository", "image.tag"), mirror=(("image.repository", "velero/velero"),)),
+    # Our init container (components/addons/velero_values.py _aws_plugin): a list entry, rewritten
+    # by `_mirror_init_containers` as the whole initContainers list.
+    Entry("velero", "velero-plugin-for-aws",
+          ImageRef(*split_repository(_PLUGIN.repository), _PLUGIN.tag, "components/pins.py IMAGES velero-plugin-aws",
+                   digest=_PLUGIN.digest),
+          keys=("initContainers[0].image",), mirror=()),
+)
+
+
+def _mirror_init_containers(settings: Settings, mirror: str) -> dict[str, Any]:
+    """Lists replace on merge: the init containers again, each image under the mirror."""
+    inits = velero_values(settings).get("initContainers")
+    return {"initContainers": [{**c, "image": mirrored_ref(c["image"], mirror)} for c in inits]} if inits else {}
+
+
 ADDON = Addon(
     name="velero",
     settings_key="velero",
@@ -47,6 +76,8 @@ ADDON = Addon(
     pod_security="privileged",
     values=values,
     chart_pin="velero",
+    images=IMAGES,
+    mirror_extra=_mirror_init_containers,
     timeout_seconds=10 * 60,
     check=_check,
     on_gpu_path=False,

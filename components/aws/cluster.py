@@ -19,7 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ..cluster import ClusterHandleBase
-from ..cluster_facts import cluster_facts
+from ..cluster_facts import AddonFacts, cluster_facts
 from ..efa import efa_enabled
 from ..instance_types import Arch, arch_for_instance_type
 from ..k8s_ready import ApiReady
@@ -42,7 +42,6 @@ from .security_groups import ClusterSecurityGroups
 from .tags import default_tags
 from .userdata import (
     ClusterBoot,
-    ccm_enabled,
     cluster_boot,
     control_plane_boot,
     render_bootstrap_control_plane,
@@ -60,7 +59,8 @@ class NodeUpgrades(pulumi.ComponentResource):
 
 
 class AwsCluster(ClusterHandleBase):
-    def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, settings: Settings, addons: AddonFacts,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("ck8s-gpu:index:AwsCluster", name, None, opts)
         if settings.platform != "aws" or settings.region is None:
             raise ValueError("AwsCluster needs settings with platform aws and a region")
@@ -89,7 +89,7 @@ class AwsCluster(ClusterHandleBase):
             (pki.client_ca_cert_pem, pki.client_ca_key_pem),
             on_aws,
         )
-        ccm = ccm_enabled(settings)
+        ccm = addons.cloud_controller_manager
         mirror = mirror_pull_statements(settings)  # images.mirror on this Region's ECR (docs/adr/0043)
         if cache_rules(settings):
             RegistryCache(f"{name}-registry-cache", settings, on_aws)
@@ -142,7 +142,7 @@ class AwsCluster(ClusterHandleBase):
         # Nothing a node is told depends on the NLB: control planes look its DNS name up at boot
         # (docs/adr/0019), so no instance waits the 2-3 minutes the NLB takes to become active.
         boot: pulumi.Output[ClusterBoot] = pulumi.Output.all(secrets.auth_secret_arn, mint.name).apply(
-            lambda v: cluster_boot(settings, v[0], v[1])
+            lambda v: cluster_boot(settings, v[0], v[1], addons)
         )
         cp_boot = secrets.pki_secret_arn.apply(lambda arn: control_plane_boot(settings, arn))
         amis: dict[Arch | str, pulumi.Output[str]] = {}

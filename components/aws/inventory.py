@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..addons.selected import backup_target_needed
 from ..backup_names import bucket_name, key_alias, user_name
+from ..cluster_facts import AddonFacts
 from ..efa import placement
 from ..hashed_names import fit
 from ..settings.model import Settings
@@ -109,14 +109,15 @@ def _backup(cluster: str) -> list[PlannedName]:
     ]
 
 
-def planned_names(settings: Settings) -> list[PlannedName]:
-    """Exactly the name-bearing AWS resources `__main__.py` registers for `settings`."""
+def planned_names(settings: Settings, addons: AddonFacts) -> list[PlannedName]:
+    """Exactly the name-bearing AWS resources `__main__.py` registers for `settings` (with the add-on
+    set `addons` describes)."""
     if settings.platform != "aws" or settings.region is None:
         return []
     # Imported here: these modules import the package that imports this one (cycle otherwise).
     from .security_groups import groups_for
 
     out = _cluster(settings.cluster_name, groups_for(settings)) + _pools(settings)
-    if backup_target_needed(settings):
+    if addons.backup_target:
         out += _backup(settings.cluster_name)
     return out

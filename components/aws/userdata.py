@@ -21,8 +21,7 @@ from typing import Any, Literal, get_args
 import yaml
 
 from .. import pins
-from ..addons.aws_cloud_controller_manager import NAME as CCM
-from ..addons.selected import installs
+from ..cluster_facts import AddonFacts
 from ..efa import HUGEPAGES_2MI, efa_enabled
 from ..feature_gates import COMPONENTS, Component, required
 from ..instance_types import arch_for_instance_type
@@ -129,12 +128,6 @@ def runtime_config(settings: Settings) -> str | None:
     return required(settings).runtime_config_flag() or None
 
 
-def ccm_enabled(settings: Settings) -> bool:
-    """Whether the add-on set installs the AWS cloud controller manager: the nodes then start with
-    `--cloud-provider=external` and the control planes' role may call what it calls."""
-    return installs(settings, CCM)
-
-
 # settings.kubernetes.features field -> k8s-snap bootstrap config key under `cluster-config`
 # (k8s-snap src/k8s/pkg/k8sd/types/cluster_config.go; docs reference/bootstrap-config-reference).
 FEATURE_KEYS: dict[str, str] = {
@@ -153,7 +146,7 @@ def features(settings: Settings) -> tuple[tuple[str, bool], ...]:
     return tuple((key, bool(getattr(f, field))) for field, key in FEATURE_KEYS.items())
 
 
-def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) -> ClusterBoot:
+def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str, addons: AddonFacts) -> ClusterBoot:
     if settings.region is None:
         raise ValueError("settings.region is required on aws")
     return ClusterBoot(
@@ -165,7 +158,7 @@ def cluster_boot(settings: Settings, auth_secret_id: str, mint_document: str) ->
         api_lb_name=api_lb_name(settings.cluster_name),
         feature_gates=component_gates(settings),
         runtime_config=runtime_config(settings),
-        cloud_provider_external=ccm_enabled(settings),
+        cloud_provider_external=addons.cloud_controller_manager,
         features=features(settings),
         mint_document=mint_document,
         **snap_pin(settings),

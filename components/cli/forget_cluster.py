@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 def _select(stack: str, cwd: Path | None) -> Any:
     from pulumi import automation as auto
 
-    from .. import PROJECT_DIR
+    from ..paths import PROJECT_DIR
 
     return auto.select_stack(stack_name=stack, work_dir=str(cwd or PROJECT_DIR))
 

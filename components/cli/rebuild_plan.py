@@ -35,8 +35,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import PROJECT_DIR
     from ..dr.restore import restore_commands
+    from ..paths import PROJECT_DIR
     from ..plan import artifacts
     from ..plan.run import plan_config, stack_file
     from ..plan.tree import count_lines

@@ -55,7 +55,7 @@ def _regions(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import PROJECT_DIR
+    from ..paths import PROJECT_DIR
     from ..plan.run import stack_file
     from ..settings.load import SettingsError, read_stack_file
     from ..stamping import stackfile

@@ -17,7 +17,8 @@ from ..aws.naming import tag_problems
 from ..instance_types import gpu_facts
 from ..settings.load import SettingsError, pydantic_reason
 from ..settings.model import MIRROR, _Model
-from ..settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, Problem, cut, field_path, region_problem
+from ..settings.problems import Problem, cut, field_path
+from ..settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, region_problem
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"

@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from .. import PROJECT_DIR
 from ..atomic import write_text_atomic
 from ..charts import CHARTS_DIR, local_chart_dir, render
+from ..paths import PROJECT_DIR
 from .mockengine import MASK, Recorded
 from .portable import portable
 from .run import Plan

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
 from ..checkout_alias import alias_checkout_name
+from ..paths import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
 from ..settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file
 from ..settings.model import Settings
 from ..validate import from_config as settings_from_config

@@ -43,6 +43,7 @@ import yaml
 
 from ..settings.platforms import traits
 from .artifacts import RELEASE, local_chart, user_data
+from .clock import clock
 from .durations import DURATIONS, PRELOADED_VARIANTS, Duration
 from .mockengine import Recorded
 from .run import Plan
@@ -637,8 +638,6 @@ def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:
     """ASGs whose create waits for capacity that their Capacity Block delivers only after the
     wait's timeout: the create fails (pulumi-aws: "timeout while waiting for state to become
     InService"), and `up` with it."""
-    from .timeline_render import clock
-
     out = []
     by_urn = {r.urn: r for r in resources}
     for step in tl.steps.values():

@@ -16,18 +16,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .. import PROJECT_DIR
 from ..atomic import write_text_atomic
+from ..paths import PROJECT_DIR
+from .clock import clock, span
 from .timeline import Timeline, describe_media, driver_mode_totals
 from .timeline_render import (
     MARK_END,
     MARK_START,
-    clock,
     describe,
     mermaid_gantt,
     path_table,
     sources_table,
-    span,
+    summary_lines,
     what_if_table,
 )
 
@@ -181,8 +181,6 @@ def reserved_lines(prod: Timeline, block: Timeline) -> list[str]:
 
 
 def block_summary(tl: Timeline) -> list[str]:
-    from .timeline_render import summary_lines
-
     return [line for line in summary_lines(tl) if line.startswith(("Waits for", "WARNING", "Dominating"))]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pulumi
 
+from ..addons.selected import addon_facts
 from ..cluster import ClusterHandle
 from ..settings.model import Settings
 
@@ -39,5 +40,5 @@ def make_cluster(
     if platform == "aws":
         from ..aws.cluster import AwsCluster
 
-        return AwsCluster(name, settings, opts)  # type: ignore[no-any-return]
+        return AwsCluster(name, settings, addon_facts(settings), opts)  # type: ignore[no-any-return]
     raise ValueError(f"unknown platform {platform!r}")

@@ -32,7 +32,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .. import PROJECT_DIR, pins
+from .. import pins
+from ..paths import PROJECT_DIR
 from .facts import facts_of
 from .k8s_objects import objects
 from .props import get, helm_truthy, is_unknown

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from .. import PROJECT_DIR
+from ..paths import PROJECT_DIR
 from .props import get, is_seq, is_unknown, items
 
 YAML_V2 = ("kubernetes:yaml/v2:ConfigGroup", "kubernetes:yaml/v2:ConfigFile")

@@ -16,7 +16,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from ..addons.image_catalog import PUBLIC_HOSTS
+from ..addons.image_refs import PUBLIC_HOSTS
 from .facts import facts_of
 from .props import is_unknown
 

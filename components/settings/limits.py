@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from .facts import mirrored_pool, pool_gpus
 from .model import MAX_CLUSTER_NODES, GpuFactsSettings, Settings
-from .rules import ROOT, Problem, cut
+from .problems import ROOT, Problem, cut
 
 # kind: every node is a privileged container on ONE Docker host, each running systemd, containerd
 # and a kubelet; kind's Known Issues ("Pod errors due to too many open files") has multi-node

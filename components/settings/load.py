@@ -11,8 +11,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from .check import check
 from .model import Settings
-from .rules import ROOT, Problem, check, field_path
+from .problems import ROOT, Problem, field_path
 
 PROJECT = "ck8s-gpu"
 SETTINGS_KEY = f"{PROJECT}:settings"

@@ -1,9 +1,9 @@
-"""Cross-field rules. Each rule appends every problem it finds; none stops at the first."""
+"""Cross-field rules. Each rule appends every problem it finds; none stops at the first. The vocabulary
+(Problem, field paths) is `problems.py`; `check.py` runs these and the offline rules."""
 
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -22,8 +22,8 @@ from .facts import (
     truthy,
 )
 from .model import PRODUCTION_NAMES, NodePoolSettings, QueueSettings, Settings
+from .problems import ROOT, Problem, cut, path_key
 
-Problem = tuple[str, str]  # (field path as the user writes it, plain reason)
 Rule = Callable[[Settings], Iterator[Problem]]
 
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
@@ -39,7 +39,6 @@ PATH_ARCH = {"amd64": "amd64", "x86_64": "amd64", "arm64": "arm64", "aarch64": "
 # A GPU driver branch, as the GPU Operator's precompiled images are tagged (components/pins.py).
 DRIVER_BRANCH = re.compile(r"^\d+$")
 FEATURE_GATE = re.compile(r"^[A-Za-z0-9]+=(true|false)$")
-ROOT = "settings"
 # The longest cluster name (ck8s-<environment>-<region>) on AWS: a DNS label, as RestoreSource.clusterName
 # and Kubernetes-facing names need; every AWS name derived from it fits by hashing (ADR 0042).
 CLUSTER_NAME_MAX = 63
@@ -69,26 +68,6 @@ def region_problem(region: str) -> str | None:
         return (f"'{region}' is no AWS region botocore {botocore.__version__} knows (a typo, or a region newer "
                 "than the pinned boto3/botocore: update the pin)")
     return None
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_./-]+$")
-
-
-def path_key(key: object) -> str:
-    """One segment of a field path: `.name` for a plain key (camelCase settings, label keys with
-    their / and .), else `["..."]` (JSON-quoted) so a key with `:`, spaces or control characters
-    cannot make the path ambiguous or split the message."""
-    text = str(key)
-    return f".{text}" if _PLAIN_KEY.match(text) else "[" + json.dumps(text) + "]"
-
-
-def field_path(loc: tuple[int | str, ...], root: str = ROOT) -> str:
-    """A location (pydantic's, or a walk of raw values) as the user writes it:
-    settings.nodePools[0].labels["a b"]; also what `pulumi config set --path` takes. pydantic
-    marks an error in a mapping's KEY with a trailing `[key]`: the path is the key's own."""
-    if loc and loc[-1] == "[key]":
-        loc = loc[:-1]
-    return root + "".join(f"[{part}]" if isinstance(part, int) else path_key(part) for part in loc)
 
 
 def _region(s: Settings) -> Iterator[Problem]:
@@ -223,8 +202,6 @@ def ami_problems(ami: str, instance_type: str) -> list[str]:
     if not SSM_PATH.match(ami) or len(ami) > SSM_PATH_MAX:
         return [f"'{cut(ami)}' is neither an AMI id (ami-...) nor an SSM parameter path (/a/b/c: a-zA-Z0-9_.- "
                 f"between slashes, at most 15 levels)"]
-    from ..instance_types import arch_for_instance_type
-
     try:
         arch = arch_for_instance_type(instance_type)
     except ValueError:
@@ -233,11 +210,6 @@ def ami_problems(ami: str, instance_type: str) -> list[str]:
     if named and arch not in named:
         return [f"the parameter path names an image for {'/'.join(sorted(named))} but {instance_type} is {arch}"]
     return []
-
-
-def cut(value: str, limit: int = 80) -> str:
-    """A bad value echoed in a reason, cut short."""
-    return value if len(value) <= limit else value[:limit] + "..."
 
 
 def _features(s: Settings) -> Iterator[Problem]:
@@ -684,9 +656,3 @@ RULES: tuple[Rule, ...] = (
     _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _driver, _toolkit,
     _addon_versions, _addon_repositories, _queues, _smoke, _smoke_pool, _mig, _platform, _local,
 )
-
-
-def check(settings: Settings) -> list[Problem]:
-    from .offline_rules import OFFLINE_RULES  # it builds on the helpers above
-
-    return [problem for rule in (*RULES, *OFFLINE_RULES) for problem in rule(settings)]

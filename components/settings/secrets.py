@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from .rules import ROOT, Problem, field_path
+from .problems import ROOT, Problem, field_path
 
 SECURE = "secure"  # a Pulumi stack file's encrypted value: `{secure: v1:...}` (config.Value YAML form)
 REDACTED = "[secret]"  # what plans show for a secret (components/plan/mockengine.py MASK)

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..addons.kai_queues import topology_enabled
+from ..addons.selected import installed
 from ..efa import efa_enabled
 from ..settings.model import Settings
-from ..settings.rules import ROOT, SIMULATED_GPUS, Problem, cut, smoke_quota_problems
+from ..settings.problems import ROOT, Problem, cut
+from ..settings.rules import SIMULATED_GPUS, smoke_quota_problems
 from . import all_reduce
 
 
@@ -27,7 +29,7 @@ def all_reduce_problems(s: Settings) -> Iterator[Problem]:
         return
     if t.scheduler != "kai":
         yield f"{path}.enabled", "needs smokeTest.scheduler kai: its pods are one topology-aware gang (a KAI PodGroup)"
-    elif not topology_enabled(s):  # whether the program renders the Topology at all
+    elif not topology_enabled(s, installed(s)):  # whether the program renders the Topology at all
         yield f"{path}.enabled", "needs the KAI Topology (settings.gpuStack.topology.enabled) its gang is placed in"
     if all_reduce.topology_label(s) is None:
         levels = ", ".join(lv.alias or lv.node_label for lv in s.gpu_stack.topology.levels)

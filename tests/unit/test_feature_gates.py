@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from components import feature_gates as fg
+from components.addons.selected import addon_facts
 from components.aws import userdata as ud
 from components.feature_gate_rules import feature_gate_problems
 from components.kind import config as kc
@@ -206,7 +207,7 @@ def test_validate_runs_the_refusals() -> None:
 
 def test_user_data_gives_each_component_its_gates() -> None:
     s = track(34, gpuStack={"gpuHealth": True})
-    c = ud.cluster_boot(s, "auth", "mint")
+    c = ud.cluster_boot(s, "auth", "mint", addon_facts(s))
     cp = ud.control_plane_boot(s, "pki")
     boot = ud.bootstrap_config(c, cp)
     for component in ("kube-apiserver", "kube-scheduler", "kube-controller-manager"):

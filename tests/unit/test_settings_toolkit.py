@@ -8,17 +8,16 @@ from typing import Any
 import pytest
 
 from components.addons.gpu_operator import K8S_SNAP_TOOLKIT_ENV, toolkit_values
+from components.addons.selected import addon_facts
 from components.aws import userdata as ud
-from components.settings import SettingsError, parse_settings
+from components.settings import parse_settings
 from tests.unit.aws.conftest import settings_for
+from tests.unit.helpers import model_problems
 
 VALUES = "settings.gpuStack.addons.gpuOperator.values"
 
 
-def problems(raw: dict[str, Any]) -> dict[str, str]:
-    with pytest.raises(SettingsError) as err:
-        parse_settings(raw)
-    return dict(err.value.problems)
+problems = model_problems  # the settings' own rules (components.settings.parse_settings)
 
 
 def test_operator_is_the_default_and_keeps_the_values_existing_stacks_had() -> None:
@@ -52,7 +51,7 @@ def test_an_unknown_mode_names_the_field() -> None:
 
 def test_gpu_workers_are_told_the_mode_and_control_planes_nothing() -> None:
     s = settings_for("aws-dev")
-    boot = ud.cluster_boot(s, "arn:auth", "doc")
+    boot = ud.cluster_boot(s, "arn:auth", "doc", addon_facts(s))
     assert boot.host_toolkit == "cdi"  # 1.34: containerd does CDI, as the operator's toolkit would set it up
     worker = ud.render_gpu_worker(boot, ud.worker_boot(s, s.node_pools[0]))
     assert "CK8S_HOST_TOOLKIT=cdi" in ud.decoded_files(worker)["/etc/ck8s-gpu/node.env"]
@@ -67,4 +66,5 @@ def test_gpu_workers_are_told_the_mode_and_control_planes_nothing() -> None:
     def operator(raw: dict[str, Any]) -> None:
         raw["gpuStack"]["toolkit"] = "operator"
 
-    assert ud.cluster_boot(settings_for("aws-dev", operator), "arn:auth", "doc").host_toolkit == ""
+    dev = settings_for("aws-dev", operator)
+    assert ud.cluster_boot(dev, "arn:auth", "doc", addon_facts(dev)).host_toolkit == ""

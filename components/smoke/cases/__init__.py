@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...settings.model import Settings
-from ...settings.rules import Problem
+from ...settings.problems import Problem
 from ..checks.base import Check
 from ..checks.path import AFTER_CASES, BEFORE_CASES
 from ..expectations import CaseExpectation, object_name

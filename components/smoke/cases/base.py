@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...settings.model import Settings
-from ...settings.rules import Problem
+from ...settings.problems import Problem
 from ..checks.base import Check
 from ..expectations import CaseExpectation
 

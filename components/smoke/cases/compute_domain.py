@@ -26,7 +26,8 @@ from ...instance_types import nvlink_domain
 from ...nodes import pool_label
 from ...settings.facts import compute_domains_on, provided_pools
 from ...settings.model import NodePoolSettings, Settings
-from ...settings.rules import ROOT, SIMULATED_GPUS, Problem
+from ...settings.problems import ROOT, Problem
+from ...settings.rules import SIMULATED_GPUS
 from ..checks.base import Check
 from ..expectations import NO_KUBELET, CaseExpectation
 from ..snapshot import Obj, allocation_nodes, allocation_results, attribute, claim_of, name

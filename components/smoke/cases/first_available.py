@@ -19,7 +19,7 @@ from ...labels import POOL_LABELS
 from ...nodes import pool_label
 from ...settings.facts import pool_gpus, provided_pools
 from ...settings.model import NodePoolSettings, Settings
-from ...settings.rules import ROOT, Problem
+from ...settings.problems import ROOT, Problem
 from ..checks.base import Check
 from ..expectations import CaseExpectation
 from ..snapshot import attribute, labels, name

@@ -18,7 +18,8 @@ from ...instance_types import nvlink_domain
 from ...nodes import pool_label
 from ...settings.facts import pool_gpus
 from ...settings.model import NodePoolSettings, Settings
-from ...settings.rules import ROOT, SIMULATED_GPUS, Problem, smoke_quota_problems
+from ...settings.problems import ROOT, Problem
+from ...settings.rules import SIMULATED_GPUS, smoke_quota_problems
 from ..checks.base import Check
 from ..expectations import DRIVER, CaseExpectation
 from ..snapshot import Obj, container_state, name, start_failure

@@ -11,8 +11,10 @@ from components import pins
 from components.addons import image_catalog as catalog
 from components.addons.base import deep_merge
 from components.addons.catalog import ADDONS
+from components.addons.gpu_operator import IMAGES as GPU_OPERATOR
 from components.addons.graph import cluster_capabilities, select
-from components.addons.image_catalog import ImageRef, mirror_values, public_image_refs
+from components.addons.image_catalog import mirror_values
+from components.addons.image_refs import PUBLIC_HOSTS, ImageRef, parse_ref, public_image_refs
 from components.settings import Settings, parse_settings
 from tests.unit.addons.helpers import DRIVER_MODES, final_values, stack
 
@@ -52,7 +54,7 @@ def test_every_chart_pin_has_entries() -> None:
 def test_every_entry_names_its_upstream_and_keys() -> None:
     for e in catalog.CATALOG:
         assert e.image.source.strip(), e.name
-        assert e.image.tag and e.image.repository and e.image.registry in catalog.PUBLIC_HOSTS, e.name
+        assert e.image.tag and e.image.repository and e.image.registry in PUBLIC_HOSTS, e.name
         assert e.keys or e.image.note, f"{e.chart}/{e.name}: no values key and no reason why"
         assert e.image.verified or e.image.note, f"{e.chart}/{e.name}: unverified without a reason"
 
@@ -67,9 +69,9 @@ def test_ref_and_mirrored_shape() -> None:
     r = ImageRef("nvcr.io", "nvidia/gpu-operator", "v26.7.0", "src")
     assert r.ref() == "nvcr.io/nvidia/gpu-operator:v26.7.0"
     assert r.mirrored(MIRROR + "/") == f"{MIRROR}/nvcr.io/nvidia/gpu-operator:v26.7.0"
-    hub = catalog.parse_ref("ubuntu:24.04", "s")
+    hub = parse_ref("ubuntu:24.04", "s")
     assert hub.ref() == "docker.io/library/ubuntu:24.04"
-    pinned = catalog.parse_ref(pins.IMAGES["smoke-test"].ref, "s")
+    pinned = parse_ref(pins.IMAGES["smoke-test"].ref, "s")
     assert pinned.pull_ref() == pins.IMAGES["smoke-test"].ref
     assert pinned.ref() == "docker.io/library/ubuntu:24.04"
 
@@ -126,7 +128,7 @@ def test_mirror_values_rebuild_each_image_under_the_mirror() -> None:
     s = _aws_everything()
     op = mirror_values("gpu-operator", MIRROR, s)
     assert f"{op['toolkit']['repository']}/container-toolkit:v1.20.0" == next(
-        e.image.mirrored(MIRROR) for e in catalog.GPU_OPERATOR if e.name == "container-toolkit")
+        e.image.mirrored(MIRROR) for e in GPU_OPERATOR if e.name == "container-toolkit")
     kai = mirror_values("kai-scheduler", MIRROR, s)
     assert f"{kai['global']['registry']}/scheduler:v0.17.0" == (
         f"{MIRROR}/ghcr.io/kai-scheduler/kai-scheduler/scheduler:v0.17.0")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components.addons.selected import addon_facts
 from components.aws import iam, launch, mint
 from components.aws import userdata as ud
 from components.aws.inventory import api_lb_name, mint_document_name
@@ -64,8 +65,8 @@ class SimCluster:
     def control_plane(self, index: int) -> Instance:
         data = (ud.render_bootstrap_control_plane(self.boot, self.cp_boot) if index == 0
                 else ud.render_joining_control_plane(self.boot))
-        policy = iam.control_plane_policy([self.auth_arn, self.pki_arn], ud.ccm_enabled(self.settings),
-                                          mirror_pull_statements(self.settings))
+        ccm = addon_facts(self.settings).cloud_controller_manager
+        policy = iam.control_plane_policy([self.auth_arn, self.pki_arn], ccm, mirror_pull_statements(self.settings))
         tags = node_tags(self.settings, "control-plane", f"{self.cluster}-cp-{index}")
         return self._media(self.fleet.add_instance(data, tags, [policy], "control-plane"), self.boot.control_plane_arch)
 
@@ -120,7 +121,7 @@ def simulate(
     region = settings.region or ""
     arn = f"arn:aws:secretsmanager:{region}:{ACCOUNT}:secret:{settings.cluster_name}-{{}}-AbCdEf"
     auth_arn, pki_arn = arn.format("join-auth"), arn.format("ca-keys")
-    boot = ud.cluster_boot(settings, auth_arn, mint_document_name(settings.cluster_name))
+    boot = ud.cluster_boot(settings, auth_arn, mint_document_name(settings.cluster_name), addon_facts(settings))
     if boot_override:
         boot = ud.ClusterBoot(**{**boot.__dict__, **boot_override})
     cp_boot = ud.control_plane_boot(settings, pki_arn)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from components.addons.selected import addon_facts
 from components.plan.artifacts import user_data
 from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.settings.load import read_stack_file
@@ -36,7 +37,7 @@ def run_cluster(settings: Settings, stack: str = "test") -> PlanRun:
     from components.aws import AwsCluster
 
     def program() -> None:
-        AwsCluster(settings.cluster_name, settings)
+        AwsCluster(settings.cluster_name, settings, addon_facts(settings))
 
     return run_program(program, {}, stack=stack, region=settings.region or "")
 

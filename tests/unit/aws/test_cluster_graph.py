@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.addons.selected import addon_facts
 from components.plan.mockengine import MASK, PlanRun, Recorded
 from components.settings.load import SettingsError
 from tests.unit.addons.helpers import ancestors
@@ -422,7 +423,7 @@ def test_kubeconfig_export_is_masked() -> None:
     settings = settings_for("aws-dev")
 
     def program() -> None:
-        cluster = AwsCluster(settings.cluster_name, settings)
+        cluster = AwsCluster(settings.cluster_name, settings, addon_facts(settings))
         pulumi.export("kubeconfig", cluster.kubeconfig)
 
     assert run_program(program, {}, stack="t", region="eu-west-1").outputs["kubeconfig"] == MASK

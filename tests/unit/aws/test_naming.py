@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from components.addons.selected import addon_facts
 from components.addons.velero_values import velero_values
 from components.aws.inventory import (
     BACKUP,
@@ -95,7 +96,7 @@ def recorded_names(resources: list[Recorded]) -> list[tuple[str, str, str | None
 def test_inventory_is_exactly_what_the_program_registers_and_every_name_passes(stack: str) -> None:
     config = _cases()[stack]
     plan = plan_run.plan_config(config, stack, stack)  # raises on a recorded name or tag problem
-    planned = planned_names(plan.settings)
+    planned = planned_names(plan.settings, addon_facts(plan.settings))
     recorded = recorded_names(plan.resources)
     assert len(recorded) == len(set(recorded))
     assert sorted(recorded, key=str) == sorted(((p.token, p.logical, p.explicit) for p in planned), key=str)
@@ -105,13 +106,13 @@ def test_inventory_is_exactly_what_the_program_registers_and_every_name_passes(s
 
 
 def test_prod_covers_every_token_the_program_names() -> None:
-    prod = planned_names(parse_settings(stack_raw("aws-prod"), "aws-prod"))
+    prod = planned_names(prod_s := parse_settings(stack_raw("aws-prod"), "aws-prod"), addon_facts(prod_s))
     assert {p.token for p in prod} == PROGRAM_TOKENS
 
 
 def test_non_aws_platforms_plan_no_aws_names() -> None:
     for name in ("kind", "existing", "local"):
-        assert planned_names(template(name)[1]) == []
+        assert planned_names(template(name)[1], addon_facts(template(name)[1])) == []
 
 
 def test_every_rule_names_its_source_and_matches_the_sdk_input() -> None:
@@ -440,7 +441,7 @@ def _long_plan(case: str) -> plan_run.Plan:
 @pytest.mark.parametrize("case", LONG_CASES)
 def test_long_environment_plans_with_every_name_passing_every_rule(case: str) -> None:
     plan = _long_plan(case)
-    planned = planned_names(plan.settings)
+    planned = planned_names(plan.settings, addon_facts(plan.settings))
     recorded = recorded_names(plan.resources)
     assert sorted(recorded, key=str) == sorted(((p.token, p.logical, p.explicit) for p in planned), key=str)
     assert [(p.logical, p.physical, p.problems()) for p in planned if p.problems()] == []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from components.addons.selected import addon_facts
 from components.aws import registry
 from tests.fakes.k8s_snap import containerd
 from tests.fakes.k8s_snap.fleet import Instance
@@ -46,7 +47,7 @@ def test_the_airgap_stack_renders_its_offline_env() -> None:
     from components.aws import userdata as ud
     from tests.unit.aws.conftest import settings_for
 
-    env = ud.supply_env(ud.cluster_boot(settings_for("aws-airgap"), "arn:x", "doc"))
+    env = ud.supply_env(ud.cluster_boot(airgap := settings_for("aws-airgap"), "arn:x", "doc", addon_facts(airgap)))
     assert env == {"CK8S_SNAP_SOURCE": "image", "CK8S_IMAGES_PRELOADED": "1", "CK8S_REGISTRY_MIRROR": MIRROR,
                    "CK8S_MIRROR_UPSTREAMS": "docker.io ghcr.io nvcr.io public.ecr.aws quay.io registry.k8s.io",
                    "CK8S_MIRROR_AUTH": "ecr", "CK8S_MIRROR_REGION": "eu-west-1", "CK8S_OFFLINE": "1"}

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.addons.selected import addon_facts
 from components.aws import userdata as ud
 from components.aws.secrets import pki_secret_document
 from tests.unit.aws.conftest import settings_for
@@ -20,7 +21,7 @@ PEM = "-----BEGIN CERTIFICATE-----\n" + ("M" * 64 + "\n") * 18 + "-----END CERTI
 
 
 def boots(settings: Any) -> tuple[ud.ClusterBoot, ud.ControlPlaneBoot]:
-    c = ud.cluster_boot(settings, ARN.format("join-auth"), "ck8s-mint-worker-token")
+    c = ud.cluster_boot(settings, ARN.format("join-auth"), "ck8s-mint-worker-token", addon_facts(settings))
     cp = ud.control_plane_boot(settings, ARN.format("ca-keys"))
     return c, cp
 

@@ -11,14 +11,16 @@ from typing import Any
 
 import pytest
 
+from components.addons.selected import addon_facts
 from components.aws import endpoints
 from components.aws.endpoints import BY_SERVICE, ENDPOINTS, partition_of, service_name
 from components.aws.inventory import planned_names
 from components.aws.security_groups import groups_for, rules_for
 from components.plan.run import PROJECT_DIR, Plan, plan_config
 from components.policies.offline import evaluate_plan
-from components.settings.load import SettingsError, read_stack_file
+from components.settings.load import read_stack_file
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
+from tests.unit.helpers import raised_problems
 
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 # The endpoints every NAT-less stack gets; the ECR ones only come with an ECR mirror (images.mirror).
@@ -73,9 +75,7 @@ def test_service_names_per_partition() -> None:
 
 
 def _problems(change: Any, stack: str = "aws-dev") -> list[tuple[str, str]]:
-    with pytest.raises(SettingsError) as err:
-        settings_for(stack, change)
-    return err.value.problems
+    return raised_problems(settings_for, stack, change)
 
 
 @pytest.mark.parametrize(("change", "path", "says"), [
@@ -108,7 +108,7 @@ def test_the_endpoints_group_admits_443_from_the_vpc_only_and_is_named_like_its_
     assert [(r.direction, r.protocol, r.from_port, r.to_port, r.peer) for r in rules_for(s)
             if r.group == "endpoints"] == [("ingress", "tcp", 443, 443, "vpc")]
     # The group takes a name (auto-named from its logical name): the naming inventory carries it.
-    assert f"{s.cluster_name}-sg-endpoints" in {p.logical for p in planned_names(s)}
+    assert f"{s.cluster_name}-sg-endpoints" in {p.logical for p in planned_names(s, addon_facts(s))}
 
 
 @cache
@@ -200,8 +200,8 @@ def test_the_natless_stack_registers_exactly_the_names_the_inventory_plans() -> 
     plan = _natless_plan()
     recorded = recorded_names(plan.resources)
     assert ENDPOINT not in {t for t, _, _ in recorded}
-    assert sorted(recorded, key=str) == sorted(((p.token, p.logical, p.explicit) for p in planned_names(plan.settings)),
-                                               key=str)
+    planned = planned_names(plan.settings, addon_facts(plan.settings))
+    assert sorted(recorded, key=str) == sorted(((p.token, p.logical, p.explicit) for p in planned), key=str)
 
 
 def test_endpoints_module_is_pure_where_it_decides() -> None:

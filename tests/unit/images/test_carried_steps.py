@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components import pins
-from components.addons.image_catalog import ImageRef
+from components.addons.image_refs import ImageRef
 from components.images.document import carried_document
 from components.images.settings import parse_image_settings
 

@@ -160,7 +160,7 @@ def test_efa_check_fails_without_the_nccl_plugin(tmp_path: Path) -> None:
 
 
 def test_the_toolkit_is_installed_at_the_pin_from_nvidias_repository_and_held() -> None:
-    from components.addons.image_catalog import GPU_OPERATOR
+    from components.addons.gpu_operator import IMAGES as GPU_OPERATOR
     from components.images.document import CTK
 
     doc = component_document(DEFAULT)

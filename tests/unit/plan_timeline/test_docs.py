@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components import PROJECT_DIR
+from components.plan.clock import clock
 from components.plan.timeline_docs import (
     RUNBOOK,
     RUNBOOK_END,
@@ -15,7 +16,6 @@ from components.plan.timeline_docs import (
     runbook_section,
     section,
 )
-from components.plan.timeline_render import clock
 
 from .conftest import capacity_block_timeline, timeline
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from components.cli.main import main
+from components.plan.clock import clock, span
 from components.plan.timeline import SMOKE_RUN, Step, Timeline, make_timeline, what_if_results
-from components.plan.timeline_render import clock, mermaid_gantt, span, timeline_markdown
+from components.plan.timeline_render import mermaid_gantt, timeline_markdown
 
 from .conftest import timeline
 

@@ -13,6 +13,7 @@ import pulumi
 import pytest
 import yaml
 
+from components.cluster_facts import AddonFacts
 from components.kind import commands
 from components.kind.config import render_kind_config
 from components.plan.mockengine import Recorded, run_program
@@ -141,18 +142,19 @@ def test_platform_and_kubeconfig_must_agree() -> None:
 
 
 def test_aws_dispatches_lazily_to_the_aws_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[tuple[str, Settings]] = []
+    made: list[tuple[str, Settings, AddonFacts]] = []
     fake = types.ModuleType("components.aws.cluster")
 
     class AwsCluster:
-        def __init__(self, name: str, settings: Settings, opts: object = None) -> None:
-            made.append((name, settings))
+        def __init__(self, name: str, settings: Settings, addons: AddonFacts, opts: object = None) -> None:
+            made.append((name, settings, addons))
 
     fake.AwsCluster = AwsCluster  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "components.aws.cluster", fake)
     s = parse_settings({"platform": "aws", "region": "eu-west-1"})
     assert isinstance(make_cluster("prod", s), AwsCluster)
-    assert made == [("prod", s)]
+    # the platform is told what the add-on set needs of it (it never imports the add-ons)
+    assert made == [("prod", s, AddonFacts(cloud_controller_manager=True, backup_target=False))]
 
 
 def test_kind_and_kubeconfig_platforms_never_import_the_aws_sdk() -> None:
