@@ -178,22 +178,21 @@ class _GpuStack(pulumi.ComponentResource):
     smoke_report: pulumi.Output[Any]
 
     def _wire(self, name: str, settings: Settings, kubeconfig: pulumi.Input[str] | None) -> None:
-        from .addons.addon_set import AddonSet
-        from .platforms import make_cluster
-        from .smoke.component import SmokeTest
+        from .wiring import Names, wire
 
-        child = pulumi.ResourceOptions(parent=self)
-        cluster = make_cluster(f"{name}-cluster", settings, kubeconfig, opts=child)
-        addons = AddonSet(f"{name}-addons", settings, cluster, opts=child)
-        smoke = SmokeTest(f"{name}-smoke-test", settings, cluster, depends_on=addons.smoke_dependencies,
-                          opts=child, addons_digest=addons.fingerprint)
+        stack = wire(settings, kubeconfig, Names.component(name), opts=pulumi.ResourceOptions(parent=self))
         self.settings = settings
-        self.cluster = cluster
-        self.kubeconfig = cluster.kubeconfig
-        self.addons = pulumi.Output.from_input([a.name for a in addons.graph.order])
-        self.smoke_report = smoke.report
-        self.register_outputs({"kubeconfig": self.kubeconfig, "addons": self.addons,
-                               "smokeReport": self.smoke_report})
+        self.cluster = stack.cluster
+        self.kubeconfig = stack.cluster.kubeconfig
+        self.addons = pulumi.Output.from_input([a.name for a in stack.addons.graph.order])
+        self.smoke_report = stack.smoke.report
+        # A backup bucket only where settings.backup asks for one (and Velero is installed).
+        self.backup_bucket = stack.backup.bucket_name if stack.backup else None
+        outputs: dict[str, Any] = {"kubeconfig": self.kubeconfig, "addons": self.addons,
+                                   "smokeReport": self.smoke_report}
+        if self.backup_bucket is not None:
+            outputs["backupBucket"] = self.backup_bucket
+        self.register_outputs(outputs)
 
 
 class GpuAddons(_GpuStack):

@@ -43,8 +43,9 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("addons | aws | kind",)),
     ("assembly", "the cluster per platform (told what the add-ons need), the smoke test, backups",
      ("platforms | smoke | dr",)),
-    ("the one gate", "validate(): every rule of every layer below, before anything is registered",
-     ("validate",)),
+    ("the one gate, the one wiring", "validate(): every rule below, before anything is registered; wire(): "
+     "settings to cluster, backups, add-ons, smoke test, for the program and the components alike",
+     ("validate | wiring",)),
     ("public face", "the typed components other programs build, and the package that exports them",
      ("api", "")),
     ("operator tools", "offline plan, node images, state repair, the component provider",
