@@ -1,8 +1,11 @@
-"""The one pin table: every chart, image, snap track, kind node image and tool version lives here.
+"""The one pin table: every version the project chooses (charts, images, snap tracks and revisions,
+the kind node image, node-image software, tools) lives here.
 
-Nothing else in the project hard-codes a version; `tests/unit/test_pins.py` rejects floating
-versions and duplicates. Per-stack overrides (`gpuStack.addons.<name>.version`) are validated
-against the same rules.
+The other versions in the code are facts about what a pinned chart deploys at its pin: the image
+tags in each add-on module's `IMAGES` (components/addons/*.py), each citing the chart file it was
+read from; they change when the chart pin changes, never on their own. `tests/unit/test_pins.py`
+rejects floating versions and duplicates. Per-stack overrides (`gpuStack.addons.<name>.version`)
+are validated against the same rules.
 """
 
 from __future__ import annotations
@@ -191,8 +194,8 @@ EFA_INSTALLER = SignedDownload("1.51.0", "https://efa-installer.amazonaws.com",
 # The NVIDIA Container Toolkit a GPU node image carries for `gpuStack.toolkit: host`
 # (components/images/document.py, docs/adr/0046): NVIDIA's apt repository, its signing key's
 # fingerprint (the long key id apt names, DDCAE044F796ECB0, is its tail), and the version of all
-# four packages. 1.20.0, the toolkit image the GPU Operator pin deploys otherwise
-# (components/addons/image_catalog.py container-toolkit v1.20.0): one toolkit either way.
+# four packages. 1.20.0, the toolkit image the GPU Operator pin deploys otherwise: its catalog entry
+# (components/addons/gpu_operator.py container-toolkit) takes its tag from here, one toolkit either way.
 # Package names and their exact-version dependencies: NVIDIA/nvidia-container-toolkit v1.20.0
 # packaging/debian/control; the versioned install: its install guide, "With apt".
 @dataclass(frozen=True)

@@ -214,7 +214,11 @@ IMAGES: tuple[Entry, ...] = (
         note="tag completed per node: <branch>-<kernel>-<os tag> (resolveDriverTag)"),
     _nv("driver-manager", "driver.manager", "nvidia/cloud-native/k8s-driver-manager", "v0.12.0",
         runs=_driver_on),
-    _nv("container-toolkit", "toolkit", "nvidia/k8s/container-toolkit", "v1.20.0", runs=_toolkit_on),
+    # values.yaml toolkit.version at v26.7.0 is v1.20.0; a host toolkit (gpuStack.toolkit host) is the
+    # same release, so the tag is derived from that one pin (tests/unit/addons/test_image_catalog.py
+    # checks it against the chart's default).
+    _nv("container-toolkit", "toolkit", "nvidia/k8s/container-toolkit", f"v{pins.NVIDIA_CONTAINER_TOOLKIT.version}",
+        runs=_toolkit_on),
     # The device plugin, and the MPS control daemon (state-mps-control-daemon) with the same image.
     _nv("device-plugin", "devicePlugin", "nvidia/k8s-device-plugin", "v0.20.0", runs=_device_plugin_on),
     _nv("dcgm-exporter", "dcgmExporter", "nvidia/k8s/dcgm-exporter", "4.6.0-4.8.3-distroless"),

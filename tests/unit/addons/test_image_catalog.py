@@ -216,3 +216,11 @@ def test_version_overrides_are_named() -> None:
     s = _aws_everything(addons={"kaiScheduler": {"version": "v0.16.0"}})
     assert catalog.catalog_version_mismatches(s) == ("kai-scheduler",)
     assert catalog.catalog_version_mismatches(_aws_everything()) == ()
+
+
+def test_the_host_toolkit_pin_is_the_toolkit_the_operator_chart_deploys() -> None:
+    """One toolkit either way (docs/adr/0046): the catalog entry takes its tag from the host pin, so
+    the pin must be what NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/values.yaml deploys
+    (`toolkit.version: v1.20.0`); move both with the operator pin."""
+    assert pins.CHARTS["gpu-operator"].version == "v26.7.0"
+    assert f"v{pins.NVIDIA_CONTAINER_TOOLKIT.version}" == "v1.20.0"
