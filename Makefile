@@ -7,12 +7,14 @@ BIN := $(VENV)/bin
 STACK ?= kind
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: plan test lint types unit setup debs tools bench docs up down
+.PHONY: plan test check lint types unit fast slow integration layers setup debs tools bench docs up down
 
 plan: $(STAMP)                 ## offline plan of the default stack (kind): no cloud, no Pulumi CLI
 	$(BIN)/ck8s-gpu plan --stack $(STACK) --out out/plan-$(STACK)
 
 test: $(STAMP) debs tools lint types unit   ## everything CI runs
+
+check: lint types layers fast             ## the contributor's tier: lint, types, layers, the pure tests (CONTRIBUTING.md)
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,10 +33,22 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 types: $(STAMP)
-	$(BIN)/mypy components
+	$(BIN)/mypy   # components/, tools/*.py, scripts/*.py (pyproject.toml [tool.mypy] files)
 
-unit: $(STAMP)
+unit: $(STAMP)                 ## every pytest tier (pure, slow, integration, node): what CI runs
 	@bash scripts/pytest.sh
+
+fast: $(STAMP)                 ## the pure tests: no tools, no bash node scenarios
+	@bash scripts/pytest.sh -q -m "not slow and not integration" tests/unit
+
+slow: $(STAMP) debs            ## the node scripts in bash against the k8s-snap fake
+	@bash scripts/pytest.sh -q -m slow tests/unit
+
+integration: $(STAMP) debs tools   ## real engine, control plane, kubelets (root for the node tier)
+	@bash scripts/pytest.sh -q -m integration
+
+layers: $(STAMP)               ## the layer contract (docs/architecture.md, Layers)
+	$(BIN)/python scripts/layers.py
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench_plan.py --write docs/benchmarks.md

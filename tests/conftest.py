@@ -1,5 +1,9 @@
 """Every test tier: where skips must not pass (CI=true, CK8S_GPU_REQUIRE_TOOLS=1), a skip is a failure.
 
+Tiers are markers (CONTRIBUTING.md): everything under tests/integration/ is `integration` whether
+or not its module says so (a new file cannot land in the fast tier by forgetting the mark);
+`slow` marks the pure but slow modules; `make check` runs the rest.
+
 The rule and its allow-list live in tests/helpers/tools.py (skip_failure, ALLOWED_SKIPS); these two
 hooks apply it to every report, so a skip raised anywhere (pytest.skip in a test or fixture, a
 skip marker, a module-level skip or importorskip, an empty parametrize) cannot let CI pass.
@@ -43,3 +47,11 @@ def pytest_make_collect_report(
     report = yield
     _enforce(report, collector.path, collector.config.rootpath)
     return report
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    integration = config.rootpath / "tests" / "integration"
+    for item in items:
+        if item.path.is_relative_to(integration) and item.get_closest_marker("integration") is None:
+            item.add_marker(pytest.mark.integration)
+

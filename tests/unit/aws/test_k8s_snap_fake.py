@@ -21,6 +21,10 @@ from tests.fakes.k8s_snap import k8sd
 from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import ACCOUNT, TRACKS, SimCluster, simulate
 
+# Runs the node scripts in bash against the k8s-snap fake: seconds per case (the `slow` tier;
+# `make check` leaves it out, `make test` and CI run it).
+pytestmark = pytest.mark.slow
+
 WORKER_LOCK = "var/snap/k8s/common/lock/worker"
 
 

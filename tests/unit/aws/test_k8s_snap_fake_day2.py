@@ -28,6 +28,10 @@ from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import SimCluster, simulate
 from tests.unit.upgrade.fleet_ops import Booted, FleetRunner, WorldClock
 
+# Runs the node scripts in bash against the k8s-snap fake: seconds per case (the `slow` tier;
+# `make check` leaves it out, `make test` and CI run it).
+pytestmark = pytest.mark.slow
+
 TRACK = "1.34-classic"
 PDB_429 = "Cannot evict pod as it would violate the pod's disruption budget."
 

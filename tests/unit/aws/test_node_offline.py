@@ -17,6 +17,10 @@ from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import SimCluster, simulate
 from tests.unit.aws.node_media import PAUSE, media
 
+# Runs the node scripts in bash against the k8s-snap fake: seconds per case (the `slow` tier;
+# `make check` leaves it out, `make test` and CI run it).
+pytestmark = pytest.mark.slow
+
 FAILED = "CK8S-GPU-BOOT-FAILED"
 MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
 @pytest.fixture

@@ -21,6 +21,10 @@ from tests.fakes.k8s_snap import tracks as fake_tracks
 from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import CA_KEY, CLIENT_CA_KEY, LB, PEM, TRACKS, SimCluster, simulate
 
+# Runs the node scripts in bash against the k8s-snap fake: seconds per case (the `slow` tier;
+# `make check` leaves it out, `make test` and CI run it).
+pytestmark = pytest.mark.slow
+
 STACKS = ("aws-dev", "aws-prod")
 FAILED = "CK8S-GPU-BOOT-FAILED"
 

@@ -15,6 +15,10 @@ from tests.fakes.k8s_snap import containerd
 from tests.unit.aws.cluster_sim import TRACKS, SimCluster, simulate
 from tests.unit.aws.test_node_scenarios import FAILED, control_planes, ok
 
+# Runs the node scripts in bash against the k8s-snap fake: seconds per case (the `slow` tier;
+# `make check` leaves it out, `make test` and CI run it).
+pytestmark = pytest.mark.slow
+
 DROP_IN = "10-ck8s-gpu-nvidia-runtime.conf"
 
 
