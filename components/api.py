@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pulumi
 
-from . import pins
+from . import pins, tokens
 from .settings.load import SettingsError
 from .settings.model import Settings
 from .settings.problems import Problem
@@ -198,7 +198,7 @@ class _GpuStack(pulumi.ComponentResource):
 class GpuAddons(_GpuStack):
     """GPU add-ons and the DRA smoke test on a cluster you already have."""
 
-    TYPE = "ck8s-gpu:index:GpuAddons"
+    TYPE = tokens.GPU_ADDONS
 
     def __init__(self, name: str, args: GpuAddonsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         settings = args.to_settings(name)  # before anything is registered
@@ -209,7 +209,7 @@ class GpuAddons(_GpuStack):
 class GpuCluster(_GpuStack):
     """Canonical Kubernetes with GPU node pools on AWS, with the add-ons and the smoke test."""
 
-    TYPE = "ck8s-gpu:index:GpuCluster"
+    TYPE = tokens.GPU_CLUSTER
 
     def __init__(self, name: str, args: GpuClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         settings = args.to_settings(name)

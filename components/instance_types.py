@@ -51,7 +51,7 @@ class GpuFacts:
     product_name: str  # as nvidia-smi / the DRA driver's `productName` attribute report it
     # Per GPU, as the driver publishes it (NVML's framebuffer, `memory` capacity of the DRA driver's
     # devices): below the marketed size (H100 80GB: 81559 MiB = 79.6 GiB). smokeTest.minMemoryGiB is
-    # held against it (components/settings/rules.py _smoke_memory).
+    # held against it (components/settings/rules/smoke.py _smoke_memory).
     memory_mib: int
     architecture: str
     mig_capable: bool = False

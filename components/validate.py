@@ -1,5 +1,5 @@
 """validate(): the one gate. Every rule the program would apply, over the settings alone, before
-anything is registered or written: the settings' own rules (components/settings/rules.py), then
+anything is registered or written: the settings' own rules (components/settings/rules/), then
 what the layers above them know (the add-on graph, the platform, the smoke test's plan, AWS's
 naming and tag rules), all problems in one list. The program (`load_settings`), every CLI command
 and the typed components (components/api.py) load settings through here; the components' own
@@ -42,7 +42,10 @@ from .settings.load import (
 )
 from .settings.model import Settings
 from .settings.problems import ROOT, Problem, cut
-from .settings.rules import SHARING_UNSUPPORTED, Rule, leaf_queues, region_problem
+from .settings.rules import Rule
+from .settings.rules.cluster import region_problem
+from .settings.rules.queues import leaf_queues
+from .settings.rules.smoke import SHARING_UNSUPPORTED
 from .settings.secrets import mark_secrets, values_problems
 from .smoke.cases import case_problems
 

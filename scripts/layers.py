@@ -28,9 +28,9 @@ ROOT = "components"
 # (a dotted path under components/, "" for the package face components/__init__.py); a layer's
 # units on one line joined by " | " are independent siblings: neither may import the other.
 LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("tables", "facts and locations with no opinion: pins, instance types, label keys, names, files, paths",
-     ("paths", "pins", "instance_types", "labels", "hashed_names", "backup_names", "atomic", "plain_errors",
-      "checkout_alias")),
+    ("tables", "facts and locations with no opinion: pins, instance types, label keys, type tokens, names, paths",
+     ("paths", "pins", "instance_types", "labels", "tokens", "hashed_names", "backup_names", "atomic",
+      "plain_errors", "checkout_alias")),
     ("settings", "the config boundary: the model, its defaults, its rules and their vocabulary",
      ("settings",)),
     ("derived facts", "what follows from settings for every platform: GPUs per pool, feature gates, node labels, EFA",

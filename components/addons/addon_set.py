@@ -21,6 +21,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .. import tokens
 from ..charts import release_chart_path
 from ..cluster import ClusterHandle
 from ..settings.model import Settings
@@ -180,7 +181,7 @@ class AddonSet(pulumi.ComponentResource):
                 raise AddonGraphError(problems)
         except AddonGraphError as exc:
             raise pulumi.RunError(str(exc)) from None
-        super().__init__("ck8s-gpu:index:AddonSet", name, None, opts)
+        super().__init__(tokens.ADDON_SET, name, None, opts)
         self.graph = graph
         self.releases, self.ready, self.namespaces = {}, {}, {}
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)

@@ -40,6 +40,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from .. import tokens
 from ..k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
 from ..kube.errors import ApiFailure
 from ..kube.wait import Observation, WaitTimeout, poll
@@ -49,9 +50,9 @@ API = "nvidia.com/v1"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # state_manager.go commonGPULabelKey / commonGPULabelValue
 READY_REASON = "Reconciled"  # internal/conditions: the one Ready reason that means operands are on GPU nodes
 SETTLE_SECONDS = 30
-TYPE = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"
+TYPE = tokens.DYNAMIC_CLUSTER_POLICY_READY
 # What this gate was before it judged conditions and nodes: its state is adopted, not replaced.
-PREVIOUS_TYPE = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
+PREVIOUS_TYPE = tokens.DYNAMIC_WAIT_FOR
 
 Obj = dict[str, Any]
 

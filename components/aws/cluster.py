@@ -18,6 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from .. import tokens
 from ..cluster import ClusterHandleBase
 from ..cluster_facts import AddonFacts, cluster_facts
 from ..efa import efa_enabled
@@ -55,13 +56,13 @@ class NodeUpgrades(pulumi.ComponentResource):
     """Groups the per-node upgrade resources; depending on it waits for all of them."""
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("ck8s-gpu:index:NodeUpgrades", name, None, opts)
+        super().__init__(tokens.NODE_UPGRADES, name, None, opts)
 
 
 class AwsCluster(ClusterHandleBase):
     def __init__(self, name: str, settings: Settings, addons: AddonFacts,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("ck8s-gpu:index:AwsCluster", name, None, opts)
+        super().__init__(tokens.AWS_CLUSTER, name, None, opts)
         if settings.platform != "aws" or settings.region is None:
             raise ValueError("AwsCluster needs settings with platform aws and a region")
         self._facts = cluster_facts(settings)

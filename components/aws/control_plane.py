@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..k8s_ready import ApiReady
 from ..settings.model import Settings
 from .hardening import IMDS, root_volume
@@ -68,7 +69,7 @@ class ControlPlane(pulumi.ComponentResource):
         kubeconfig: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("ck8s-gpu:index:ControlPlane", name, None, opts)
+        super().__init__(tokens.CONTROL_PLANE, name, None, opts)
         cp = settings.control_plane
         self.instances: list[aws.ec2.Instance] = []
         self.gates: list[ApiReady] = []

@@ -32,6 +32,7 @@ from typing import Literal
 
 import pulumi
 
+from .. import tokens
 from ..settings.model import Settings
 from .tags import named
 
@@ -184,7 +185,7 @@ class VpcEndpoints(pulumi.ComponentResource):
         # Here, not at the top: validate() imports this module's rules and must load no provider SDK.
         import pulumi_aws as aws
 
-        super().__init__("ck8s-gpu:index:VpcEndpoints", name, None, opts)
+        super().__init__(tokens.VPC_ENDPOINTS, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cluster = settings.cluster_name
         ids: dict[str, pulumi.Output[str]] = {}

@@ -19,6 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..labels import CLUSTER_TAG, ROLE_TAG
 
 # kubernetes/cloud-provider-aws docs/prerequisites.md ("Control Plane Policy"), read at 63ec440
@@ -193,7 +194,7 @@ class NodeRole(pulumi.ComponentResource):
 
     def __init__(self, name: str, policy: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None,
                  *, role_name: str | None = None) -> None:
-        super().__init__("ck8s-gpu:index:NodeRole", name, None, opts)
+        super().__init__(tokens.NODE_ROLE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         readable = f"{name}-role"
         role_name = role_name or readable

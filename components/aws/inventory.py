@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import tokens
 from ..backup_names import bucket_name, key_alias, user_name
 from ..cluster_facts import AddonFacts
 from ..efa import placement
@@ -25,8 +26,8 @@ NODE_ROLES = ("control-plane", "worker")
 SECRETS = ("join-auth", "ca-keys")
 
 
-LB, TG = "aws:lb/loadBalancer:LoadBalancer", "aws:lb/targetGroup:TargetGroup"
-ROLE, LT, SSM_DOC = "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:ssm/document:Document"
+LB, TG = tokens.AWS_LB_LOAD_BALANCER, tokens.AWS_LB_TARGET_GROUP
+ROLE, LT, SSM_DOC = tokens.AWS_IAM_ROLE, tokens.AWS_EC2_LAUNCH_TEMPLATE, tokens.AWS_SSM_DOCUMENT
 
 
 def api_lb_name(cluster_name: str) -> str:
@@ -76,11 +77,11 @@ def _cluster(cluster: str, groups: tuple[str, ...]) -> list[PlannedName]:
     for role in NODE_ROLES:  # NodeRole f"{cluster}-{role}"
         out += [
             PlannedName(ROLE, node_role_name(cluster, role), None, env),
-            PlannedName("aws:iam/rolePolicy:RolePolicy", f"{cluster}-{role}-node", None, env),
-            PlannedName("aws:iam/instanceProfile:InstanceProfile", f"{cluster}-{role}-profile", None, env),
+            PlannedName(tokens.AWS_IAM_ROLE_POLICY, f"{cluster}-{role}-node", None, env),
+            PlannedName(tokens.AWS_IAM_INSTANCE_PROFILE, f"{cluster}-{role}-profile", None, env),
         ]
-    out += [PlannedName("aws:secretsmanager/secret:Secret", f"{cluster}-secrets-{s}", None, env) for s in SECRETS]
-    out += [PlannedName("aws:ec2/securityGroup:SecurityGroup", f"{cluster}-sg-{g}", None, env) for g in groups]
+    out += [PlannedName(tokens.AWS_SECRETSMANAGER_SECRET, f"{cluster}-secrets-{s}", None, env) for s in SECRETS]
+    out += [PlannedName(tokens.AWS_EC2_SECURITY_GROUP, f"{cluster}-sg-{g}", None, env) for g in groups]
     return out
 
 
@@ -91,21 +92,21 @@ def _pools(settings: Settings) -> list[PlannedName]:
         field = f"settings.nodePools[{i}].name"
         out += [
             PlannedName(LT, launch_template_name(settings.cluster_name, pool.name), None, field),
-            PlannedName("aws:autoscaling/group:Group", f"{base}-asg", None, field),
+            PlannedName(tokens.AWS_AUTOSCALING_GROUP, f"{base}-asg", None, field),
         ]
         pg = placement(pool)
         if pg is not None and pg.group_name is None:
-            out.append(PlannedName("aws:ec2/placementGroup:PlacementGroup", f"{base}-pg", None, field))
+            out.append(PlannedName(tokens.AWS_EC2_PLACEMENT_GROUP, f"{base}-pg", None, field))
     return out
 
 
 def _backup(cluster: str) -> list[PlannedName]:
     env = "settings.environment"
     return [
-        PlannedName("aws:kms/alias:Alias", f"{BACKUP}-key-alias", key_alias(cluster), env),
-        PlannedName("aws:s3/bucket:Bucket", f"{BACKUP}-bucket", bucket_name(cluster), env),
-        PlannedName("aws:iam/user:User", f"{BACKUP}-user", user_name(cluster), env),
-        PlannedName("aws:iam/userPolicy:UserPolicy", f"{BACKUP}-user-policy", None, "settings.backup"),
+        PlannedName(tokens.AWS_KMS_ALIAS, f"{BACKUP}-key-alias", key_alias(cluster), env),
+        PlannedName(tokens.AWS_S3_BUCKET, f"{BACKUP}-bucket", bucket_name(cluster), env),
+        PlannedName(tokens.AWS_IAM_USER, f"{BACKUP}-user", user_name(cluster), env),
+        PlannedName(tokens.AWS_IAM_USER_POLICY, f"{BACKUP}-user-policy", None, "settings.backup"),
     ]
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..settings.model import Settings
 from .inventory import api_lb_name
 from .kubeconfig import API_PORT
@@ -31,7 +32,7 @@ class ApiLoadBalancer(pulumi.ComponentResource):
         security_group_id: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("ck8s-gpu:index:ApiLoadBalancer", name, None, opts)
+        super().__init__(tokens.API_LOAD_BALANCER, name, None, opts)
         cluster = settings.cluster_name
         internal = settings.control_plane.api_load_balancer == "internal"
         subnets = private_subnet_ids if internal else public_subnet_ids

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .. import tokens
 from ..hashed_names import fit
 
 AUTONAME_SUFFIX = "-abcdef0"  # worst-case shape of "-" + 7 random hex chars (always 8 long)
@@ -60,55 +61,55 @@ def _s3_shape(name: str) -> str | None:
 _IAM = r"[\w+=,.@-]+"
 _ELB = r"[0-9A-Za-z-]+"
 NAME_RULES: dict[str, NameRule] = {
-    "aws:lb/loadBalancer:LoadBalancer": NameRule(
+    tokens.AWS_LB_LOAD_BALANCER: NameRule(
         "name", 32, "TF elbv2/validate.go validName (PA aliases.go: autonamed with the default 255)",
         charset=_ELB, charset_text="alphanumerics and hyphens", no_edge_hyphen=True, prefixes=("internal-",)),
-    "aws:lb/targetGroup:TargetGroup": NameRule(
+    tokens.AWS_LB_TARGET_GROUP: NameRule(
         "name", 32, "TF elbv2/validate.go validTargetGroupName; PA aliases.go AutoName(32)",
         autoname_max=32, charset=_ELB, charset_text="alphanumerics and hyphens", no_edge_hyphen=True),
-    "aws:iam/role:Role": NameRule(
+    tokens.AWS_IAM_ROLE: NameRule(
         "name", 64, "TF iam/validate.go validResourceName(64); PA resource_overrides.go AutoName(64)",
         autoname_max=64, charset=_IAM, charset_text="alphanumerics and +=,.@_-"),
-    "aws:iam/rolePolicy:RolePolicy": NameRule(
+    tokens.AWS_IAM_ROLE_POLICY: NameRule(
         "name", 128, "TF iam/role_policy.go validRolePolicyName = validResourceName(128)",
         charset=_IAM, charset_text="alphanumerics and +=,.@_-"),
-    "aws:iam/instanceProfile:InstanceProfile": NameRule(
+    tokens.AWS_IAM_INSTANCE_PROFILE: NameRule(
         "name", 128, "TF iam/instance_profile.go validResourceName(128)",
         charset=_IAM, charset_text="alphanumerics and +=,.@_-"),
-    "aws:iam/user:User": NameRule(
+    tokens.AWS_IAM_USER: NameRule(
         "name", 64, "TF iam/user.go (charset); AWS IAM CreateUser UserName (64)",
         charset=r"[0-9A-Za-z=,.@\-_+]+", charset_text="alphanumerics and =,.@-_+"),
-    "aws:iam/userPolicy:UserPolicy": NameRule(
+    tokens.AWS_IAM_USER_POLICY: NameRule(
         "name", 128, "AWS IAM PutUserPolicy PolicyName (TF iam/user_policy.go does not validate)",
         charset=_IAM, charset_text="alphanumerics and +=,.@_-"),
-    "aws:ec2/launchTemplate:LaunchTemplate": NameRule(
+    tokens.AWS_EC2_LAUNCH_TEMPLATE: NameRule(
         "name", 125, "TF internal/verify/validate.go ValidLaunchTemplateName",
         min_len=3, charset=r"[0-9A-Za-z()./_\-]+", charset_text="alphanumerics and ()./_-"),
-    "aws:ec2/securityGroup:SecurityGroup": NameRule(
+    tokens.AWS_EC2_SECURITY_GROUP: NameRule(
         "name", 255, "TF ec2/vpc_security_group.go (length, sg-); AWS CreateSecurityGroup GroupName (charset)",
         charset=r"[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]+",
         charset_text="alphanumerics, spaces and ._-:/()#,@[]+=&;{}!$*", prefixes=("sg-",)),
-    "aws:ec2/placementGroup:PlacementGroup": NameRule(
+    tokens.AWS_EC2_PLACEMENT_GROUP: NameRule(
         "name", 255, "AWS CreatePlacementGroup GroupName (up to 255 ASCII characters); TF "
         "ec2/ec2_placement_group.go (Required: autonamed with the default 255)",
         charset=r"[\x20-\x7e]+", charset_text="printable ASCII characters"),
-    "aws:autoscaling/group:Group": NameRule(
+    tokens.AWS_AUTOSCALING_GROUP: NameRule(
         "name", 255, "TF autoscaling/group.go StringLenBetween(0, 255); AWS CreateAutoScalingGroup (1-255)"),
-    "aws:secretsmanager/secret:Secret": NameRule(
+    tokens.AWS_SECRETSMANAGER_SECRET: NameRule(
         "name", 512, "TF secretsmanager/validate.go validSecretName",
         charset=r"[0-9A-Za-z/_+=.@-]+", charset_text="alphanumerics and /_+=.@-"),
-    "aws:s3/bucket:Bucket": NameRule(
+    tokens.AWS_S3_BUCKET: NameRule(
         "bucket", 63, "PA resource_overrides.go AutoName(63, ToLower); TF s3/bucket.go validBucketName; "
         "AWS S3 general purpose bucket naming rules",
         autoname_max=63, min_len=3, charset=r"[0-9a-z.-]+", charset_text="lowercase alphanumerics, hyphens and periods",
         prefixes=("xn--", "sthree-", "amzn-s3-demo-"),
         suffixes=("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"),
         lower_autoname=True, checks=(_not_ip, _s3_shape)),
-    "aws:kms/alias:Alias": NameRule(
+    tokens.AWS_KMS_ALIAS: NameRule(
         "name", 256, "TF kms/validate.go validNameForResource; PA resource_overrides.go AutoName(238) + alias/",
         autoname_max=238, charset=r"alias/[0-9A-Za-z_/-]+",
         charset_text="'alias/' followed by alphanumerics and _/-", prefixes=("alias/aws/",), autoname_prefix="alias/"),
-    "aws:ssm/document:Document": NameRule(
+    tokens.AWS_SSM_DOCUMENT: NameRule(
         "name", 128, "AWS SSM API reference CreateDocument Name; TF ssm/document.go (Required: autonamed 255)",
         min_len=3, charset=r"[a-zA-Z0-9_\-.]+", charset_text="alphanumerics and _-.",
         iprefixes=("aws", "amazon", "amzn")),
@@ -118,10 +119,10 @@ NAME_RULES: dict[str, NameRule] = {
         "pattern ^[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]$ (PA: autonamed with the default 255)",
         min_len=3, charset=r"[-_A-Za-z0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z0-9]",
         charset_text="alphanumerics, hyphens, underscores and inner spaces")
-       for token in ("aws:imagebuilder/component:Component", "aws:imagebuilder/imageRecipe:ImageRecipe",
-                     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration",
-                     "aws:imagebuilder/distributionConfiguration:DistributionConfiguration",
-                     "aws:imagebuilder/imagePipeline:ImagePipeline")},
+       for token in (tokens.AWS_IMAGEBUILDER_COMPONENT, tokens.AWS_IMAGEBUILDER_IMAGE_RECIPE,
+                     tokens.AWS_IMAGEBUILDER_INFRASTRUCTURE_CONFIGURATION,
+                     tokens.AWS_IMAGEBUILDER_DISTRIBUTION_CONFIGURATION,
+                     tokens.AWS_IMAGEBUILDER_IMAGE_PIPELINE)},
 }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..settings.model import Settings
 from .protection import state_opts
 from .tags import named, ownership_tag
@@ -53,7 +54,7 @@ class AwsNetwork(pulumi.ComponentResource):
     private_route_table_ids: list[pulumi.Output[str]]
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("ck8s-gpu:index:AwsNetwork", name, None, opts)
+        super().__init__(tokens.AWS_NETWORK, name, None, opts)
         existing = settings.network.existing
         if existing is not None:
             self.vpc_id = pulumi.Output.from_input(existing.vpc_id)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..settings.model import NodePoolSettings, Settings
 from .hardening import IMDS, ROOT_DEVICE, root_volume
 from .inventory import launch_template_name
@@ -52,7 +53,7 @@ class GpuNodePool(pulumi.ComponentResource):
     ) -> None:
         """Nothing here waits for the control planes (docs/adr/0019): a new node's join loop waits,
         and the mint document refuses a worker whose minor is above a control plane's."""
-        super().__init__("ck8s-gpu:index:GpuNodePool", name, None, opts)
+        super().__init__(tokens.GPU_NODE_POOL, name, None, opts)
         tags = node_tags(settings, "worker", f"{settings.cluster_name}-{pool.name}", pool=pool.name)
         plan = launch_plan(pool)
         # Several interfaces: each carries the groups; the template's own list must stay empty (RunInstances).

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_tls as tls
 
+from .. import tokens
 from ..settings.model import Settings
 from .protection import state_opts
 
@@ -34,7 +35,7 @@ class ClusterPki(pulumi.ComponentResource):
     `client_ca_key_pem`, `admin_key_pem` (secrets)."""
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("ck8s-gpu:index:ClusterPki", name, None, opts)
+        super().__init__(tokens.CLUSTER_PKI, name, None, opts)
         cluster = settings.cluster_name
         keep = state_opts(settings, pulumi.ResourceOptions(parent=self))
         child = pulumi.ResourceOptions(parent=self)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from .. import tokens
 from ..settings.model import Settings
 from ..settings.offline_rules import ecr_mirror
 
@@ -96,7 +97,7 @@ class RegistryCache(pulumi.ComponentResource):
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
         import pulumi_aws as aws
 
-        super().__init__("ck8s-gpu:index:RegistryCache", name, None, opts)
+        super().__init__(tokens.REGISTRY_CACHE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.prefixes = [r.prefix for r in cache_rules(settings)]
         for rule in cache_rules(settings):

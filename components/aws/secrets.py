@@ -18,6 +18,7 @@ import pulumi_aws as aws
 import pulumi_random as random
 import yaml
 
+from .. import tokens
 from ..settings.model import Settings
 from .protection import state_opts
 
@@ -44,7 +45,7 @@ class ClusterSecrets(pulumi.ComponentResource):
         client_ca: tuple[pulumi.Input[str], pulumi.Input[str]],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("ck8s-gpu:index:ClusterSecrets", name, None, opts)
+        super().__init__(tokens.CLUSTER_SECRETS, name, None, opts)
         cluster = settings.cluster_name
         keep = state_opts(settings, pulumi.ResourceOptions(parent=self))
         token = random.RandomPassword(f"{name}-join-auth", length=AUTH_TOKEN_LENGTH, special=False, opts=keep)

@@ -30,6 +30,7 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..efa import efa_enabled
 from ..settings.model import Settings
 from .tags import named, ownership_tag
@@ -126,7 +127,7 @@ class ClusterSecurityGroups(pulumi.ComponentResource):
         vpc_cidr: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("ck8s-gpu:index:ClusterSecurityGroups", name, None, opts)
+        super().__init__(tokens.CLUSTER_SECURITY_GROUPS, name, None, opts)
         cluster = settings.cluster_name
         child = pulumi.ResourceOptions(parent=self)
         groups: dict[str, aws.ec2.SecurityGroup] = {}

@@ -80,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
         from datetime import UTC, datetime
 
         from ..plan import timeline_render
-        from ..plan.timeline import timeline_for_plan
-
+        from ..plan.timeline_of_plan import timeline_for_plan
         try:  # now: a Capacity Block's wait runs from the real clock
             tl = timeline_for_plan(plan, now=datetime.now(UTC))
         except ValueError as exc:  # no smoke run to end the timeline, or a cycle

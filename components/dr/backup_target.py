@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from ..addons.velero_values import credentials_file, credentials_values
 from ..aws.tags import default_tags
 from ..backup_names import bucket_name, key_alias, user_name
@@ -38,7 +39,7 @@ class BackupTarget(pulumi.ComponentResource):
         *,
         source_ips: pulumi.Input[Sequence[str]] | None = None,
     ) -> None:
-        super().__init__("ck8s-gpu:index:BackupTarget", name, None, opts)
+        super().__init__(tokens.BACKUP_TARGET, name, None, opts)
         backup = settings.backup
         if backup is None or backup.region is None or backup.region == settings.region:
             raise ValueError("BackupTarget needs settings.backup.region, another region than the cluster's")

@@ -13,6 +13,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+from .. import tokens
 from .plan import BUILD_INSTANCE_POLICIES, TAG, WEEKLY, image_plan
 from .settings import ImageSettings
 
@@ -23,8 +24,8 @@ class NodeImage(pulumi.ComponentResource):
     def __init__(self, name: str, settings: ImageSettings, opts: pulumi.ResourceOptions | None = None) -> None:
         # The type gpu-node stacks were created with: an alias, so renaming it replaces nothing.
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-            aliases=[pulumi.Alias(type_="ck8s-gpu:index:GpuNodeImage")]))
-        super().__init__("ck8s-gpu:index:NodeImage", name, None, opts)
+            aliases=[pulumi.Alias(type_=tokens.GPU_NODE_IMAGE)]))
+        super().__init__(tokens.NODE_IMAGE, name, None, opts)
         plan = image_plan(settings)
         tags = {**settings.tags, TAG: plan.base}
         provider = aws.Provider(f"{name}-aws", region=settings.region,

@@ -18,7 +18,8 @@ from ..instance_types import gpu_facts
 from ..settings.load import SettingsError, pydantic_reason
 from ..settings.model import MIRROR, _Model
 from ..settings.problems import Problem, cut, field_path
-from ..settings.rules import PATH_ARCH, SSM_PATH, SSM_PATH_MAX, region_problem
+from ..settings.rules.cluster import region_problem
+from ..settings.rules.pools import PATH_ARCH, SSM_PATH, SSM_PATH_MAX
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"

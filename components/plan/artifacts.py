@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from .. import tokens
 from ..atomic import write_text_atomic
 from ..charts import CHARTS_DIR, local_chart_dir, render
 from ..paths import PROJECT_DIR
@@ -19,8 +20,8 @@ from .portable import portable
 from .run import Plan
 from .tree import counts
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
-USER_DATA_TYPES = {"aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/instance:Instance"}
+RELEASE = tokens.K8S_HELM_V3_RELEASE
+USER_DATA_TYPES = {tokens.AWS_EC2_LAUNCH_TEMPLATE, tokens.AWS_EC2_INSTANCE}
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -39,7 +40,7 @@ def user_data(r: Recorded) -> str | None:
     value = r.inputs.get("userData")
     if not isinstance(value, str) or value in ("", MASK, "<computed>"):
         return None
-    if r.type == "aws:ec2/launchTemplate:LaunchTemplate":
+    if r.type == tokens.AWS_EC2_LAUNCH_TEMPLATE:
         try:
             return base64.b64decode(value, validate=True).decode()
         except (binascii.Error, UnicodeDecodeError):
@@ -49,6 +50,12 @@ def user_data(r: Recorded) -> str | None:
 
 def _dump_all(objects: list[Any]) -> str:
     return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)
+
+
+def chart_name(r: Recorded) -> str:
+    """A release's chart without repository or path (`oci://.../kai-scheduler` -> `kai-scheduler`)."""
+    chart = r.inputs.get("chart")
+    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
 
 
 def local_chart(r: Recorded) -> str | None:

@@ -54,14 +54,15 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from .. import tokens
+
 if TYPE_CHECKING:
     from pulumi.automation import EngineEvent
 
     from .timeline import Step
-
 ORDER_TOLERANCE = 0.05  # s; only where an event has no sequence number
 WAIT_SLACK = 1.0  # s; see (b) above
-ROOT_STACK = "pulumi:pulumi:Stack"
+ROOT_STACK = tokens.PULUMI_STACK
 SAME = "same"
 DELETE_OPS = frozenset({"delete", "delete-replaced", "discard", "discard-replaced"})
 
@@ -149,7 +150,7 @@ def _provider(metadata: Any) -> str:
 
 
 def is_default_provider(urn: str, type_: str = "") -> bool:
-    return (type_ or urn_type(urn)).startswith("pulumi:providers:") and urn_name(urn).startswith("default")
+    return (type_ or urn_type(urn)).startswith(tokens.PROVIDER_PREFIX) and urn_name(urn).startswith("default")
 
 
 def _custom(metadata: Any) -> bool | None:

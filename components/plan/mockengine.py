@@ -23,6 +23,8 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from .. import tokens
+
 # The wire's signatures, from the SDK that writes them (pulumi/runtime/rpc.py).
 SECRET_SIG = rpc._special_secret_sig
 RESOURCE_SIG = rpc._special_resource_sig
@@ -101,7 +103,7 @@ class RecordingMonitor(pmocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         _mark_secret_outputs(response, request.additionalSecretOutputs)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == tokens.PULUMI_STACK:
             return response
         wire = json_format.MessageToDict(request.object)
         secrets: list[str] = []
@@ -149,9 +151,9 @@ def _fake_id(typ: str, name: str) -> str:
 def _outputs(typ: str, name: str, inputs: dict[str, Any], region: str) -> dict[str, Any]:
     rid = _fake_id(typ, name)
     out: dict[str, Any] = {"arn": f"arn:aws:mock:{region}:123456789012:{typ.split(':')[-1].lower()}/{name}"}
-    if typ == "aws:lb/loadBalancer:LoadBalancer":
+    if typ == tokens.AWS_LB_LOAD_BALANCER:
         out["dnsName"] = f"{name}-{rid[:8]}.elb.{region}.amazonaws.com"
-    if typ == "aws:ec2/instance:Instance":
+    if typ == tokens.AWS_EC2_INSTANCE:
         out.update(privateIp="10.0.0.10", privateDns=f"ip-10-0-0-10.{region}.compute.internal")
     if typ.startswith("tls:"):
         # Real PEM headers, so a key that leaks into a plain input looks like one to the policies.
@@ -160,7 +162,7 @@ def _outputs(typ: str, name: str, inputs: dict[str, Any], region: str) -> dict[s
 
         out.update(privateKeyPem=pem("PRIVATE KEY"), publicKeyPem=pem("PUBLIC KEY"), certPem=pem("CERTIFICATE"),
                    privateKeyOpenssh=pem("OPENSSH PRIVATE KEY"))
-    if typ == "random:index/randomPassword:RandomPassword":
+    if typ == tokens.RANDOM_RANDOM_PASSWORD:
         out["result"] = f"mock-{rid}"
     return out
 
@@ -176,21 +178,21 @@ class PlanMocks(pmocks.Mocks):
 
     def call(self, args: pmocks.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         token = args.token
-        if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+        if token == tokens.AWS_INDEX_GET_AVAILABILITY_ZONES:
             names = [f"{self.region}{z}" for z in "abc"]
             return {"names": names, "zoneIds": [f"{self.region[:3]}-az{i}" for i in (1, 2, 3)]}
-        if token == "aws:ssm/getParameter:getParameter":
+        if token == tokens.AWS_SSM_GET_PARAMETER:
             digest = hashlib.sha256(f"{self.region}{args.args.get('name')}".encode()).hexdigest()
             return {"value": f"ami-{digest[:17]}", "name": args.args.get("name"), "type": "String"}
-        if token == "aws:index/getCallerIdentity:getCallerIdentity":
+        if token == tokens.AWS_INDEX_GET_CALLER_IDENTITY:
             return {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock", "userId": "mock"}
-        if token == "aws:index/getPartition:getPartition":
+        if token == tokens.AWS_INDEX_GET_PARTITION:
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
-        if token == "aws:ec2/getVpc:getVpc":
+        if token == tokens.AWS_EC2_GET_VPC:
             return {"id": args.args.get("id", "vpc-0mock"), "cidrBlock": "10.99.0.0/16"}
-        if token == "aws:index/getRegion:getRegion":
+        if token == tokens.AWS_INDEX_GET_REGION:
             return {"name": self.region, "region": self.region}
-        if token == "aws:ec2/getSubnets:getSubnets":
+        if token == tokens.AWS_EC2_GET_SUBNETS:
             # An existing subnet's zone is AWS's to know: offline, every subnet named by id matches
             # (`ck8s-gpu preflight` reads the real zones: components/preflight).
             ids = [v for f in args.args.get("filters") or [] if f.get("name") == "subnet-id"

@@ -13,11 +13,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
+from .. import tokens
 from ..aws.naming import NAME_RULES, name_problems, tag_problems
 from .mockengine import Recorded
 
 Problem = tuple[str, str]
-AWS_PROVIDER = "pulumi:providers:aws"
+AWS_PROVIDER = tokens.PROVIDER_AWS
 
 
 @cache

@@ -28,38 +28,41 @@ through the NAT routes.
 
 `what_if` variants are the choices that would shorten it (the driver modes of docs/adr/0018), so
 the plan can say what each one saves (components/plan/timeline_render.py prints them).
+
+This module is the graph and its schedule; beside it: `node_media.py` (what a node's user-data
+says its image carries), `operator_modes.py` (the driver and toolkit modes the GPU Operator's
+values choose), `what_if.py` (the what-ifs), `timeline_of_plan.py` (all of it for a plan, with the
+Capacity Block warnings).
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-import yaml
-
+from .. import tokens
 from ..settings.platforms import traits
-from .artifacts import RELEASE, local_chart, user_data
-from .clock import clock
+from .artifacts import RELEASE, chart_name, local_chart, user_data
 from .durations import DURATIONS, PRELOADED_VARIANTS, Duration
 from .mockengine import Recorded
-from .run import Plan
+from .node_media import NodeMedia, node_media
+from .operator_modes import toolkit_mode_of
 
-SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
-API_READY = "pulumi-python:dynamic/ck8s-gpu:ApiReady"
-WAIT_FOR = "pulumi-python:dynamic/ck8s-gpu:WaitFor"
-CLUSTER_POLICY_READY = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"
-INSTANCE = "aws:ec2/instance:Instance"
-ASG = "aws:autoscaling/group:Group"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-NLB = "aws:lb/loadBalancer:LoadBalancer"
-TARGET_ATTACHMENT = "aws:lb/targetGroupAttachment:TargetGroupAttachment"
-NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
-NAT_ROUTE_TYPE = "aws:ec2/route:Route"
-VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+SMOKE_RUN = tokens.DYNAMIC_SMOKE_RUN
+API_READY = tokens.DYNAMIC_API_READY
+WAIT_FOR = tokens.DYNAMIC_WAIT_FOR
+CLUSTER_POLICY_READY = tokens.DYNAMIC_CLUSTER_POLICY_READY
+INSTANCE = tokens.AWS_EC2_INSTANCE
+ASG = tokens.AWS_AUTOSCALING_GROUP
+LAUNCH_TEMPLATE = tokens.AWS_EC2_LAUNCH_TEMPLATE
+NLB = tokens.AWS_LB_LOAD_BALANCER
+TARGET_ATTACHMENT = tokens.AWS_LB_TARGET_GROUP_ATTACHMENT
+NODE_UPGRADE = tokens.DYNAMIC_NODE_UPGRADE
+NAT_ROUTE_TYPE = tokens.AWS_EC2_ROUTE
+VPC_ENDPOINT = tokens.AWS_EC2_VPC_ENDPOINT
 # AWS APIs components/aws/scripts/ck8s-node.sh calls before its bootstrap or join: Secrets Manager
 # (PKI, join auth), Elastic Load Balancing (the API's name), EC2 (peers), SSM (a worker's token).
 NODE_SCRIPT_APIS = ("secretsmanager", "elasticloadbalancing", "ec2", "ssm")
@@ -67,19 +70,19 @@ DRIVER_MODES = ("compiled", "precompiled", "host")
 DRA_CHART = "dra-driver-nvidia-gpu"
 
 _AWS_KEYS = {
-    "aws:ec2/vpc:Vpc": "aws-vpc",
-    "aws:ec2/subnet:Subnet": "aws-subnet",
-    "aws:ec2/route:Route": "aws-route",
-    "aws:ec2/routeTable:RouteTable": "aws-route",
-    "aws:ec2/routeTableAssociation:RouteTableAssociation": "aws-route",
-    "aws:ec2/internetGateway:InternetGateway": "aws-igw",
-    "aws:ec2/eip:Eip": "aws-eip",
-    "aws:ec2/natGateway:NatGateway": "aws-nat",
-    "aws:ec2/securityGroup:SecurityGroup": "aws-sg",
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "aws-sg-rule",
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "aws-sg-rule",
+    tokens.AWS_EC2_VPC: "aws-vpc",
+    tokens.AWS_EC2_SUBNET: "aws-subnet",
+    tokens.AWS_EC2_ROUTE: "aws-route",
+    tokens.AWS_EC2_ROUTE_TABLE: "aws-route",
+    tokens.AWS_EC2_ROUTE_TABLE_ASSOCIATION: "aws-route",
+    tokens.AWS_EC2_INTERNET_GATEWAY: "aws-igw",
+    tokens.AWS_EC2_EIP: "aws-eip",
+    tokens.AWS_EC2_NAT_GATEWAY: "aws-nat",
+    tokens.AWS_EC2_SECURITY_GROUP: "aws-sg",
+    tokens.AWS_VPC_SECURITY_GROUP_INGRESS_RULE: "aws-sg-rule",
+    tokens.AWS_VPC_SECURITY_GROUP_EGRESS_RULE: "aws-sg-rule",
     LAUNCH_TEMPLATE: "aws-launch-template",
-    "aws:kms/key:Key": "aws-kms-key",
+    tokens.AWS_KMS_KEY: "aws-kms-key",
     NLB: "aws-nlb",
     INSTANCE: "aws-ec2-running",
     ASG: "aws-asg-capacity",
@@ -89,9 +92,9 @@ _DYNAMIC_KEYS = {
     WAIT_FOR: "wait-for-poll",
     CLUSTER_POLICY_READY: "wait-for-poll",  # first install: fresh at once, no settle window
     NODE_UPGRADE: "upgrade-noop",
-    "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade": "upgrade-noop",
-    "pulumi-python:dynamic/ck8s-gpu:UpgradeComplete": "upgrade-noop",
-    "pulumi-python:dynamic/ck8s-gpu:CrdsFirst": "crds-first",
+    tokens.DYNAMIC_POOL_UPGRADE: "upgrade-noop",
+    tokens.DYNAMIC_UPGRADE_COMPLETE: "upgrade-noop",
+    tokens.DYNAMIC_CRDS_FIRST: "crds-first",
     SMOKE_RUN: "smoke-run",
 }
 
@@ -122,82 +125,8 @@ class Step:
 # a node's boot media, from its user-data
 
 
-@dataclass(frozen=True)
-class NodeMedia:
-    """What a node boots with, as its user-data's env file says (components/aws/userdata.py):
-    `CK8S_SNAP_SOURCE=image|store` (image: `snap ack` + `snap install ./k8s_<rev>.snap` from the
-    AMI's disk), `CK8S_IMAGES_PRELOADED=1|0` (containerd side-loads the AMI's tarballs),
-    `CK8S_OFFLINE=1|0`, `CK8S_REGISTRY_MIRROR=<host/path or empty>`. Absent: store, pulled, online."""
-
-    snap_from_image: bool = False
-    images_preloaded: bool = False
-    offline: bool = False
-    mirror: str = ""
-
-
-_MEDIA_VALUES = {"CK8S_SNAP_SOURCE": ("image", "store"), "CK8S_IMAGES_PRELOADED": ("1", "0"),
-                 "CK8S_OFFLINE": ("1", "0")}
-_ASSIGNMENT = re.compile(r"^(?:export\s+)?(CK8S_[A-Z0-9_]+)=(.*)$")
-
-
-def _env_texts(text: str) -> list[str]:
-    """The env files of a cloud-config (write_files ending `.env`), else the text itself (a script)."""
-    if text.startswith("#cloud-config"):
-        doc = yaml.safe_load(text)
-        files = doc.get("write_files") if isinstance(doc, dict) else None
-        return [str(f.get("content", "")) for f in files or []
-                if isinstance(f, dict) and str(f.get("path", "")).endswith(".env")]
-    return [text]
-
-
-def env_assignments(text: str) -> dict[str, str]:
-    """`CK8S_*=value` lines of a node's env file; values the shell would expand (`$`) are skipped."""
-    out: dict[str, str] = {}
-    for env in _env_texts(text):
-        for line in env.splitlines():
-            m = _ASSIGNMENT.match(line.strip())
-            if m is None or "$" in m.group(2):
-                continue
-            words = shlex.split(m.group(2))
-            out[m.group(1)] = words[0] if words else ""
-    return out
-
-
-def node_media(text: str | None) -> NodeMedia:
-    """A node's media from its decoded user-data; None (no user-data, or a secret one): the store
-    and registries, as before node images carried them. A value outside the contract is refused."""
-    env = env_assignments(text) if text else {}
-    bad = [f"{k}={env[k]!r} (expected {' or '.join(allowed)})" for k, allowed in _MEDIA_VALUES.items()
-           if k in env and env[k] not in allowed]
-    if bad:
-        raise ValueError("node user-data: " + "; ".join(bad))
-    m = NodeMedia(env.get("CK8S_SNAP_SOURCE") == "image", env.get("CK8S_IMAGES_PRELOADED") == "1",
-                  env.get("CK8S_OFFLINE") == "1", env.get("CK8S_REGISTRY_MIRROR", ""))
-    # components/settings/offline_rules.py refuses these stacks; a user-data saying so is not one of ours.
-    if m.offline and not m.snap_from_image:
-        raise ValueError("node user-data: CK8S_OFFLINE=1 with CK8S_SNAP_SOURCE=store (an offline node cannot reach "
-                         "the Snap Store)")
-    if m.offline and not m.images_preloaded:
-        raise ValueError("node user-data: CK8S_OFFLINE=1 with CK8S_IMAGES_PRELOADED=0 (offline nodes carry every "
-                         "image)")
-    return m
-
-
-def describe_media(m: NodeMedia) -> str:
-    snap = "snap from the image" if m.snap_from_image else "snap from the Snap Store"
-    images = ("images preloaded (containerd side-loads them)" if m.images_preloaded
-              else f"images pulled from {m.mirror or 'their registries'}")
-    return ", ".join([snap, images, *(["offline"] if m.offline else [])])
-
-
 # --------------------------------------------------------------------------------------------
 # resources -> steps
-
-
-def chart_name(r: Recorded) -> str:
-    """A release's chart without repository or path (`oci://.../kai-scheduler` -> `kai-scheduler`)."""
-    chart = r.inputs.get("chart")
-    return chart.rstrip("/").rsplit("/", 1)[-1] if isinstance(chart, str) else ""
 
 
 def step_key(r: Recorded, platform: str = "aws") -> str:
@@ -216,11 +145,11 @@ def step_key(r: Recorded, platform: str = "aws") -> str:
             return "helm-local"
         return {"gpu-operator": "helm-gpu-operator",
                 "kube-prometheus-stack": "helm-kube-prometheus-stack"}.get(chart_name(r), "helm-remote")
-    if t.startswith("pulumi:providers:"):
+    if t.startswith(tokens.PROVIDER_PREFIX):
         return "provider"
     if t.startswith(("tls:", "random:")):
         return "local-compute"
-    if t == "command:local:Command" and platform == "kind":
+    if t == tokens.COMMAND_LOCAL and platform == "kind":
         return "kind-create"
     if t.startswith("aws:iam/"):
         return "aws-iam"
@@ -328,7 +257,7 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
     children: dict[str, list[Recorded]] = {}
     for r in resources:
         children.setdefault(r.parent, []).append(r)
-    providers = {r.name: r.urn for r in resources if r.type.startswith("pulumi:providers:")}
+    providers = {r.name: r.urn for r in resources if r.type.startswith(tokens.PROVIDER_PREFIX)}
     deps: dict[str, set[str]] = {}
     steps: dict[str, Step] = {}
     order: list[str] = []
@@ -557,10 +486,6 @@ def make_timeline(stack: str, steps: list[Step], driver_mode: str = "compiled", 
                     critical_path(by_id, low, ends[0]), driver_mode, prefix)
 
 
-# --------------------------------------------------------------------------------------------
-# what-ifs: dependencies a first `pulumi up` does not need
-
-
 @dataclass(frozen=True)
 class WhatIf:
     name: str
@@ -573,120 +498,3 @@ class WhatIfResult:
     what_if: WhatIf
     total: tuple[float, float]
     saved: tuple[float, float]  # against the plan as it is
-
-
-def _driver(mode: str) -> Callable[[list[Step]], list[Step]]:
-    def apply(steps: list[Step]) -> list[Step]:
-        return [replace(s, key=f"gpu-driver-{mode}", name=re.sub(r"\(\w+\)$", f"({mode})", s.name))
-                if s.key.startswith("gpu-driver-") else s for s in steps]
-    return apply
-
-
-def driver_mode_totals(tl: Timeline) -> dict[str, tuple[float, float]]:
-    """The same graph with each driver mode: what choosing it alone does to the modeled time."""
-    steps = list(tl.steps.values())
-    return {mode: make_timeline(tl.stack, _driver(mode)(steps)).total for mode in ("compiled", "precompiled", "host")}
-
-
-WHAT_IFS: tuple[WhatIf, ...] = (
-    WhatIf("precompiled-driver", "settings gpuStack.driver: precompiled (the GPU Operator pulls a driver built "
-           "for the node's kernel; only for kernels NVIDIA publishes, docs/adr/0018)", _driver("precompiled")),
-    WhatIf("host-driver", "settings gpuStack.driver: host (the driver is in the GPU pools' image, built "
-           "ahead by the image program: docs/images.md, docs/adr/0020)", _driver("host")),
-)
-
-
-def what_if_results(stack: str, steps: list[Step], base: tuple[float, float]) -> list[WhatIfResult]:
-    """Each what-if that shortens the modeled time, alone (they are alternatives: the driver modes
-    exclude each other, so no "all of them" line)."""
-    results = []
-    for w in WHAT_IFS:
-        total = make_timeline(stack, w.apply(steps)).total
-        if total[1] >= base[1]:  # only what shortens it (a mode already chosen changes nothing)
-            continue
-        results.append(WhatIfResult(w, total, (base[0] - total[0], base[1] - total[1])))
-    return results
-
-
-# --------------------------------------------------------------------------------------------
-# from a plan
-
-
-def _operator_values(resources: Iterable[Recorded], key: str) -> dict[str, Any]:
-    """`values.<key>` of the GPU Operator's release ({} without the release or the key)."""
-    for r in resources:
-        if r.type == RELEASE and chart_name(r) == "gpu-operator":
-            section = (r.inputs.get("values") or {}).get(key) or {}
-            return section if isinstance(section, dict) else {}
-    return {}
-
-
-def driver_mode_of(resources: list[Recorded], settings_driver: str) -> str:
-    """settings.gpuStack.driver (`operator` compiles on the node), or what the operator's values say."""
-    if settings_driver in ("host", "precompiled"):
-        return settings_driver
-    return "precompiled" if _operator_values(resources, "driver").get("usePrecompiled") is True else "compiled"
-
-
-def toolkit_mode_of(resources: Iterable[Recorded]) -> str:
-    """`host` where the GPU Operator's release turns its toolkit off (the node image carries it:
-    gpuStack.toolkit host, components/addons/gpu_operator.py toolkit_values), else `operator`."""
-    return "host" if _operator_values(resources, "toolkit").get("enabled") is False else "operator"
-
-
-def block_warnings(tl: Timeline, resources: list[Recorded]) -> list[str]:
-    """ASGs whose create waits for capacity that their Capacity Block delivers only after the
-    wait's timeout: the create fails (pulumi-aws: "timeout while waiting for state to become
-    InService"), and `up` with it."""
-    out = []
-    by_urn = {r.urn: r for r in resources}
-    for step in tl.steps.values():
-        blocks = [d for d in step.deps if tl.steps[d].key == "capacity-block-wait"]
-        if step.type != ASG or not blocks:
-            continue
-        timeout = capacity_timeout(by_urn[step.id])
-        timeout = 600.0 if timeout is None else timeout  # pulumi-aws' default wait_for_capacity_timeout
-        own = [d for d in step.deps if d not in blocks]
-        start = max((tl.low[d][1] for d in own), default=0.0)  # the earliest the create can begin
-        starts = tl.low[blocks[0]][1]
-        if starts - start > timeout:
-            out.append(f"{step.name}: its Capacity Block starts {clock(starts)} after `up` begins, "
-                       f"{clock(starts - start)} after the group's create at the earliest, past its "
-                       f"waitForCapacityTimeout {clock(timeout)}: the create fails. A group on a later block must "
-                       f"not wait (waitForCapacityTimeout \"0\"), or run `up` after the start")
-    return out
-
-
-def node_media_by_name(resources: list[Recorded], prefix: str = "") -> dict[str, NodeMedia]:
-    """Control planes (`cp-0`) and pools (`pool l4`, through their launch template) -> boot media."""
-    by_urn = {r.urn: r for r in resources}
-    out: dict[str, NodeMedia] = {}
-    for r in sorted((r for r in resources if r.custom and r.type == INSTANCE
-                     and (r.inputs.get("tags") or {}).get("ck8s-gpu/role") == "control-plane"), key=_cp_index):
-        out[r.name[len(prefix):] if prefix and r.name.startswith(prefix) else r.name] = node_media(user_data(r))
-    # Pools by name: the engine registers them in parallel, in no fixed order.
-    for asg in sorted((r for r in resources if r.custom and r.type == ASG), key=_pool_name):
-        template = next((by_urn[d] for d in sorted(asg.dependencies)
-                         if d in by_urn and by_urn[d].type == LAUNCH_TEMPLATE), None)
-        out[f"pool {_pool_name(asg)}"] = node_media(user_data(template)) if template is not None else NodeMedia()
-    return out
-
-
-def timeline_for_plan(plan: Plan, now: datetime | None = None) -> Timeline:
-    """The timeline of a `components.plan.run.Plan`, with its what-ifs. `now`: when `up` would
-    start (a Capacity Block's wait is measured from it); None: the clock."""
-    settings = plan.settings
-    mode = driver_mode_of(plan.resources, settings.gpu_stack.driver)
-    prefix = f"{settings.cluster_name}-" if settings.platform == "aws" else ""
-    waits = block_waits(settings, now or datetime.now(UTC))
-    steps = build_steps(plan.resources, platform=settings.platform, driver_mode=mode, prefix=prefix, waits=waits)
-    tl = make_timeline(plan.stack, steps, mode, prefix)
-    tl.warnings = block_warnings(tl, plan.resources)
-    tl.media = node_media_by_name(plan.resources, prefix)
-    tl.what_ifs = what_if_results(plan.stack, steps, tl.total)
-    if mode == "host" and settings.platform == "aws":
-        tl.prerequisites = [
-            f"pool {pool.name} boots {pool.ami} with the driver inside, built ahead by the image program "
-            "(`pulumi up -C images`, docs/images.md; paid once per image, not per cluster)"
-            for pool in settings.node_pools if pool.ami]
-    return tl

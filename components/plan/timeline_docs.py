@@ -19,7 +19,8 @@ from typing import Any
 from ..atomic import write_text_atomic
 from ..paths import PROJECT_DIR
 from .clock import clock, span
-from .timeline import Timeline, describe_media, driver_mode_totals
+from .node_media import describe_media
+from .timeline import Timeline
 from .timeline_render import (
     MARK_END,
     MARK_START,
@@ -30,6 +31,7 @@ from .timeline_render import (
     summary_lines,
     what_if_table,
 )
+from .what_if import driver_mode_totals
 
 GANTT_STACK = "aws-dev"
 # Reserved capacity (issue 24): aws-prod (h100 on an active On-Demand Capacity Reservation) and the
@@ -159,15 +161,13 @@ def block_variant_config() -> dict[str, Any]:
 
 def timelines(stacks: Sequence[str] | None = None) -> list[Timeline]:
     from .run import plan_stack
-    from .timeline import timeline_for_plan
-
+    from .timeline_of_plan import timeline_for_plan
     return [timeline_for_plan(plan_stack(name), now=DOCS_NOW) for name in (stacks or committed_stacks())]
 
 
 def block_timeline() -> Timeline:
     from .run import plan_config
-    from .timeline import timeline_for_plan
-
+    from .timeline_of_plan import timeline_for_plan
     return timeline_for_plan(plan_config(block_variant_config(), BLOCK_VARIANT, BLOCK_VARIANT), now=DOCS_NOW)
 
 

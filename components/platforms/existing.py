@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pulumi
 
+from .. import tokens
 from ..cluster import ClusterHandleBase
 from ..cluster_facts import cluster_facts
 from ..settings.model import Settings
@@ -21,7 +22,7 @@ class ExistingCluster(ClusterHandleBase):
     """Implements components.cluster.ClusterHandle for platform `existing`."""
 
     PLATFORM = "existing"
-    TYPE = "ck8s-gpu:index:ExistingCluster"
+    TYPE = tokens.EXISTING_CLUSTER
 
     def __init__(
         self,
@@ -49,4 +50,4 @@ class LocalCluster(ExistingCluster):
     """Implements components.cluster.ClusterHandle for platform `local` (KWOK GPU nodes)."""
 
     PLATFORM = "local"
-    TYPE = "ck8s-gpu:index:LocalCluster"
+    TYPE = tokens.LOCAL_CLUSTER

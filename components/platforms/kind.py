@@ -10,6 +10,7 @@ from __future__ import annotations
 import pulumi
 from pulumi_command import local
 
+from .. import tokens
 from ..cluster import ClusterHandleBase
 from ..kind import commands
 from ..kind.config import kind_facts, kind_problems, render_kind_config
@@ -25,7 +26,7 @@ class KindCluster(ClusterHandleBase):
     """Implements components.cluster.ClusterHandle for platform `kind`."""
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("ck8s-gpu:index:KindCluster", name, None, opts)
+        super().__init__(tokens.KIND_CLUSTER, name, None, opts)
         if settings.platform != "kind":
             raise ValueError(f"KindCluster needs settings with platform kind, got {settings.platform}")
         problems = kind_problems(settings)

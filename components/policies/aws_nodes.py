@@ -21,14 +21,15 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .. import tokens
 from .facts import facts_of
 from .props import get, is_unknown, items, truthy_flag
 
-INSTANCE = "aws:ec2/instance:Instance"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-SPOT_REQUEST = "aws:ec2/spotInstanceRequest:SpotInstanceRequest"
-VOLUME = "aws:ebs/volume:Volume"
-ASG = "aws:autoscaling/group:Group"
+INSTANCE = tokens.AWS_EC2_INSTANCE
+LAUNCH_TEMPLATE = tokens.AWS_EC2_LAUNCH_TEMPLATE
+SPOT_REQUEST = tokens.AWS_EC2_SPOT_INSTANCE_REQUEST
+VOLUME = tokens.AWS_EBS_VOLUME
+ASG = tokens.AWS_AUTOSCALING_GROUP
 NODE_TYPES = (INSTANCE, LAUNCH_TEMPLATE, SPOT_REQUEST)
 
 

@@ -32,15 +32,15 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .. import pins
+from .. import pins, tokens
 from ..paths import PROJECT_DIR
 from .facts import facts_of
 from .k8s_objects import objects
 from .props import get, helm_truthy, is_unknown
 from .workloads import gpu_advertisers
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
-CHART_V4 = "kubernetes:helm.sh/v4:Chart"
+RELEASE = tokens.K8S_HELM_V3_RELEASE
+CHART_V4 = tokens.K8S_HELM_V4_CHART
 HELM_TYPES = (RELEASE, CHART_V4)
 LOCAL_CHARTS = PROJECT_DIR / "charts"
 

@@ -32,23 +32,24 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
+from .. import tokens
 from .managed_policies import aws_managed, broad_grants, parse_policy_arn, table_document
 from .props import get, is_seq, is_unknown, items
 
 DOCUMENT_TYPES = {
-    "aws:iam/policy:Policy",
-    "aws:iam/rolePolicy:RolePolicy",
-    "aws:iam/userPolicy:UserPolicy",
-    "aws:iam/groupPolicy:GroupPolicy",
-    "aws:s3/bucketPolicy:BucketPolicy",  # a resource policy: `*` on `*` there is just as open
+    tokens.AWS_IAM_POLICY,
+    tokens.AWS_IAM_ROLE_POLICY,
+    tokens.AWS_IAM_USER_POLICY,
+    tokens.AWS_IAM_GROUP_POLICY,
+    tokens.AWS_S3_BUCKET_POLICY,  # a resource policy: `*` on `*` there is just as open
 }
 ATTACHMENT_TYPES = {
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
-    "aws:iam/userPolicyAttachment:UserPolicyAttachment",
-    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
-    "aws:iam/policyAttachment:PolicyAttachment",
+    tokens.AWS_IAM_ROLE_POLICY_ATTACHMENT,
+    tokens.AWS_IAM_USER_POLICY_ATTACHMENT,
+    tokens.AWS_IAM_GROUP_POLICY_ATTACHMENT,
+    tokens.AWS_IAM_POLICY_ATTACHMENT,
 }
-ROLE = "aws:iam/role:Role"
+ROLE = tokens.AWS_IAM_ROLE
 # AWS-managed policies that are `*` on `*` in all but name (any partition: the ARN's tail decides).
 # Matched case-insensitively: IAM names are ("IAM identifiers"), so a case variant is the same policy.
 ADMIN_POLICIES = ("/administratoraccess", "/administratoraccess-amplify", "/administratoraccess-awselasticbeanstalk",
@@ -186,12 +187,12 @@ NO_WILDCARD_IAM = ResourceValidationPolicy(
 
 # --- node roles: managed policies by what they grant ---------------------------------------------
 
-POLICY = "aws:iam/policy:Policy"
-ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
-INSTANCE_PROFILE = "aws:iam/instanceProfile:InstanceProfile"
-ROLE_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
-EXCLUSIVE_ATTACHMENTS = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+POLICY = tokens.AWS_IAM_POLICY
+ROLE_POLICY = tokens.AWS_IAM_ROLE_POLICY
+INSTANCE_PROFILE = tokens.AWS_IAM_INSTANCE_PROFILE
+ROLE_ATTACHMENT = tokens.AWS_IAM_ROLE_POLICY_ATTACHMENT
+POLICY_ATTACHMENT = tokens.AWS_IAM_POLICY_ATTACHMENT
+EXCLUSIVE_ATTACHMENTS = tokens.AWS_IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE
 # Where each resource names its role(s) and its managed policy ARN(s) (pulumi-aws 7.x wire names).
 ROLE_KEYS = {ROLE_ATTACHMENT: "role", POLICY_ATTACHMENT: "roles", EXCLUSIVE_ATTACHMENTS: "roleName",
              ROLE_POLICY: "role", INSTANCE_PROFILE: "role"}

@@ -31,11 +31,12 @@ from typing import Any
 
 import yaml
 
+from .. import tokens
 from ..paths import PROJECT_DIR
 from .props import get, is_seq, is_unknown, items
 
-YAML_V2 = ("kubernetes:yaml/v2:ConfigGroup", "kubernetes:yaml/v2:ConfigFile")
-CHART_V4 = "kubernetes:helm.sh/v4:Chart"  # helm.py's; not imported: helm.py imports this module
+YAML_V2 = (tokens.K8S_YAML_V2_CONFIG_GROUP, tokens.K8S_YAML_V2_CONFIG_FILE)
+CHART_V4 = tokens.K8S_HELM_V4_CHART  # helm.py's; not imported: helm.py imports this module
 MAX_TEXT = 1 << 20
 MAX_FILES = 64
 MAX_DEPTH = 64

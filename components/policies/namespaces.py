@@ -14,13 +14,14 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
+from .. import tokens
 from .facts import facts_of
 from .helm import HELM_TYPES, chart_ref
 from .network import is_world
 from .props import get, helm_truthy, is_unknown, items, plain
 
-NAMESPACE = "kubernetes:core/v1:Namespace"
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+NAMESPACE = tokens.K8S_CORE_V1_NAMESPACE
+NETWORK_POLICY = tokens.K8S_NETWORKING_V1_NETWORK_POLICY
 ENFORCE = "pod-security.kubernetes.io/enforce"
 LEVELS = ("restricted", "baseline", "privileged")
 # Charts whose pods need host access (why), and the values switch that turns those pods on

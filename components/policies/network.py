@@ -21,12 +21,13 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .. import tokens
 from .facts import API_PORT, StackFacts, facts_of
 from .props import get, is_unknown, items
 
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SECURITY_GROUP = tokens.AWS_EC2_SECURITY_GROUP
+SECURITY_GROUP_RULE = tokens.AWS_EC2_SECURITY_GROUP_RULE
+INGRESS_RULE = tokens.AWS_VPC_SECURITY_GROUP_INGRESS_RULE
 SSH_PORT = 22
 _ALL_PROTOCOLS = {"-1", "all"}
 _TCP = {"tcp", "6"}

@@ -16,6 +16,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
+from .. import tokens
 from ..addons.image_refs import PUBLIC_HOSTS
 from .facts import facts_of
 from .props import is_unknown
@@ -103,7 +104,7 @@ def validate_offline_images(args: ResourceValidationArgs, report_violation: Repo
     facts = facts_of(args)
     if facts is None or not facts.offline or not args.resource_type.startswith("kubernetes:"):
         return
-    if args.resource_type == "kubernetes:helm.sh/v3:Release":
+    if args.resource_type == tokens.K8S_HELM_V3_RELEASE:
         for path, default in unset_images(args.props):
             report_violation(f"{path} is unset, so the chart pulls its default {default}: offline stacks name "
                              "every image of a pinned chart under images.mirror (docs/adr/0043)", None)

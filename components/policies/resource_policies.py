@@ -39,22 +39,23 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
+from .. import tokens
 from .props import is_seq, is_unknown
 
 # (resource type, what it holds): each carries its policy document in `policy` (pulumi-aws 7.x).
 RESOURCE_POLICY_TYPES = {
-    "aws:secretsmanager/secretPolicy:SecretPolicy": "secret",
-    "aws:secretsmanager/secret:Secret": "secret",
-    "aws:kms/key:Key": "KMS key",
-    "aws:kms/keyPolicy:KeyPolicy": "KMS key",
-    "aws:s3/bucketPolicy:BucketPolicy": "bucket",
-    "aws:s3/bucket:Bucket": "bucket",
-    "aws:s3/bucketV2:BucketV2": "bucket",
-    "aws:ecr/repositoryPolicy:RepositoryPolicy": "image repository",
-    "aws:sqs/queuePolicy:QueuePolicy": "queue",
-    "aws:sqs/queue:Queue": "queue",
-    "aws:sns/topicPolicy:TopicPolicy": "topic",
-    "aws:sns/topic:Topic": "topic",
+    tokens.AWS_SECRETSMANAGER_SECRET_POLICY: "secret",
+    tokens.AWS_SECRETSMANAGER_SECRET: "secret",
+    tokens.AWS_KMS_KEY: "KMS key",
+    tokens.AWS_KMS_KEY_POLICY: "KMS key",
+    tokens.AWS_S3_BUCKET_POLICY: "bucket",
+    tokens.AWS_S3_BUCKET: "bucket",
+    tokens.AWS_S3_BUCKET_V2: "bucket",
+    tokens.AWS_ECR_REPOSITORY_POLICY: "image repository",
+    tokens.AWS_SQS_QUEUE_POLICY: "queue",
+    tokens.AWS_SQS_QUEUE: "queue",
+    tokens.AWS_SNS_TOPIC_POLICY: "topic",
+    tokens.AWS_SNS_TOPIC: "topic",
 }
 ACCOUNT_KEYS = frozenset(k.lower() for k in (
     "aws:PrincipalAccount", "aws:PrincipalOrgID", "aws:PrincipalOrgPaths", "aws:SourceAccount", "aws:SourceOrgID",

@@ -38,12 +38,13 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .. import tokens
 from .aws_nodes import NODE_TYPES
 from .k8s_objects import POD_SPEC_PATHS, K8sObject, objects
 from .props import decode_user_data, leaves, under
 from .secret_material import credential_assignments, credential_literals, findings
 
-STACK = "pulumi:pulumi:Stack"
+STACK = tokens.PULUMI_STACK
 
 
 def secret_paths_of(args: Any) -> frozenset[str] | None:

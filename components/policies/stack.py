@@ -10,25 +10,26 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
+from .. import tokens
 from ..labels import CONTROL_PLANE_ROLE, ROLE_TAG
 from .facts import StackFacts, facts_of
 from .helm import HELM_TYPES, advertisers
 from .props import get
 
-SMOKE_TEST_TYPE = "ck8s-gpu:index:SmokeTest"
-CA_CERT = "tls:index/selfSignedCert:SelfSignedCert"
-PRIVATE_KEY = "tls:index/privateKey:PrivateKey"
-INSTANCE = "aws:ec2/instance:Instance"
+SMOKE_TEST_TYPE = tokens.SMOKE_TEST
+CA_CERT = tokens.TLS_SELF_SIGNED_CERT
+PRIVATE_KEY = tokens.TLS_PRIVATE_KEY
+INSTANCE = tokens.AWS_EC2_INSTANCE
 # What a rebuild cannot recreate identically, and why. (Control-plane instances, CA certs and CA
 # keys are recognised by their contents: see `dr_critical`.)
 DR_TYPES: dict[str, str] = {
-    "aws:secretsmanager/secret:Secret": "CAPI join auth and CA secrets new control planes read at boot",
-    "aws:kms/key:Key": "keys encrypting backups and secrets: lose it and they are unreadable",
-    "aws:s3/bucket:Bucket": "backup store",
-    "aws:s3/bucketV2:BucketV2": "backup store",
-    "aws:ebs/volume:Volume": "persistent data",
-    "aws:lb/loadBalancer:LoadBalancer": "the API endpoint every kubeconfig names",
-    "aws:ec2/vpc:Vpc": "the network every node and load balancer lives in",
+    tokens.AWS_SECRETSMANAGER_SECRET: "CAPI join auth and CA secrets new control planes read at boot",
+    tokens.AWS_KMS_KEY: "keys encrypting backups and secrets: lose it and they are unreadable",
+    tokens.AWS_S3_BUCKET: "backup store",
+    tokens.AWS_S3_BUCKET_V2: "backup store",
+    tokens.AWS_EBS_VOLUME: "persistent data",
+    tokens.AWS_LB_LOAD_BALANCER: "the API endpoint every kubeconfig names",
+    tokens.AWS_EC2_VPC: "the network every node and load balancer lives in",
 }
 
 

@@ -91,7 +91,7 @@ def _snap(settings: Settings, n: NodeImage, tags: dict[str, str], what: str) -> 
         return
     revision = pin.revisions.get(n.arch)
     if revision is None:
-        return  # settings refuse a pin without this architecture (settings/rules.py _snap_pin)
+        return  # settings refuse a pin without this architecture (settings/rules/cluster.py _snap_pin)
     have_version, have_revision = tags.get(TAG_SNAP_VERSION), tags.get(TAG_SNAP_REVISION)
     if have_version == pin.version and have_revision == str(revision):
         return

@@ -172,7 +172,7 @@ AZ_NAME = r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$"  # us-east
 
 class PlacementSettings(_Model):
     """An EC2 placement group of the pool's own (aws). AWS's limits on it are refused by
-    components/settings/rules.py (docs/distributed-training.md lists them with their sources)."""
+    components/settings/rules/ (docs/distributed-training.md lists them with their sources)."""
 
     strategy: PlacementStrategy = "cluster"
     # partition: how many partitions (AWS: at most 7 per Availability Zone); null: 7.
@@ -582,7 +582,7 @@ class KindSettings(_Model):
 
 
 # Words of an environment name that read as production: such a stack must say `production`
-# explicitly (components/settings/rules.py), because the policies read the setting, never the name.
+# explicitly (components/settings/rules/), because the policies read the setting, never the name.
 PRODUCTION_NAMES = ("prod", "production", "prd", "live")
 
 

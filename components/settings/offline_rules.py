@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from .model import Settings
 from .problems import ROOT, Problem, cut
-from .rules import ami_problems
+from .rules.pools import ami_problems
 
 # ECR registry host: <account>.dkr.ecr.<region>.amazonaws.com (.com.cn in the China partition).
 ECR_HOST = re.compile(r"^(\d{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$")

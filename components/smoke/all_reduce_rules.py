@@ -11,7 +11,8 @@ from ..addons.selected import installed
 from ..efa import efa_enabled
 from ..settings.model import Settings
 from ..settings.problems import ROOT, Problem, cut
-from ..settings.rules import SIMULATED_GPUS, smoke_quota_problems
+from ..settings.rules.queues import smoke_quota_problems
+from ..settings.rules.smoke import SIMULATED_GPUS
 from . import all_reduce
 
 

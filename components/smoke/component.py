@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import pins
+from .. import pins, tokens
 from ..charts import release_chart_path
 from ..cluster import ClusterHandle
 from ..settings.model import Settings
@@ -18,7 +18,7 @@ from .provider import SmokeRun
 from .run import NAMESPACE_LABELS
 from .values import CHART
 
-TYPE = "ck8s-gpu:index:SmokeTest"
+TYPE = tokens.SMOKE_TEST
 # Installing is quick (a ConfigMap, claim templates, suspended Jobs); the run has its own budget.
 HELM_TIMEOUT_SECONDS = 300
 

@@ -143,7 +143,7 @@ def all_reduce_expectation(settings: Settings, job: str) -> CaseExpectation:
     shape = all_reduce.node_shape(found[1]) if found else None
     floor = all_reduce.floor(settings, shape.instance_type) if shape else None
     if shape is None or floor is None:
-        # The settings rules refuse this first (components/settings/rules.py _smoke_all_reduce).
+        # The settings rules refuse this first (components/smoke/all_reduce_rules.py).
         raise ValueError("smokeTest.allReduce: no pool with known GPUs and a bus-bandwidth floor")
     return CaseExpectation(all_reduce.CASE, job, t.all_reduce.nodes, (all_reduce.CONTAINER,), t.device_class,
                            distinct=True, pod_group=job, gpus_per_pod=shape.gpus, min_bus_bandwidth=floor.gbps,

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..settings.load import SETTINGS_KEY, SettingsError
 from ..settings.model import Settings
-from ..settings.rules import REGION
+from ..settings.rules.cluster import REGION
 from ..validate import from_config as settings_from_config
 from .merge import merge_settings
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..settings.load import SettingsError, parse_stack_text
-from ..settings.rules import REGION
+from ..settings.rules.cluster import REGION
 
 Overrides = dict[str, dict[str, Any]]
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import tokens
 from ..hashed_names import hashed_stems
 from ..plan.diff import PlanDiff, diff_resources
 from ..settings.model import Settings
@@ -149,9 +150,9 @@ def scope_of(document: dict[str, Any]) -> RegionScope:
     vpc_cidr = backup_region = None
     for r in document.get("resources", []):
         inputs = r.get("inputs") or {}
-        if r.get("type") == "aws:ec2/vpc:Vpc" and isinstance(inputs.get("cidrBlock"), str):
+        if r.get("type") == tokens.AWS_EC2_VPC and isinstance(inputs.get("cidrBlock"), str):
             vpc_cidr = inputs["cidrBlock"]
-        if r.get("type") == "pulumi:providers:aws" and "ck8s-gpu:index:BackupTarget" in str(r.get("parent", "")):
+        if r.get("type") == tokens.PROVIDER_AWS and tokens.BACKUP_TARGET in str(r.get("parent", "")):
             backup_region = inputs.get("region")
     return RegionScope(region, cluster, backup_region, vpc_cidr)
 

@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-K8S_PROVIDER = "pulumi:providers:kubernetes"
+from .. import tokens
+
+K8S_PROVIDER = tokens.PROVIDER_KUBERNETES
 
 
 @dataclass(frozen=True)

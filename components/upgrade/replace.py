@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .. import tokens
 from ..settings.model import Settings
 from .executor import NodeRef, Operator, UpgradeStopped
 
-INSTANCE_TYPE = "aws:ec2/instance:Instance"
+INSTANCE_TYPE = tokens.AWS_EC2_INSTANCE
 
 
 class ReplaceError(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import pins
+from .. import pins, tokens
 
 MAX_KUBELET_LAG = 3  # minors a kubelet may trail the oldest kube-apiserver (since Kubernetes 1.28)
 
@@ -75,8 +75,8 @@ def apiserver_problems(minors: Iterable[int]) -> list[str]:
     return []
 
 
-UPGRADE_TYPES = ("pulumi-python:dynamic/ck8s-gpu:NodeUpgrade", "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade",
-                 "pulumi-python:dynamic/ck8s-gpu:UpgradeComplete")
+UPGRADE_TYPES = (tokens.DYNAMIC_NODE_UPGRADE, tokens.DYNAMIC_POOL_UPGRADE,
+                 tokens.DYNAMIC_UPGRADE_COMPLETE)
 
 
 def deployed_track(resources: Iterable[dict[str, object]]) -> str | None:

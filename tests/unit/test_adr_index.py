@@ -31,7 +31,8 @@ def test_every_adr_has_a_status_line_under_its_title() -> None:
 
 def test_the_index_lists_every_adr_with_its_status() -> None:
     index = (ADR_DIR / "README.md").read_text()
-    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| \[\d{4}\]\((\S+)\) \|[^|]*\| (.*) \|$", index, re.M)}
+    row = re.compile(r"^\| \[\d{4}\]\((\S+)\) \|[^|]*\| (.*) \|$", re.M)
+    rows = {m.group(1): m.group(2).strip() for m in row.finditer(index)}
     adrs = _adrs()
     assert set(rows) == set(adrs)
     assert {n: rows[n] for n in adrs if rows[n] != _status(adrs[n]).removeprefix("Status: ")} == {}
@@ -41,7 +42,8 @@ def test_amendments_are_named_on_both_sides() -> None:
     adrs = _adrs()
     for name, lines in adrs.items():
         status = _status(lines)
-        for later in re.findall(r"\[(\d{4})\]\((\S+)\)", status.split("amended by", 1)[1] if "amended by" in status else ""):
+        amended = status.split("amended by", 1)[1] if "amended by" in status else ""
+        for later in re.findall(r"\[(\d{4})\]\((\S+)\)", amended):
             assert later[1] in adrs, f"{name} names a missing ADR {later[1]}"
             assert any(line.startswith("Amends:") and name in line for line in adrs[later[1]]), (
                 f"{later[1]} amends {name} but does not say so (`Amends: [NNNN](file)`)")

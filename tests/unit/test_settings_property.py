@@ -23,7 +23,7 @@ from components.cli.main import main
 
 STACKS = {p.name.split(".")[1]: yaml.safe_load(p.read_text())["config"]
           for p in sorted((PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))}
-# A field path: settings, then .key, [index] or ["quoted key"] segments (components/settings/rules.py path_key).
+# A field path: settings, then .key, [index] or ["quoted key"] segments (components/settings/problems.py path_key).
 PATH_LINE = re.compile(r'^  (settings|config\.[\w:-]+|file)(\.[^\s:\[\]"]+|\[\d+\]|\["(?:[^"\\]|\\.)*"\])*: .+')
 
 HOSTILE = st.one_of(

@@ -38,7 +38,7 @@ def all_reduce_values(settings: Settings) -> dict[str, Any]:
     shape = all_reduce.node_shape(found[1]) if found else None
     level = all_reduce.topology_label(settings)
     if found is None or shape is None or not shape.efa or level is None:
-        # The settings rules refuse each of these first (components/settings/rules.py _smoke_all_reduce):
+        # The settings rules refuse each of these first (components/smoke/all_reduce_rules.py):
         # a plain ValueError, so components/validate.py leaves their message alone.
         raise ValueError("smokeTest.allReduce needs a pool with EFA and known GPUs, and a topology level")
     hugepages = f"{HUGEPAGES_2MI * 2}Mi"

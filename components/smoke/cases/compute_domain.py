@@ -27,7 +27,7 @@ from ...nodes import pool_label
 from ...settings.facts import compute_domains_on, provided_pools
 from ...settings.model import NodePoolSettings, Settings
 from ...settings.problems import ROOT, Problem
-from ...settings.rules import SIMULATED_GPUS
+from ...settings.rules.smoke import SIMULATED_GPUS
 from ..checks.base import Check
 from ..expectations import NO_KUBELET, CaseExpectation
 from ..snapshot import Obj, allocation_nodes, allocation_results, attribute, claim_of, name

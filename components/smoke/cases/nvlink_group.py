@@ -19,7 +19,8 @@ from ...nodes import pool_label
 from ...settings.facts import pool_gpus
 from ...settings.model import NodePoolSettings, Settings
 from ...settings.problems import ROOT, Problem
-from ...settings.rules import SIMULATED_GPUS, smoke_quota_problems
+from ...settings.rules.queues import smoke_quota_problems
+from ...settings.rules.smoke import SIMULATED_GPUS
 from ..checks.base import Check
 from ..expectations import DRIVER, CaseExpectation
 from ..snapshot import Obj, container_state, name, start_failure

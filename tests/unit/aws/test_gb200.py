@@ -42,7 +42,7 @@ def _with_gb200(gpu_stack: dict[str, Any] | None = None, **over: Any) -> Setting
         # GB200 pools boot Canonical's arm64 AMI (no image can be built on an UltraServer-only type),
         # so the operator installs their driver; aws-prod's own pools keep their host-driver images,
         # which the GPU Operator finds pre-installed; so it installs the toolkit too (gpuStack.toolkit
-        # host needs the driver in every pool's image: settings/rules.py _toolkit).
+        # host needs the driver in every pool's image: settings/rules/gpu_stack.py _toolkit).
         raw.setdefault("gpuStack", {}).update(driver="operator", toolkit="operator")
         if gpu_stack is not None:
             raw["gpuStack"].update(gpu_stack)

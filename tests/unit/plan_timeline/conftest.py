@@ -7,8 +7,9 @@ from functools import cache
 import pytest
 
 from components.plan.run import Plan, plan_stack
-from components.plan.timeline import Timeline, timeline_for_plan
+from components.plan.timeline import Timeline
 from components.plan.timeline_docs import DOCS_NOW, block_timeline, committed_stacks
+from components.plan.timeline_of_plan import timeline_for_plan
 
 STACKS = committed_stacks()
 

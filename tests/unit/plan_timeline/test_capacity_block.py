@@ -10,16 +10,9 @@ from functools import cache
 import pytest
 
 from components.plan.run import Plan, plan_config
-from components.plan.timeline import (
-    ASG,
-    CLUSTER_POLICY_READY,
-    SMOKE_RUN,
-    Timeline,
-    block_waits,
-    timeline_for_plan,
-    timeout_seconds,
-)
+from components.plan.timeline import ASG, CLUSTER_POLICY_READY, SMOKE_RUN, Timeline, block_waits, timeout_seconds
 from components.plan.timeline_docs import BLOCK_STARTS, BLOCK_VARIANT, DOCS_NOW, block_variant_config
+from components.plan.timeline_of_plan import timeline_for_plan
 from components.plan.timeline_render import text_lines
 
 from .conftest import planned

@@ -11,17 +11,11 @@ import pytest
 
 from components.plan.durations import DURATIONS, PRELOADED_VARIANTS
 from components.plan.mockengine import Recorded
+from components.plan.node_media import NodeMedia, env_assignments, node_media
 from components.plan.run import Plan
-from components.plan.timeline import (
-    INSTANCE,
-    LAUNCH_TEMPLATE,
-    NodeMedia,
-    Timeline,
-    env_assignments,
-    node_media,
-    timeline_for_plan,
-)
+from components.plan.timeline import INSTANCE, LAUNCH_TEMPLATE, Timeline
 from components.plan.timeline_docs import DOCS_NOW
+from components.plan.timeline_of_plan import timeline_for_plan
 
 from .conftest import planned
 

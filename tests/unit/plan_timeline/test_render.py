@@ -10,8 +10,9 @@ import pytest
 
 from components.cli.main import main
 from components.plan.clock import clock, span
-from components.plan.timeline import SMOKE_RUN, Step, Timeline, make_timeline, what_if_results
+from components.plan.timeline import SMOKE_RUN, Step, Timeline, make_timeline
 from components.plan.timeline_render import mermaid_gantt, timeline_markdown
+from components.plan.what_if import what_if_results
 
 from .conftest import timeline
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.plan.durations import DURATIONS
-from components.plan.timeline import (
-    SMOKE_RUN,
-    WHAT_IFS,
-    Step,
-    make_timeline,
-    schedule,
-    what_if_results,
-)
+from components.plan.timeline import SMOKE_RUN, Step, make_timeline, schedule
+from components.plan.what_if import WHAT_IFS, what_if_results
 
 
 def step(sid: str, key: str, *deps: str, typ: str = "t") -> Step:

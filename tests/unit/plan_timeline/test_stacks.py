@@ -20,9 +20,9 @@ from components.plan.timeline import (
     NODE_UPGRADE,
     SMOKE_RUN,
     Timeline,
-    driver_mode_totals,
 )
 from components.plan.timeline_render import shown_path, text_lines
+from components.plan.what_if import driver_mode_totals
 
 from .conftest import timeline
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from components.plan.artifacts import RELEASE
+from components.plan.artifacts import RELEASE, chart_name
 from components.plan.durations import DURATIONS
 from components.plan.mockengine import Recorded
+from components.plan.operator_modes import toolkit_mode_of
 from components.plan.run import Plan
-from components.plan.timeline import chart_name, timeline_for_plan, toolkit_mode_of
 from components.plan.timeline_docs import DOCS_NOW
+from components.plan.timeline_of_plan import timeline_for_plan
 
 from .conftest import planned
 from .test_node_media import store_and_pulled

@@ -13,7 +13,7 @@ from components.addons.base import AddonContext
 from components.cluster_facts import cluster_facts
 from components.settings import SettingsError
 from components.settings.model import Settings
-from components.settings.rules import mig_profile_problems
+from components.settings.rules.smoke import mig_profile_problems
 from components.validate import parse as parse_settings
 from tests.unit.helpers import listed_by_path, raised_problems
 from tests.unit.smoke import settings_fixtures as sf

@@ -1,0 +1,25 @@
+"""Cross-field rules of the settings, one module per area. Each rule yields every problem it finds;
+none stops at the first. The vocabulary (Problem, field paths) is `settings/problems.py`;
+`settings/check.py` runs these and the offline rules; rules that need the add-on graph, a platform
+or AWS's naming run in components/validate.py, after these: `validate()` is the one gate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from ..model import Settings
+from ..problems import Problem
+from .cluster import _control_plane, _features, _kubernetes, _local, _platform, _production, _region
+from .gpu_stack import _addon_repositories, _addon_versions, _driver, _mig, _toolkit
+from .network import _networks
+from .pools import _pools
+from .queues import _queues
+from .smoke import _smoke, _smoke_pool
+
+Rule = Callable[[Settings], Iterator[Problem]]
+
+# In this order (the order problems are reported in).
+RULES: tuple[Rule, ...] = (
+    _region, _production, _control_plane, _kubernetes, _features, _pools, _networks, _driver, _toolkit,
+    _addon_versions, _addon_repositories, _queues, _smoke, _smoke_pool, _mig, _platform, _local,
+)
