@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components.plain_errors import quiet_engine_shutdown
+from components.runtime.plain_errors import quiet_engine_shutdown
 from components.validate import load_settings
 from components.wiring import Names, wire
 

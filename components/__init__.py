@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 # Re-exported for programs and tests that locate the checkout from the package; the package's own
 # modules import it from the leaf `paths` (never from this face, which loads the API).
-from .paths import PROJECT_DIR
+from .tables.paths import PROJECT_DIR
 
 _API = ("GpuAddons", "GpuAddonsArgs", "GpuCluster", "GpuClusterArgs", "GpuPool", "SmokeTestArgs")
 __all__ = ["PROJECT_DIR", "GpuAddons", "GpuAddonsArgs", "GpuCluster", "GpuClusterArgs", "GpuPool", "SmokeTestArgs"]

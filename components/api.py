@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 import pulumi
 
-from . import pins, tokens
 from .settings.load import SettingsError
 from .settings.model import Settings
 from .settings.problems import Problem
+from .tables import pins, tokens
 
 Driver = Literal["operator", "precompiled", "host"]
 Scheduler = Literal["kai", "default"]

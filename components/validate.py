@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from . import pins
 from .addons import advertisers
 from .addons.catalog import BY_NAME
 from .addons.dra_driver import SHARING_FEATURE_GATES, gate_problems
@@ -27,7 +26,7 @@ from .aws.inventory import planned_names
 from .aws.launch_rules import launch_problems
 from .aws.naming import NAME_RULES, tag_problems
 from .aws.tags import node_tags
-from .feature_gate_rules import feature_gate_problems
+from .facts.feature_gate_rules import feature_gate_problems
 from .settings.check import check
 from .settings.facts import nested, truthy
 from .settings.limits import limit_problems
@@ -48,6 +47,7 @@ from .settings.rules.queues import leaf_queues
 from .settings.rules.smoke import SHARING_UNSUPPORTED
 from .settings.secrets import mark_secrets, values_problems
 from .smoke.cases import case_problems
+from .tables import pins
 
 
 def _smoke_sharing(s: Settings) -> Iterator[Problem]:
@@ -191,7 +191,7 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
     """The smoke test's plan on the cluster's facts (the DRA API the Kubernetes version serves ...)."""
     if not s.smoke_test.enabled or s.gpu_stack.allocation != "dra":
         return  # the settings' own rule says the smoke test needs allocation dra
-    from .cluster_facts import cluster_facts
+    from .facts.cluster import cluster_facts
     from .smoke.plan import smoke_plan
     from .smoke.values import SmokeConfigError
 

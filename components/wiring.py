@@ -14,8 +14,8 @@ import pulumi
 
 from .addons.addon_set import AddonSet
 from .addons.selected import backup_target_needed
-from .cluster import ClusterHandle
 from .dr.backup_target import BackupTarget
+from .kube.cluster_handle import ClusterHandle
 from .platforms import make_cluster
 from .settings.model import Settings
 from .smoke.component import SmokeTest

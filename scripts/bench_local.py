@@ -40,10 +40,10 @@ sys.path.insert(0, str(ROOT))
 
 from docsection import write_marked_section  # noqa: E402  (scripts/docsection.py)
 
-from components.instance_types import gpu_facts  # noqa: E402
 from components.plan import measured  # noqa: E402
 from components.plan.run import plan_config  # noqa: E402
 from components.plan.timeline import Step, build_steps  # noqa: E402
+from components.tables.instance_types import gpu_facts  # noqa: E402
 from tests.helpers import chart_repo  # noqa: E402
 from tests.helpers.tools import load_tool  # noqa: E402
 from tests.integration.conftest import (  # noqa: E402

@@ -28,15 +28,17 @@ ROOT = "components"
 # (a dotted path under components/, "" for the package face components/__init__.py); a layer's
 # units on one line joined by " | " are independent siblings: neither may import the other.
 LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("tables", "facts and locations with no opinion: pins, instance types, label keys, type tokens, names, paths",
-     ("paths", "pins", "instance_types", "labels", "tokens", "hashed_names", "backup_names", "atomic",
-      "plain_errors", "checkout_alias")),
+    ("tables", "facts and locations with no opinion (pins, instance types, label keys, type tokens, names, "
+     "paths), and how the package behaves as a process (files written whole, readable errors)",
+     ("tables", "runtime")),
     ("settings", "the config boundary: the model, its defaults, its rules and their vocabulary",
      ("settings",)),
     ("derived facts", "what follows from settings for every platform: GPUs per pool, feature gates, node labels, EFA",
-     ("cluster_facts", "feature_gates", "feature_gate_rules", "nodes", "efa")),
+     ("facts",)),
+    # k8s_ready and k8s_wait stay at the top of the package: their dynamic providers are pickled into
+    # deployed stacks' state by module path (docs/adr/0044, 0047).
     ("kube support", "talking to a cluster: client, waits, the readiness gates, charts, the cluster handle",
-     ("kube", "k8s_ready", "k8s_wait", "charts", "cluster")),
+     ("kube", "k8s_ready", "k8s_wait")),
     ("day-2 engine", "node upgrades and replacement decided from what the cluster says, and their resources",
      ("upgrade",)),
     ("add-ons and platforms", "what runs on a cluster, and how a cluster comes to be: neither imports the other",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the project's gates and smoke test against the REAL upstream controllers, built from source.
 
-Run by a maintainer at every pin change of the GPU Operator or KAI (components/pins.py CHARTS).
+Run by a maintainer at every pin change of the GPU Operator or KAI (components/tables/pins.py CHARTS).
 CI cannot fetch upstream sources, so the trees are given by path; without them the script prints
 one line and exits 0.
 
@@ -842,7 +842,7 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
     import dra_publisher
     from localcluster import LocalCluster
 
-    from components.charts import chart_dir
+    from components.kube.charts import chart_dir
 
     work = a.work / "kai"
     shutil.rmtree(work, ignore_errors=True)
@@ -857,7 +857,7 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
     q_values, q_release, q_how = project_release_values(a.stack, "kai-queues")
     kai_objs = render_chart(part.src / "deployments" / "kai-scheduler", kai_values, name=kai_release, namespace=KAI_NS)
     pcs = of_kind(kai_objs, "PriorityClass")
-    from components.charts import render as render_local
+    from components.kube.charts import render as render_local
 
     queues = [o for o in render_local("kai-queues", q_values, release=q_release, namespace=KAI_NS)
               if o.get("kind") == "Queue"]
@@ -1053,7 +1053,7 @@ KAI scheduler at the pins, run against a loopback control plane with KWOK GPU no
 (`tools/localcluster.py`). CI runs stand-ins built from their source (tests/fakes/gpu_operator,
 tests/fakes/kai): neither upstream module is served by the Go module proxy (403 for
 `github.com/NVIDIA/gpu-operator` v26.7.0 and for KAI at any version), so CI can neither fetch nor
-build them. A maintainer reruns this at every pin change (`components/pins.py` CHARTS) and commits
+build them. A maintainer reruns this at every pin change (`components/tables/pins.py` CHARTS) and commits
 the result. Everything between the markers below is written by `tools/compat_controllers.py`;
 edit only outside them.
 
@@ -1157,7 +1157,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
-    from components import pins
+    from components.tables import pins
 
     wanted = [k for k in ("gpu-operator", "kai") if a.only in (None, k)]
     srcs = {"gpu-operator": a.gpu_operator_src, "kai": a.kai_src}

@@ -48,11 +48,11 @@ class GpuModel:
     driver_version: str = "580.95.5"  # semver: no leading zeros
     cuda_driver_version: str = "13.0.0"
     cuda_compute_capability: str = "8.9.0"
-    memory: str = "23034Mi"  # components/instance_types.py g6 (NVML's framebuffer, not the marketed 24 GB)
+    memory: str = "23034Mi"  # components/tables/instance_types.py g6 (NVML's framebuffer, not the marketed 24 GB)
 
     @classmethod
     def of(cls, product_name: str, architecture: str, memory_mib: int) -> GpuModel:
-        """A model as the driver reports it (productName from NVML, as components/instance_types.py
+        """A model as the driver reports it (productName from NVML, as components/tables/instance_types.py
         spells it), with the CUDA compute capability of that product."""
         if product_name not in COMPUTE_CAPABILITY:
             raise ValueError(f"no compute capability known for {product_name!r}; known: {sorted(COMPUTE_CAPABILITY)}")
@@ -62,7 +62,7 @@ class GpuModel:
 
 # cudaComputeCapability the driver publishes (deviceinfo.go, from NVML's GetCudaComputeCapability), as
 # semver; values from NVIDIA's CUDA GPU list (developer.nvidia.com/cuda-gpus) for the products of
-# components/instance_types.py.
+# components/tables/instance_types.py.
 COMPUTE_CAPABILITY: dict[str, str] = {
     "Tesla T4": "7.5.0",  # NVML still names the T4 "Tesla"
     "NVIDIA A10G": "8.6.0",

@@ -195,7 +195,7 @@ class LocalCluster:
     name: str = "ck8s-gpu"
     bin_dir: Path | None = None
     timeout: float = 180.0
-    # What components/feature_gates.py required(settings) says the stack needs; the caller computes it,
+    # What components/facts/feature_gates.py required(settings) says the stack needs; the caller computes it,
     # this file only passes it on. kwokctl hands its one --kube-feature-gates to kube-apiserver,
     # kube-controller-manager and kube-scheduler alike (kwok v0.8.0 pkg/kwokctl/runtime/binary/
     # cluster_kube_{apiserver,controller_manager,scheduler}.go) and --kube-runtime-config to the apiserver.

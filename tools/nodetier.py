@@ -92,7 +92,7 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     # Also run the simulated compute-domain.nvidia.com plugin (tools/compute_domain_sim.py; IMEX channels).
     compute_domains: bool = False
-    # The kubelet's gates from components/feature_gates.py required(settings) (the caller computes them).
+    # The kubelet's gates from components/facts/feature_gates.py required(settings) (the caller computes them).
     feature_gates: dict[str, bool] = field(default_factory=dict)
     # The GPU plugin's --feature-gates (NVIDIA driver 0.5 names: FabricManagerPartitioning, NVMLDeviceHealthCheck).
     gpu_plugin_gates: dict[str, bool] = field(default_factory=dict)

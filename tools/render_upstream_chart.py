@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render an add-on's REAL upstream chart with the values a committed stack gives it, and judge it.
 
-Run by a maintainer at every pin change of a third-party chart (components/pins.py CHARTS). CI
+Run by a maintainer at every pin change of a third-party chart (components/tables/pins.py CHARTS). CI
 cannot fetch charts, and fetched code never enters the project, so the chart is given by path: an
 unpacked copy of the pinned version (`helm pull --untar`, or `git archive <commit> <chart dir>`).
 

@@ -21,11 +21,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import tokens
-from ..charts import release_chart_path
-from ..cluster import ClusterHandle
+from ..kube.charts import release_chart_path
+from ..kube.cluster_handle import ClusterHandle
 from ..settings.model import Settings
 from ..settings.secrets import SecretText, redacted
+from ..tables import tokens
 from .base import Addon, AddonContext, deep_merge
 from .catalog import BY_NAME, WIRED_VALUES
 from .cluster_policy_ready import ClusterPolicyReady

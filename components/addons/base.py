@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from .. import pins
-from ..charts import chart_version
-from ..cluster_facts import ClusterFacts
+from ..facts.cluster import ClusterFacts
+from ..kube.charts import chart_version
 from ..settings.model import AddonSettings, ClusterCapability, Settings
+from ..tables import pins
 from .image_refs import Entry, checked_mirror, mirror_values
 
 # What an add-on needs from, or brings to, the cluster. A need is met by an enabled add-on that

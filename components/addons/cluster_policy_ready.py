@@ -40,11 +40,11 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from .. import tokens
 from ..k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
 from ..kube.errors import ApiFailure
 from ..kube.wait import Observation, WaitTimeout, poll
 from ..settings.model import parse_utc
+from ..tables import tokens
 
 API = "nvidia.com/v1"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # state_manager.go commonGPULabelKey / commonGPULabelValue

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
-from .. import pins
-from ..labels import DRA_NODE_LABEL
-from ..nodes import gpu_tolerations
+from ..facts.nodes import gpu_tolerations
 from ..settings.facts import compute_domains_on
 from ..settings.model import Settings
 from ..settings.problems import Problem
+from ..tables import pins
+from ..tables.labels import DRA_NODE_LABEL
 from .base import Addon, AddonContext, Capability
 from .dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
 from .dra_driver_gates import feature_gates, partition_problems, problems
@@ -34,7 +34,7 @@ NAMESPACE = "nvidia-dra-driver-gpu"
 
 # The resource.k8s.io versions handed to `resourceApiVersion`, which templates/deviceclass-*.yaml put
 # into DeviceClass.apiVersion (0.4.1 and 0.5.0). The chart's helper accepts v1beta2 too; these two are
-# the ones every platform serves where DRA runs (components/pins.py dra_apis).
+# the ones every platform serves where DRA runs (components/tables/pins.py dra_apis).
 DRIVER_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta1")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..feature_gates import gpu_health_on
+from ..facts.feature_gates import gpu_health_on
 from ..settings.facts import nested, truthy
 from ..settings.model import Settings
 from ..settings.problems import ROOT, Problem

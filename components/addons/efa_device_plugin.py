@@ -1,6 +1,6 @@
 """The AWS EFA Kubernetes device plugin, as an add-on: every EFA of a node advertised as the
 extended resource `vpc.amazonaws.com/efa`. On by default on aws exactly when a pool has EFA
-(components/efa.py efa_enabled); docs/adr/0028 says why a device plugin and not a DRA driver.
+(components/facts/efa.py efa_enabled); docs/adr/0028 says why a device plugin and not a DRA driver.
 
 Chart `aws-efa-k8s-device-plugin` from aws/eks-charts at the pinned version. Values keys read from
 stable/aws-efa-k8s-device-plugin at chart v0.5.30 (appVersion v0.5.20, eks-charts commit 5239609):
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..efa import efa_enabled
-from ..labels import EFA_NODE_LABEL
-from ..nodes import pool_tolerations
+from ..facts.efa import efa_enabled
+from ..facts.nodes import pool_tolerations
 from ..settings.model import NodePoolSettings, Settings
+from ..tables.labels import EFA_NODE_LABEL
 from .base import Addon, AddonContext
 from .image_refs import Entry, ImageRef, split_repository
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import pins
-from ..cluster_facts import GpuPoolFacts
-from ..labels import SIMULATED_POOL_LABEL
-from ..nodes import gpu_tolerations
+from ..facts.cluster import GpuPoolFacts
+from ..facts.nodes import gpu_tolerations
 from ..settings.model import Settings
+from ..tables import pins
+from ..tables.labels import SIMULATED_POOL_LABEL
 from .base import Addon, AddonContext, Capability
 from .image_refs import Entry, ImageRef, always
 

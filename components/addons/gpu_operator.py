@@ -11,10 +11,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from .. import pins
-from ..labels import DRA_NODE_LABEL
-from ..nodes import gpu_tolerations
+from ..facts.nodes import gpu_tolerations
 from ..settings.model import NodePoolSettings, Settings
+from ..tables import pins
+from ..tables.labels import DRA_NODE_LABEL
 from .base import Addon, AddonContext, Capability
 from .image_refs import NODE_OS_TAG, Entry, ImageRef, always, never
 
@@ -130,7 +130,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
     mode = s.gpu_stack.driver
     driver: dict[str, Any] = {"enabled": _driver_on(s)}
     if mode == "precompiled":
-        # The image tag becomes <version>-<kernel>-<os tag>, so version is a branch (components/pins.py).
+        # The image tag becomes <version>-<kernel>-<os tag>, so version is a branch (components/tables/pins.py).
         # Only this mode adds keys: `operator` keeps exactly the values existing stacks had.
         driver["usePrecompiled"] = True
         driver["version"] = pins.GPU_OPERATOR_PRECOMPILED_DRIVER_BRANCH

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from ..cluster_facts import ClusterFacts, cluster_facts
+from ..facts.cluster import ClusterFacts, cluster_facts
 from ..settings.model import Settings
 from . import advertisers
 from .base import Addon, AddonContext, Capability

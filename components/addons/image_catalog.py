@@ -9,7 +9,7 @@ registry. Each add-on module owns its chart's entries (`IMAGES`), each naming th
 was read from at the pin (`source`); an entry whose upstream could not be read at the pin says so
 (`verified=False`, `note`). The mechanism (references, mirrors) is components/addons/image_refs.py.
 
-The catalog describes the PINNED chart versions (components/pins.py CHARTS): a stack that
+The catalog describes the PINNED chart versions (components/tables/pins.py CHARTS): a stack that
 overrides an add-on's version gets the pin's list (`catalog_version_mismatches` names them).
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import pins
 from ..settings.model import Settings
+from ..tables import pins
 from .catalog import ADDONS, BY_NAME
 from .graph import cluster_capabilities, select
 from .image_refs import ARCHITECTURES, NODE_OS_TAG, Entry, ImageRef, parse_ref, unique_sorted
@@ -31,7 +31,7 @@ NOT_ON_AWS = frozenset({"fake-gpu-operator"})
 
 def entries(chart: str) -> tuple[Entry, ...]:
     if chart not in pins.CHARTS:
-        raise KeyError(f"unknown chart {chart!r}: not in components/pins.py CHARTS")
+        raise KeyError(f"unknown chart {chart!r}: not in components/tables/pins.py CHARTS")
     return tuple(e for e in CATALOG if e.chart == chart)
 
 
@@ -47,7 +47,7 @@ def precompiled_driver_image(kernel: str, os_tag: str = NODE_OS_TAG) -> ImageRef
         raise ValueError(f"kernel {kernel!r} is not a kernel release like 6.8.0-1024-aws")
     base = next(e.image for e in entries("gpu-operator") if e.kernel_tagged)
     return ImageRef(base.registry, base.repository, f"{base.tag}-{kernel}-{os_tag}", base.source,
-                    note="NVIDIA publishes it only for the newest kernels of each OS (components/pins.py)")
+                    note="NVIDIA publishes it only for the newest kernels of each OS (components/tables/pins.py)")
 
 
 def _addon_charts(settings: Settings) -> list[str]:
@@ -67,11 +67,11 @@ def _smoke_images(settings: Settings) -> list[ImageRef]:
         return []
     pin = pins.IMAGES["smoke-test"]
     out = [parse_ref(smoke.image, "settings.smokeTest.image") if smoke.image
-           else parse_ref(pin.ref, "components/pins.py IMAGES smoke-test")]
+           else parse_ref(pin.ref, "components/tables/pins.py IMAGES smoke-test")]
     if smoke.all_reduce.enabled:
         out.append(parse_ref(smoke.all_reduce.image, "settings.smokeTest.allReduce.image")
                    if smoke.all_reduce.image
-                   else parse_ref(pins.IMAGES["nccl-tests"].ref, "components/pins.py IMAGES nccl-tests"))
+                   else parse_ref(pins.IMAGES["nccl-tests"].ref, "components/tables/pins.py IMAGES nccl-tests"))
     return out
 
 
@@ -90,7 +90,7 @@ def preload_images(architecture: str, kernel: str | None = None) -> tuple[ImageR
         raise ValueError(f"architecture {architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
     refs = [e.image for e in CATALOG if e.chart not in NOT_ON_AWS and e.can_run and not e.kernel_tagged]
     smoke = pins.IMAGES["smoke-test"]
-    refs.append(parse_ref(smoke.ref, "components/pins.py IMAGES smoke-test"))
+    refs.append(parse_ref(smoke.ref, "components/tables/pins.py IMAGES smoke-test"))
     if kernel is not None:
         refs.append(precompiled_driver_image(kernel))
     return unique_sorted(refs)

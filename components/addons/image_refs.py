@@ -10,7 +10,7 @@ cache and of k8s-snap's containerd hosts.toml mirrors), so no rendered object na
 registry. Every entry names the upstream file it was read from at the pin (`source`); an entry
 whose upstream could not be read at the pin says so (`verified=False`, `note`).
 
-The catalog describes the PINNED chart versions (components/pins.py CHARTS): a stack that
+The catalog describes the PINNED chart versions (components/tables/pins.py CHARTS): a stack that
 overrides an add-on's version gets the pin's list (`catalog_version_mismatches` names them).
 """
 

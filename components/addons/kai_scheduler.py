@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import pins
 from ..settings.model import Settings
+from ..tables import pins
 from .base import Addon, AddonContext, Capability, version_tuple
 from .image_refs import Entry, ImageRef, always, never
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cluster_facts import AddonFacts
+from ..facts.cluster import AddonFacts
 from ..settings.model import Settings
 from .aws_cloud_controller_manager import NAME as CCM
 from .catalog import ADDONS

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import pins
 from ..settings.model import Settings
+from ..tables import pins
 from .base import Addon, AddonContext
 from .image_refs import Entry, ImageRef, mirrored_ref, split_repository
 from .velero_values import velero_values
@@ -54,7 +54,8 @@ IMAGES: tuple[Entry, ...] = (
     # Our init container (components/addons/velero_values.py _aws_plugin): a list entry, rewritten
     # by `_mirror_init_containers` as the whole initContainers list.
     Entry("velero", "velero-plugin-for-aws",
-          ImageRef(*split_repository(_PLUGIN.repository), _PLUGIN.tag, "components/pins.py IMAGES velero-plugin-aws",
+          ImageRef(*split_repository(_PLUGIN.repository), _PLUGIN.tag,
+                   "components/tables/pins.py IMAGES velero-plugin-aws",
                    digest=_PLUGIN.digest),
           keys=("initContainers[0].image",), mirror=()),
 )

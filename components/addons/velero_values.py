@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import pins
-from ..backup_names import CREDENTIALS_SECRET, bucket_name
 from ..settings.model import Settings
+from ..tables import pins
+from ..tables.backup_names import CREDENTIALS_SECRET, bucket_name
 
 RESTORE_LOCATION = "restore-source"
 SCHEDULE = "cluster"  # the chart names the Schedule `velero-<this>`

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from .. import pins
-from ..instance_types import Arch
+from ..tables import pins
+from ..tables.instance_types import Arch
 
 
 def ssm_parameter(arch: Arch) -> str:

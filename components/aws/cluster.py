@@ -1,6 +1,6 @@
 """AwsCluster: Canonical Kubernetes on EC2 with GPU node pools that join on their own.
 
-Implements components.cluster.ClusterHandle. Wiring only: every decision lives in a pure module
+Implements components.kube.cluster_handle.ClusterHandle. Wiring only: every decision lives in a pure module
 (network plan, security-group rules, IAM policies, user-data, kubeconfig, CCM values).
 
     network ─ security groups ─ API load balancer ────────────────┐
@@ -18,13 +18,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from .. import tokens
-from ..cluster import ClusterHandleBase
-from ..cluster_facts import AddonFacts, cluster_facts
-from ..efa import efa_enabled
-from ..instance_types import Arch, arch_for_instance_type
+from ..facts.cluster import AddonFacts, cluster_facts
+from ..facts.efa import efa_enabled
 from ..k8s_ready import ApiReady
+from ..kube.cluster_handle import ClusterHandleBase
 from ..settings.model import Settings
+from ..tables import tokens
+from ..tables.instance_types import Arch, arch_for_instance_type
 from ..upgrade.resources import NodeUpgrade, PoolUpgrade, UpgradeComplete
 from .ami import ubuntu_ami
 from .control_plane import ControlPlane

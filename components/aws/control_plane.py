@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
 from ..k8s_ready import ApiReady
 from ..settings.model import Settings
+from ..tables import tokens
 from .hardening import IMDS, root_volume
 from .kubeconfig import API_PORT
 from .mint import CONTROL_PLANE_LABEL

@@ -32,8 +32,8 @@ from typing import Literal
 
 import pulumi
 
-from .. import tokens
 from ..settings.model import Settings
+from ..tables import tokens
 from .tags import named
 
 Problem = tuple[str, str]

@@ -19,8 +19,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
-from ..labels import CLUSTER_TAG, ROLE_TAG
+from ..tables import tokens
+from ..tables.labels import CLUSTER_TAG, ROLE_TAG
 
 # kubernetes/cloud-provider-aws docs/prerequisites.md ("Control Plane Policy"), read at 63ec440
 # (2026-07). The CCM manages Service load balancers, node addresses/zones and instance lifecycle.

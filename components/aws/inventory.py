@@ -6,19 +6,19 @@ mirror the component nesting (AwsCluster "<cluster>" > child "<cluster>-<part>" 
 tests/unit/aws/test_naming.py proves this list equals what the program registers.
 
 Names derived from the cluster name fit their AWS limit for every environment the settings accept:
-readable when they fit, hashed only where a limit needs it (components/hashed_names.py, ADR 0042).
+readable when they fit, hashed only where a limit needs it (components/tables/hashed_names.py, ADR 0042).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import tokens
-from ..backup_names import bucket_name, key_alias, user_name
-from ..cluster_facts import AddonFacts
-from ..efa import placement
-from ..hashed_names import fit
+from ..facts.cluster import AddonFacts
+from ..facts.efa import placement
 from ..settings.model import Settings
+from ..tables import tokens
+from ..tables.backup_names import bucket_name, key_alias, user_name
+from ..tables.hashed_names import fit
 from .naming import NAME_RULES, explicit_name, logical_name, name_problems, physical_name
 
 BACKUP = "backup"  # __main__.py: BackupTarget("backup", settings)

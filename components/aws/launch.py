@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import efa
-from ..efa import Interface
+from ..facts import efa
+from ..facts.efa import Interface
 from ..settings.model import NodePoolSettings, PlacementSettings
 
 # A worker whose first boot fails powers itself off (components/aws/scripts/ck8s-node.sh die):

@@ -25,7 +25,7 @@ activity log. Each rule names its source (AWS EC2 User Guide pages unless said o
   Blocks, you must be opted in to the Dallas Local Zone") and cb-group.html (launches may target a
   resource group of UltraServer Capacity Blocks instead of one): p6e-gb200 instances launch only
   into an UltraServer Capacity Block, and one block's reservation holds one UltraServer's instances
-  (9 or 18: components/instance_types.py nvlink_domain).
+  (9 or 18: components/tables/instance_types.py nvlink_domain).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from .. import efa
-from ..instance_types import gpu_facts, nvlink_domain
+from ..facts import efa
 from ..settings.model import Settings
+from ..tables.instance_types import gpu_facts, nvlink_domain
 
 Problem = tuple[str, str]
 ROOT = "settings"

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
 from ..settings.model import Settings
+from ..tables import tokens
 from .inventory import api_lb_name
 from .kubeconfig import API_PORT
 from .protection import state_opts

@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .. import tokens
-from ..hashed_names import fit
+from ..tables import tokens
+from ..tables.hashed_names import fit
 
 AUTONAME_SUFFIX = "-abcdef0"  # worst-case shape of "-" + 7 random hex chars (always 8 long)
 DEFAULT_AUTONAME_MAX = 255  # PA provider/autonaming.go: every TF `name` without an override

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
 from ..settings.model import Settings
+from ..tables import tokens
 from .protection import state_opts
 from .tags import named, ownership_tag
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
 from ..settings.model import NodePoolSettings, Settings
+from ..tables import tokens
 from .hardening import IMDS, ROOT_DEVICE, root_volume
 from .inventory import launch_template_name
 from .launch import HEALTH_CHECK_TYPE, SHUTDOWN_BEHAVIOR, interface_args, launch_plan, placement_args

@@ -16,8 +16,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_tls as tls
 
-from .. import tokens
 from ..settings.model import Settings
+from ..tables import tokens
 from .protection import state_opts
 
 CA_VALIDITY_HOURS = 10 * 365 * 24

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import pulumi
 
-from .. import tokens
 from ..settings.model import Settings
 from ..settings.offline_rules import ecr_mirror
+from ..tables import tokens
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import pulumi_aws as aws
 import pulumi_random as random
 import yaml
 
-from .. import tokens
 from ..settings.model import Settings
+from ..tables import tokens
 from .protection import state_opts
 
 AUTH_TOKEN_LENGTH = 48

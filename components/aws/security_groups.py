@@ -30,9 +30,9 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
-from ..efa import efa_enabled
+from ..facts.efa import efa_enabled
 from ..settings.model import Settings
+from ..tables import tokens
 from .tags import named, ownership_tag
 
 Group = Literal["nodes", "control-plane", "api-lb", "efa", "endpoints"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from ..labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from ..settings.model import Settings
+from ..tables.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 
 Role = Literal["control-plane", "worker"]
 

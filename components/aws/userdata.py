@@ -20,15 +20,15 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from .. import pins
-from ..cluster_facts import AddonFacts
-from ..efa import HUGEPAGES_2MI, efa_enabled
-from ..feature_gates import COMPONENTS, Component, required
-from ..instance_types import arch_for_instance_type
-from ..labels import EFA_NODE_LABEL, POOL_TAG
-from ..nodes import gpu_node_labels
+from ..facts.cluster import AddonFacts
+from ..facts.efa import HUGEPAGES_2MI, efa_enabled
+from ..facts.feature_gates import COMPONENTS, Component, required
+from ..facts.nodes import gpu_node_labels
 from ..settings.model import MirrorUpstream, NodePoolSettings, Settings, Taint
 from ..settings.offline_rules import ecr_mirror
+from ..tables import pins
+from ..tables.instance_types import arch_for_instance_type
+from ..tables.labels import EFA_NODE_LABEL, POOL_TAG
 from .inventory import api_lb_name
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
@@ -55,7 +55,7 @@ class ClusterBoot:
     # every API server certificate): the name is known at plan time, the DNS name only once the NLB
     # is active, 2-3 minutes later, and no node should wait for that in the graph (ADR 0019).
     api_lb_name: str
-    # (component, `--feature-gates` value): each component only the gates it reads (components/feature_gates.py).
+    # (component, `--feature-gates` value): each component only the gates it reads (components/facts/feature_gates.py).
     feature_gates: tuple[tuple[Component, str], ...] = ()
     runtime_config: str | None = None  # kube-apiserver --runtime-config (DRA before 1.34, DeviceTaintRule)
     cloud_provider_external: bool = True

@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 def _select(stack: str, cwd: Path | None) -> Any:
     from pulumi import automation as auto
 
-    from ..paths import PROJECT_DIR
+    from ..tables.paths import PROJECT_DIR
 
     return auto.select_stack(stack_name=stack, work_dir=str(cwd or PROJECT_DIR))
 
@@ -44,8 +44,8 @@ def _select(stack: str, cwd: Path | None) -> Any:
 def run(args: argparse.Namespace) -> int:
     from pulumi import automation as auto
 
-    from ..atomic import write_text_atomic
     from ..kube.client import unreachable_reason
+    from ..runtime.atomic import write_text_atomic
     from ..state.forget import cluster_resources, without
 
     me = "ck8s-gpu forget-cluster"

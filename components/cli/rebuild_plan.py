@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text_atomic
+from ..runtime.atomic import write_text_atomic
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -36,7 +36,6 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..dr.restore import restore_commands
-    from ..paths import PROJECT_DIR
     from ..plan import artifacts
     from ..plan.run import plan_config, stack_file
     from ..plan.tree import count_lines
@@ -44,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from ..stamping.derive import derive_all
     from ..stamping.overrides import load_overrides, overrides_file
     from ..stamping.parity import format_violations, violations
+    from ..tables.paths import PROJECT_DIR
 
     stacks_dir: Path = args.stacks_dir or PROJECT_DIR / "stacks"
     overrides_path = args.overrides or overrides_file(args.source, stacks_dir)

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from ..atomic import write_text_atomic
+from ..runtime.atomic import write_text_atomic
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 CLI_RELEASE = "smoke-cli"
@@ -97,7 +97,7 @@ def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
 
 
 def _facts(settings: Any, from_stack: bool, args: argparse.Namespace, minor: int) -> Any:
-    from ..cluster_facts import ClusterFacts, cluster_facts
+    from ..facts.cluster import ClusterFacts, cluster_facts
 
     if from_stack:
         facts = cluster_facts(settings)
@@ -153,13 +153,13 @@ def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], An
 
 def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any], out: TextIO, err: TextIO,
              run_kw: dict[str, Any]) -> int:
-    from .. import pins
-    from ..charts import render
+    from ..kube.charts import render
     from ..smoke import report as reports
     from ..smoke.gateway import KubeError, KubeUnreachable
     from ..smoke.plan import smoke_plan
     from ..smoke.run import Progress, Ref, RunSpec, cleanup, install, run_smoke
     from ..smoke.values import SmokeConfigError
+    from ..tables import pins
 
     settings, from_stack = _settings(args)
     try:

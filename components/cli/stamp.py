@@ -55,13 +55,13 @@ def _regions(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..paths import PROJECT_DIR
     from ..plan.run import stack_file
     from ..settings.load import SettingsError, read_stack_file
     from ..stamping import stackfile
     from ..stamping.derive import derive_all, unused_overrides
     from ..stamping.overrides import load_overrides, overrides_file
     from ..stamping.summary import exit_code, table
+    from ..tables.paths import PROJECT_DIR
 
     stacks_dir: Path = args.stacks_dir or PROJECT_DIR / "stacks"
     regions = _regions(args.regions)

@@ -67,7 +67,7 @@ def _deployed_track(stack: Any) -> str | None:
 def _automation_stack(stack: str) -> Any:
     from pulumi import automation as auto
 
-    from ..paths import PROJECT_DIR
+    from ..tables.paths import PROJECT_DIR
 
     return auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR))
 

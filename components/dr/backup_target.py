@@ -10,11 +10,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
 from ..addons.velero_values import credentials_file, credentials_values
 from ..aws.tags import default_tags
-from ..backup_names import bucket_name, key_alias, user_name
 from ..settings.model import Settings
+from ..tables import tokens
+from ..tables.backup_names import bucket_name, key_alias, user_name
 from .policies import bucket_policy, noncurrent_days, velero_policy
 
 # The longest window AWS allows: a key scheduled for deletion by mistake can be rescued for 30 days

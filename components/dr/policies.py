@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..backup_names import bucket_name, key_alias
 from ..settings.model import RestoreSource
+from ..tables.backup_names import bucket_name, key_alias
 
 OBJECT_ACTIONS = ("s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:ListMultipartUploadParts",
                   "s3:PutObject")

@@ -13,7 +13,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from .. import tokens
+from ..tables import tokens
 from .plan import BUILD_INSTANCE_POLICIES, TAG, WEEKLY, image_plan
 from .settings import ImageSettings
 

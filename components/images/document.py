@@ -18,7 +18,7 @@ Sources, each rule beside what it models:
   nvidia-cdi-hook in /usr/bin; nvidia-container-runtime-hook; nvidia-container-cli from
   libnvidia-container-tools), and its install guide "With apt": the repository
   nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) (the image line's architecture written
-  out), its key /gpgkey, a versioned install of all four. The key's fingerprint: components/pins.py
+  out), its key /gpgkey, a versioned install of all four. The key's fingerprint: components/tables/pins.py
   NVIDIA_CONTAINER_TOOLKIT.
 - EFA = Amazon EC2 user guide, "Get started with EFA and NCCL" (efa-start-nccl.html, step "Install
   the EFA software"): the installer tarball at efa-installer.amazonaws.com, its detached GPG
@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from .. import pins
+from ..tables import pins
 from .preload_steps import images_preloaded_step, install_regctl_step, preload_images_step
 from .settings import ImageSettings
 from .snap_steps import download_snaps_step, snaps_carried_step
@@ -51,7 +51,7 @@ APT = "apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o 
 FM_DROP_IN = "/etc/systemd/system/nvidia-fabricmanager.service.d/10-ck8s-gpu-nvswitch-only.conf"
 # EFA: the installer release the image carries, where AWS publishes it, and the fingerprint its
 # signing key must have (a key swapped on the server fails the build, not just the signature):
-# components/pins.py EFA_INSTALLER.
+# components/tables/pins.py EFA_INSTALLER.
 CTK = pins.NVIDIA_CONTAINER_TOOLKIT
 CTK_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"  # CTK install guide
 CTK_LIST = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"

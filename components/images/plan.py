@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import pins
+from ..tables import pins
 from .document import component_documents, preloaded, render, semantic_version
 from .settings import ImageSettings
 

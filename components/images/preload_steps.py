@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .. import pins
+from ..tables import pins
 from .settings import ImageSettings
 from .snap_steps import Bash, snap_file
 
@@ -56,7 +56,7 @@ def preload_lines(images: Sequence[Ref]) -> list[str]:
 
 
 def install_regctl_step(s: ImageSettings, bash: Bash) -> dict[str, Any]:
-    """regctl's release binary, run only when its sha256 is the pinned one (components/pins.py REGCTL)."""
+    """regctl's release binary, run only when its sha256 is the pinned one (components/tables/pins.py REGCTL)."""
     url = pins.REGCTL.url.format(arch=s.architecture)
     sha = pins.REGCTL.sha256[s.architecture]
     return bash(

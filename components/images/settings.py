@@ -12,14 +12,14 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictInt, ValidationError
 
-from .. import pins
 from ..aws.naming import tag_problems
-from ..instance_types import gpu_facts
 from ..settings.load import SettingsError, pydantic_reason
 from ..settings.model import MIRROR, _Model
 from ..settings.problems import Problem, cut, field_path
 from ..settings.rules.cluster import region_problem
 from ..settings.rules.pools import PATH_ARCH, SSM_PATH, SSM_PATH_MAX
+from ..tables import pins
+from ..tables.instance_types import gpu_facts
 
 PROJECT = "ck8s-gpu-images"
 IMAGE_KEY = f"{PROJECT}:image"
@@ -57,7 +57,7 @@ class ImageSnapPin(_Model):
 
 
 class ImageKubernetes(_Model):
-    track: str = pins.DEFAULT_TRACK  # components/pins.py SNAP_TRACKS
+    track: str = pins.DEFAULT_TRACK  # components/tables/pins.py SNAP_TRACKS
     snap: ImageSnapPin | None = None  # required: a rule says so, beside every other bad field
 
 
@@ -76,7 +76,7 @@ class ImageSettings(_Model):
     driver_branch: str = pins.GPU_NODE_IMAGE_DRIVER_BRANCH
     kernel_modules: KernelModules = "open"
     # AWS's EFA user space (libfabric, rdma-core) and the NCCL OFI plugin, components/images/
-    # document.py. On by default: one image line boots EFA pools (P5, P6: components/efa.py)
+    # document.py. On by default: one image line boots EFA pools (P5, P6: components/facts/efa.py)
     # and pools without EFA alike, where it lies unused; false for a smaller image.
     efa: bool | None = None  # None: true for gpu-node, false (and only false) for control-plane
     # Builds AND tests the image: a gpu-node test runs nvidia-smi, so it must have a GPU (default
@@ -206,9 +206,9 @@ def _gpu_build_instance_rules(s: ImageSettings) -> Iterator[Problem]:
     facts = gpu_facts(s.build_instance)
     if facts is None:
         yield (f"{ROOT}.buildInstanceType", f"'{cut(s.build_instance)}' is not a GPU instance type of "
-               "components/instance_types.py: the image's test phase runs nvidia-smi on it")
+               "components/tables/instance_types.py: the image's test phase runs nvidia-smi on it")
         return
-    from ..instance_types import arch_for_instance_type, nvlink_domain
+    from ..tables.instance_types import arch_for_instance_type, nvlink_domain
 
     if nvlink_domain(s.build_instance).ultraservers:
         # Sold only in UltraServer Capacity Blocks (components/aws/launch_rules.py [US]), and an
@@ -232,7 +232,7 @@ def _control_plane_rules(s: ImageSettings) -> Iterator[Problem]:
             yield f"{ROOT}.{key}", "a control-plane image has no NVIDIA driver (role: control-plane)"
     if s.efa:
         yield f"{ROOT}.efa", "a control-plane image has no EFA software (role: control-plane)"
-    from ..instance_types import arch_for_instance_type
+    from ..tables.instance_types import arch_for_instance_type
 
     if gpu_facts(s.build_instance) is not None:
         yield (f"{ROOT}.buildInstanceType", f"{s.build_instance} has a GPU; a control-plane image is built and "
@@ -251,7 +251,8 @@ def _snap_rules(s: ImageSettings) -> Iterator[Problem]:
     where = f"{ROOT}.kubernetes"
     track = pins.SNAP_TRACKS.get(s.track)
     if track is None:
-        yield f"{where}.track", f"'{cut(s.track)}' is not a track of components/pins.py ({', '.join(pins.SNAP_TRACKS)})"
+        yield (f"{where}.track",
+               f"'{cut(s.track)}' is not a track of components/tables/pins.py ({', '.join(pins.SNAP_TRACKS)})")
     pin = s.kubernetes.snap if s.kubernetes else None
     if pin is None:
         yield (f"{where}.snap", "required: {version, revision}, the cluster's kubernetes.snap pin for this "

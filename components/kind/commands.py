@@ -8,7 +8,7 @@ kind writes its own kubeconfig copy to a throwaway file, so `pulumi up` never ed
 
 from __future__ import annotations
 
-from .. import pins
+from ..tables import pins
 
 # `kind create --wait`: the control plane is Ready within this on a laptop (image already pulled:
 # ~1 min; first pull of the ~1 GB node image adds its download time before the wait starts).

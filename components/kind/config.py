@@ -16,12 +16,12 @@ from typing import Any
 
 import yaml
 
-from .. import pins
-from ..cluster_facts import ClusterFacts, GpuPoolFacts, cluster_facts
-from ..feature_gates import COMPONENTS, needed, required
-from ..nodes import gpu_node_labels
+from ..facts.cluster import ClusterFacts, GpuPoolFacts, cluster_facts
+from ..facts.feature_gates import COMPONENTS, needed, required
+from ..facts.nodes import gpu_node_labels
 from ..settings.facts import mirrored_pool
 from ..settings.model import NodePoolSettings, Settings
+from ..tables import pins
 from .schema import API_VERSION, KIND, validation_errors
 
 # fake-gpu-operator's DRA kubelet plugin DaemonSet selects this label (values.yaml

@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
-from .. import tokens
-from ..atomic import write_text_atomic
-from ..charts import CHARTS_DIR, local_chart_dir, render
-from ..paths import PROJECT_DIR
+from ..kube.charts import CHARTS_DIR, local_chart_dir, render
+from ..runtime.atomic import write_text_atomic
+from ..tables import tokens
+from ..tables.paths import PROJECT_DIR
 from .mockengine import MASK, Recorded
 from .portable import portable
 from .run import Plan

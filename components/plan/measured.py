@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from .. import tokens
+from ..tables import tokens
 
 if TYPE_CHECKING:
     from pulumi.automation import EngineEvent

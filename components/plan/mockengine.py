@@ -23,7 +23,7 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from .. import tokens
+from ..tables import tokens
 
 # The wire's signatures, from the SDK that writes them (pulumi/runtime/rpc.py).
 SECRET_SIG = rpc._special_secret_sig

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from .. import tokens
 from ..aws.naming import NAME_RULES, name_problems, tag_problems
+from ..tables import tokens
 from .mockengine import Recorded
 
 Problem = tuple[str, str]

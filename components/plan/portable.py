@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..paths import PROJECT_DIR
+from ..tables.paths import PROJECT_DIR
 
 
 def portable(value: Any) -> Any:

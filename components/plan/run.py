@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checkout_alias import alias_checkout_name
-from ..paths import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
+from ..runtime.checkout_alias import alias_checkout_name
 from ..settings.load import KUBECONFIG_KEY, SettingsError, read_stack_file
 from ..settings.model import Settings
+from ..tables.paths import PROJECT_DIR as PROJECT_DIR  # re-exported: tests and scripts locate the program here
 from ..validate import from_config as settings_from_config
 from .mockengine import PlanRun, Recorded, run_program
 from .names import recorded_problems

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .. import tokens
 from ..settings.platforms import traits
+from ..tables import tokens
 from .artifacts import RELEASE, chart_name, local_chart, user_data
 from .durations import DURATIONS, PRELOADED_VARIANTS, Duration
 from .mockengine import Recorded

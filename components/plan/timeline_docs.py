@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text_atomic
-from ..paths import PROJECT_DIR
+from ..runtime.atomic import write_text_atomic
+from ..tables.paths import PROJECT_DIR
 from .clock import clock, span
 from .node_media import describe_media
 from .timeline import Timeline

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..atomic import write_text_atomic
+from ..runtime.atomic import write_text_atomic
 from .clock import clock, span
 from .durations import DURATIONS
 from .node_media import describe_media

@@ -1,6 +1,6 @@
 """One entry point from settings to a cluster, whatever the platform.
 
-Every platform returns a components.cluster.ClusterHandle (provider with a cluster identifier,
+Every platform returns a components.kube.cluster_handle.ClusterHandle (provider with a cluster identifier,
 secret kubeconfig, ApiReady gate, facts), so the add-ons and the smoke test never branch on it.
 Platform modules are imported lazily: a kind preview never loads pulumi_aws.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pulumi
 
 from ..addons.selected import addon_facts
-from ..cluster import ClusterHandle
+from ..kube.cluster_handle import ClusterHandle
 from ..settings.model import Settings
 
 

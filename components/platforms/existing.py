@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import pulumi
 
-from .. import tokens
-from ..cluster import ClusterHandleBase
-from ..cluster_facts import cluster_facts
+from ..facts.cluster import cluster_facts
+from ..kube.cluster_handle import ClusterHandleBase
 from ..settings.model import Settings
+from ..tables import tokens
 from .gate import ready_and_provider
 
 API_READY_TIMEOUT_SECONDS = 300
 
 
 class ExistingCluster(ClusterHandleBase):
-    """Implements components.cluster.ClusterHandle for platform `existing`."""
+    """Implements components.kube.cluster_handle.ClusterHandle for platform `existing`."""
 
     PLATFORM = "existing"
     TYPE = tokens.EXISTING_CLUSTER
@@ -47,7 +47,7 @@ class ExistingCluster(ClusterHandleBase):
 
 
 class LocalCluster(ExistingCluster):
-    """Implements components.cluster.ClusterHandle for platform `local` (KWOK GPU nodes)."""
+    """Implements components.kube.cluster_handle.ClusterHandle for platform `local` (KWOK GPU nodes)."""
 
     PLATFORM = "local"
     TYPE = tokens.LOCAL_CLUSTER

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pulumi
 from pulumi_command import local
 
-from .. import tokens
-from ..cluster import ClusterHandleBase
 from ..kind import commands
 from ..kind.config import kind_facts, kind_problems, render_kind_config
+from ..kube.cluster_handle import ClusterHandleBase
 from ..settings.facts import mirrored_pool
 from ..settings.model import Settings
+from ..tables import tokens
 from .gate import ready_and_provider
 
 # All kind nodes start together; after `kind create --wait` the workers need about a minute more.
@@ -23,7 +23,7 @@ API_READY_TIMEOUT_SECONDS = 600
 
 
 class KindCluster(ClusterHandleBase):
-    """Implements components.cluster.ClusterHandle for platform `kind`."""
+    """Implements components.kube.cluster_handle.ClusterHandle for platform `kind`."""
 
     def __init__(self, name: str, settings: Settings, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(tokens.KIND_CLUSTER, name, None, opts)

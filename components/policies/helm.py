@@ -32,8 +32,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .. import pins, tokens
-from ..paths import PROJECT_DIR
+from ..tables import pins, tokens
+from ..tables.paths import PROJECT_DIR
 from .facts import facts_of
 from .k8s_objects import objects
 from .props import get, helm_truthy, is_unknown

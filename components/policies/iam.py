@@ -32,7 +32,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from .. import tokens
+from ..tables import tokens
 from .managed_policies import aws_managed, broad_grants, parse_policy_arn, table_document
 from .props import get, is_seq, is_unknown, items
 

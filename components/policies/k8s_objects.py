@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from .. import tokens
-from ..paths import PROJECT_DIR
+from ..tables import tokens
+from ..tables.paths import PROJECT_DIR
 from .props import get, is_seq, is_unknown, items
 
 YAML_V2 = (tokens.K8S_YAML_V2_CONFIG_GROUP, tokens.K8S_YAML_V2_CONFIG_FILE)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from .. import tokens
+from ..tables import tokens
 from .facts import facts_of
 from .helm import HELM_TYPES, chart_ref
 from .network import is_world
@@ -151,7 +151,7 @@ def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     ref = chart_ref(props)
     if ref is None or ref.local_path is None:
         return []
-    from ..charts import CHARTS_DIR, render
+    from ..kube.charts import CHARTS_DIR, render
 
     if ref.local_path.parent != CHARTS_DIR.resolve():
         return []

@@ -21,7 +21,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .. import tokens
+from ..tables import tokens
 from .facts import API_PORT, StackFacts, facts_of
 from .props import get, is_unknown, items
 

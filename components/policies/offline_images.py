@@ -16,8 +16,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from .. import tokens
 from ..addons.image_refs import PUBLIC_HOSTS
+from ..tables import tokens
 from .facts import facts_of
 from .props import is_unknown
 

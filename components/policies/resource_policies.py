@@ -39,7 +39,7 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from .. import tokens
+from ..tables import tokens
 from .props import is_seq, is_unknown
 
 # (resource type, what it holds): each carries its policy document in `policy` (pulumi-aws 7.x).

@@ -38,7 +38,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .. import tokens
+from ..tables import tokens
 from .aws_nodes import NODE_TYPES
 from .k8s_objects import POD_SPEC_PATHS, K8sObject, objects
 from .props import decode_user_data, leaves, under

@@ -10,8 +10,8 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from .. import tokens
-from ..labels import CONTROL_PLANE_ROLE, ROLE_TAG
+from ..tables import tokens
+from ..tables.labels import CONTROL_PLANE_ROLE, ROLE_TAG
 from .facts import StackFacts, facts_of
 from .helm import HELM_TYPES, advertisers
 from .props import get

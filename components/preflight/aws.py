@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..aws.endpoints import planned_endpoints
-from ..instance_types import GPU_INSTANCE_TYPES
 from ..settings.model import Settings
+from ..tables.instance_types import GPU_INSTANCE_TYPES
 from .checks import alternatives, demands, image_sources, instance_types, own_sources
 from .facts import RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
 from .quotas import SERVICE_CODE

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
-from ..instance_types import GPU_INSTANCE_TYPES
 from ..settings.facts import pool_gpus
 from ..settings.model import Settings
+from ..tables.instance_types import GPU_INSTANCE_TYPES
 from . import egress, images, reservations
 from .facts import RegionFacts
 from .findings import Finding, Kind, Severity

@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import pins
 from ..aws.ami import ssm_parameter
-from ..instance_types import Arch, arch_for_instance_type
 from ..settings.model import Settings
+from ..tables import pins
+from ..tables.instance_types import Arch, arch_for_instance_type
 from .facts import RegionFacts
 from .findings import Finding
 
@@ -132,7 +132,7 @@ def _toolkit(settings: Settings, n: NodeImage, tags: dict[str, str], what: str) 
     elif have != want:
         yield Finding("image-toolkit-version", "warning", f"{n.path}, settings.gpuStack.toolkit",
                       f"{what} carries NVIDIA Container Toolkit {have}, the pin is {want} (the GPU Operator's own "
-                      f"toolkit version, components/pins.py): rebuild it ({BUILD}) to run the pinned one")
+                      f"toolkit version, components/tables/pins.py): rebuild it ({BUILD}) to run the pinned one")
 
 
 def _role(n: NodeImage, tags: dict[str, str], what: str) -> Iterator[Finding]:

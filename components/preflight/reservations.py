@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from ..efa import efa_enabled
+from ..facts.efa import efa_enabled
 from ..settings.model import NodePoolSettings, Settings
 from .facts import RegionFacts, Reservation
 from .findings import Finding

@@ -20,7 +20,7 @@ from pulumi.provider.experimental.schema import generate_schema
 from pulumi.provider.experimental.util import camel_case
 
 from .. import api
-from ..paths import PROJECT_DIR
+from ..tables.paths import PROJECT_DIR
 from .resources import COMPONENTS
 
 NAME = "ck8s-gpu"  # the package: tokens `ck8s-gpu:index:<Component>`, plugin `pulumi-resource-ck8s-gpu`

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..instance_types import GpuFacts, gpu_facts, nvlink_domain
+from ..tables.instance_types import GpuFacts, gpu_facts, nvlink_domain
 from .model import NodePoolSettings, Settings
 
 
@@ -73,7 +73,7 @@ def truthy(value: object) -> bool:
 
 def compute_domains_on(settings: Settings) -> bool:
     """gpuStack.computeDomains, or (null) whether a pool the platform provides has multi-node NVLink
-    (components/instance_types.py nvlink_domain): ComputeDomains only mean something on an NVLink
+    (components/tables/instance_types.py nvlink_domain): ComputeDomains only mean something on an NVLink
     fabric that spans nodes (IMEX), so a stack of NVSwitch or PCIe pools keeps them off."""
     explicit = settings.gpu_stack.compute_domains
     if explicit is not None:

@@ -15,7 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from .. import pins
+from ..tables import pins
 from .platforms import TRAITS, PlatformTraits
 
 Platform = Literal["aws", "kind", "existing", "local"]
@@ -241,7 +241,7 @@ class NodePoolSettings(_Model):
     # aws: leave the group's desired capacity to an autoscaler (Cluster Autoscaler, Karpenter-like
     # tools, people): `up` sets it on create and never resets it (pulumi-eks' ignoreScalingChanges).
     ignore_scaling_changes: bool = False
-    # aws: EFA interfaces in AWS's layout for the type (components/efa.py); null: on where the
+    # aws: EFA interfaces in AWS's layout for the type (components/facts/efa.py); null: on where the
     # type has EFA and an NVLink interconnect (the training types) and the pool may hold > 1 node.
     efa: bool | None = None
     # aws: the pool's own placement group; null: `cluster` where EFA is on (and no Capacity Block,
@@ -323,11 +323,11 @@ class GpuStackSettings(_Model):
     toolkit: ToolkitMode = "operator"
     mig_strategy: MigStrategy = "none"
     # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver. null: on where a pool
-    # has multi-node NVLink (GB200-class: components/instance_types.py), off elsewhere.
+    # has multi-node NVLink (GB200-class: components/tables/instance_types.py), off elsewhere.
     compute_domains: bool | None = None
     # DRA device health (docs/smoke-test.md "gpuHealth"): the driver's NVMLDeviceHealthCheck taints
     # unhealthy GPUs; Kubernetes' DRADeviceTaints (and, before it is beta, the API version serving
-    # DeviceTaintRule) on the control plane: components/feature_gates.py. null: on where the track
+    # DeviceTaintRule) on the control plane: components/facts/feature_gates.py. null: on where the track
     # has DRADeviceTaints on by default (beta), off where it is alpha; refused where it is absent.
     gpu_health: bool | None = None
     # The driver's FabricManagerPartitioning (alpha, driver >= 0.5): NVSwitch partitions published as
@@ -383,7 +383,7 @@ class AllReduceSettings(_Model):
     # The pool whose nodes run it; null: the first pool with EFA on.
     pool: str | None = Field(default=None, pattern=DNS_LABEL)
     nodes: int = Field(default=2, ge=2, le=64)
-    # nccl-tests with MPI and the AWS OFI NCCL plugin, pinned by digest; null: the pin (components/pins.py).
+    # nccl-tests with MPI and the AWS OFI NCCL plugin, pinned by digest; null: the pin (components/tables/pins.py).
     image: str | None = Field(default=None, pattern=IMAGE_BY_DIGEST)
     # GB/s (gigabytes, nccl-tests' busbw unit); null: the instance type's floor in
     # components/smoke/all_reduce.py, each with its published source.
@@ -472,7 +472,7 @@ class SmokeTestSettings(_Model):
     # for a mirror that needs credentials. Not created here: the namespace must hold them when the
     # Jobs start (a secret replicator, or `kubectl create secret docker-registry` after the first up).
     image_pull_secrets: tuple[str, ...] = Field(default=(), max_length=8)
-    # The probe image instead of the pinned one (components/pins.py), pinned by digest like every
+    # The probe image instead of the pinned one (components/tables/pins.py), pinned by digest like every
     # image: `<repository>:<tag>@sha256:<64 hex>`. CI's node tier imports a locally built image.
     image: str | None = Field(default=None, pattern=IMAGE_BY_DIGEST)
     # Run the pods on this GPU pool's nodes only (a nodeSelector on the pool label); null: any GPU

@@ -4,7 +4,7 @@ Settings facts (which pool, its floor, the Topology level) and the verdict on wh
 printed. The verdict reads the launcher's log: mpirun forwards every rank's stdout there, so it
 holds nccl-tests' report and each rank's NCCL_DEBUG=INFO lines.
 
-Formats, at the versions the pinned image bundles (components/pins.py "nccl-tests"):
+Formats, at the versions the pinned image bundles (components/tables/pins.py "nccl-tests"):
 - nccl-tests v2.18.3 src/util.cu: writeDeviceReport prints one
   `#  Rank %2d Group %2d Pid %6d on %10s device %2d [%04x:%02x:%02x] %s` line per rank;
   writeBenchmarkLinePreamble/Body print a row `size count type redop root` then, out-of-place and
@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..efa import efa_device_count, efa_enabled, efa_supported
+from ..facts.efa import efa_device_count, efa_enabled, efa_supported
 from ..settings.facts import pool_gpus
 from ..settings.model import NodePoolSettings, Settings
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from ..addons.kai_queues import topology_enabled
 from ..addons.selected import installed
-from ..efa import efa_enabled
+from ..facts.efa import efa_enabled
 from ..settings.model import Settings
 from ..settings.problems import ROOT, Problem, cut
 from ..settings.rules.queues import smoke_quota_problems

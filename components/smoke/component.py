@@ -9,10 +9,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import pins, tokens
-from ..charts import release_chart_path
-from ..cluster import ClusterHandle
+from ..kube.charts import release_chart_path
+from ..kube.cluster_handle import ClusterHandle
 from ..settings.model import Settings
+from ..tables import pins, tokens
 from .plan import smoke_plan
 from .provider import SmokeRun
 from .run import NAMESPACE_LABELS

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..cluster_facts import ClusterFacts
-from ..feature_gates import smoke_gpu_health_on
+from ..facts.cluster import ClusterFacts
+from ..facts.feature_gates import smoke_gpu_health_on
 from ..settings.facts import pool_gpus
 from ..settings.model import Settings
 from . import all_reduce

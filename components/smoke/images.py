@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import pins
+from ..tables import pins
 
 
 def image_values(pin: pins.ImagePin, registry: str | None = None, mirror: str | None = None) -> dict[str, Any]:

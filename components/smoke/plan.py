@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import pins
-from ..cluster_facts import ClusterFacts
+from ..facts.cluster import ClusterFacts
 from ..settings.model import Settings
+from ..tables import pins
 from .cases import case_expectations
 from .expectations import Expectations, expectations_for
 from .values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id

@@ -17,8 +17,8 @@ from typing import Any
 import pulumi
 import pulumi.dynamic as dynamic
 
-from ..atomic import write_text_atomic
-from ..plain_errors import PlainError, install_in_provider_host
+from ..runtime.atomic import write_text_atomic
+from ..runtime.plain_errors import PlainError, install_in_provider_host
 from . import report as reports
 from .gateway import KubeError, KubeUnreachable
 from .run import RunSpec, SmokeTimeout, run_smoke

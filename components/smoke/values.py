@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import pins
-from ..charts import chart_dir
-from ..cluster_facts import ClusterFacts
-from ..nodes import pool_label
+from ..facts.cluster import ClusterFacts
+from ..facts.nodes import pool_label
+from ..kube.charts import chart_dir
 from ..settings.model import Settings, SmokeTestSettings
+from ..tables import pins
 from .cases import FAMILIES
 from .expectations import DRIVER, SCHEDULER_NAMES
 from .images import image_values, pinned_image

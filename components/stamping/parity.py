@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import tokens
-from ..hashed_names import hashed_stems
 from ..plan.diff import PlanDiff, diff_resources
 from ..settings.model import Settings
+from ..tables import tokens
+from ..tables.hashed_names import hashed_stems
 
 AMI = re.compile(r"\bami-[0-9a-f]{8,17}\b")
 ZONE_ID = re.compile(r"\b[a-z]{2,4}\d{0,2}-{1,2}az\d+\b")

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from ..atomic import write_text_atomic
+from ..runtime.atomic import write_text_atomic
 from .derive import StampedStack, is_secret
 
 # Stack-file keys owned by Pulumi's secrets provider: kept from the existing file verbatim.

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import tokens
+from ..tables import tokens
 
 K8S_PROVIDER = tokens.PROVIDER_KUBERNETES
 

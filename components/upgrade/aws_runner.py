@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from ..tables.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from .executor import NodeRef, Result
 
 TERMINAL = {"Success", "Failed", "Cancelled", "TimedOut", "DeliveryTimedOut", "ExecutionTimedOut", "Undeliverable",

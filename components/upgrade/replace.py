@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import tokens
 from ..settings.model import Settings
+from ..tables import tokens
 from .executor import NodeRef, Operator, UpgradeStopped
 
 INSTANCE_TYPE = tokens.AWS_EC2_INSTANCE

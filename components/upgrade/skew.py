@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import pins, tokens
+from ..tables import pins, tokens
 
 MAX_KUBELET_LAG = 3  # minors a kubelet may trail the oldest kube-apiserver (since Kubernetes 1.28)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..atomic import write_text_atomic
+from ..runtime.atomic import write_text_atomic
 from ..settings.load import SETTINGS_KEY
 
 _KUBERNETES = re.compile(r"^(?P<indent>[ ]+)kubernetes:[ ]*(#.*)?$")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .. import pins
 from ..settings.model import Settings
+from ..tables import pins
 from . import durations, skew
 
 

@@ -164,9 +164,9 @@ def deploy(layout: Layout, bin_dir: Path, record: Record) -> dict[str, Any] | No
 
 
 def run(layout: Layout) -> int:
-    from components.labels import SIMULATED_POOL_LABEL
     from components.settings.load import SettingsError, parse_settings
     from components.smoke.report import passed, table
+    from components.tables.labels import SIMULATED_POOL_LABEL
     from tests.helpers.cluster_gates import local_cluster_gates
     from tests.helpers.node_tier import SETTINGS_KEY, gpu_count, node_specs, pool, stack_settings
     from tests.helpers.tools import load_tool

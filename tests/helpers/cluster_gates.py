@@ -1,4 +1,4 @@
-"""What the gate table (components/feature_gates.py) says a local stack's loopback cluster needs:
+"""What the gate table (components/facts/feature_gates.py) says a local stack's loopback cluster needs:
 LocalCluster's `feature_gates`/`runtime_config` and the node tier kubelets' gates. tools/ stays
 stdlib-only, so the tests compute this and hand it over."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.feature_gates import CONTROL_PLANE, ClusterGates, required
+from components.facts.feature_gates import CONTROL_PLANE, ClusterGates, required
 from components.settings.model import Settings
 from tests.helpers.tools import load_tool
 

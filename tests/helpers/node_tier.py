@@ -12,12 +12,12 @@ from typing import Any
 import yaml
 
 from components.addons import dra_driver_gates as dra_gates
-from components.feature_gates import smoke_gpu_health_on
-from components.instance_types import gpu_facts, nvlink_domain
-from components.labels import SIMULATED_POOL_LABEL
+from components.facts.feature_gates import smoke_gpu_health_on
 from components.settings.facts import compute_domains_on
 from components.settings.model import Settings
 from components.smoke.expectations import INSTANCE_TYPE_LABEL
+from components.tables.instance_types import gpu_facts, nvlink_domain
+from components.tables.labels import SIMULATED_POOL_LABEL
 from tests.helpers.cluster_gates import kubelet_gates, local_cluster_gates
 from tests.helpers.tools import TOOLS_DIR, load_tool
 
@@ -41,7 +41,7 @@ def gpu_count(instance_type: str) -> int:
 
 
 def gpu_model(instance_type: str) -> Any:
-    """What the simulated devices report, from components/instance_types.py (productName as NVML
+    """What the simulated devices report, from components/tables/instance_types.py (productName as NVML
     spells it, the product's compute capability: tools/dra_publisher.py GpuModel.of)."""
     facts = gpu_facts(instance_type)
     assert facts is not None, instance_type

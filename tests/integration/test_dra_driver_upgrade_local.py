@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import pins
 from components.addons.dra_driver import NAMESPACE as DRA_NS
 from components.plan.measured import Recorder, measure
 from components.smoke.report import passed
+from components.tables import pins
 from tests.fakes import dra_driver_chart
 from tests.helpers import chart_repo
 from tests.helpers.node_tier import gpu_model
@@ -131,8 +131,8 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
         raise
     stack = None
     try:
-        from components.instance_types import gpu_facts
-        from components.labels import POOL_LABELS
+        from components.tables.instance_types import gpu_facts
+        from components.tables.labels import POOL_LABELS
 
         count = gpu_facts(pool["instanceType"]).count  # type: ignore[union-attr]
         for node in nodes:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from components.charts import render
+from components.kube.charts import render
 from components.kube.client import api_client
 from components.smoke.gateway import KubeGateway
 from components.smoke.run import Ref, Runner, RunSpec, cleanup, install, run_smoke

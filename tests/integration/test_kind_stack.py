@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import pins
+from components.tables import pins
 from tests.helpers.tools import KIND_NEEDS, copy_project, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]

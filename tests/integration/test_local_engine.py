@@ -36,14 +36,14 @@ import pytest
 import yaml
 
 from components.addons.observability import NAMESPACE as OBSERVABILITY_NS
-from components.charts import chart_dir, chart_version
-from components.instance_types import gpu_facts
-from components.labels import POOL_LABELS
+from components.kube.charts import chart_dir, chart_version
 from components.plan.measured import Arrival, Recorder, compare, markdown, measure
 from components.plan.run import plan_config
 from components.plan.timeline import build_steps
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL
 from components.smoke.report import passed
+from components.tables.instance_types import gpu_facts
+from components.tables.labels import POOL_LABELS
 from tests.helpers import chart_repo
 from tests.helpers.cluster_gates import local_cluster_gates
 from tests.helpers.node_tier import gpu_model

@@ -1,7 +1,7 @@
 """The node tier: the smoke test's pods run on REAL kubelets and prove their GPU from inside.
 
 The `local-kubelet` stack through the real Pulumi engine onto the loopback control plane of
-tools/localcluster.py (with the gates components/feature_gates.py gives the stack), with two kinds
+tools/localcluster.py (with the gates components/facts/feature_gates.py gives the stack), with two kinds
 of GPU node: the `gpu` pool's KWOK nodes (slices from the test publisher; scale, nothing runs) and
 the kubelet pools' real nodes of tools/nodetier.py (2 x p6e-gb200.36xlarge, 1 x p5.48xlarge):
 kubelet + containerd v2 (runc, CNI, CDI) + this project's simulated NVIDIA DRA kubelet plugins

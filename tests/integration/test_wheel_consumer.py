@@ -86,7 +86,7 @@ def plan(installed: Installed, project: Path, secrets: dict[str, str]) -> dict[s
 
 def test_the_wheel_carries_charts_and_node_script_and_imports_only_from_itself(installed: Installed,
                                                                               tmp_path: Path) -> None:
-    code = ("import ck8s_gpu; from ck8s_gpu.charts import CHARTS_DIR; from pathlib import Path; "
+    code = ("import ck8s_gpu; from ck8s_gpu.kube.charts import CHARTS_DIR; from pathlib import Path; "
             "print(ck8s_gpu.__file__); print(CHARTS_DIR); "
             "print((Path(ck8s_gpu.__file__).parent / 'aws/scripts/ck8s-node.sh').is_file())")
     out = subprocess.run([str(installed.python), "-c", code], cwd=tmp_path, capture_output=True, text=True,

@@ -315,8 +315,8 @@ def check_dcgm_exporter(node: Node, exp: Expectations) -> Verdict:
 def expectations_for(settings: Any, pool: str | None = None, dcgm_namespace: str = "gpu-operator") -> Expectations:
     """What a node of `settings` (components.settings.model.Settings) must show; `pool` names the
     node pool this node belongs to (its instance type gives the GPU count and model)."""
-    from components import pins
     from components.settings.facts import pool_gpus
+    from components.tables import pins
 
     track = settings.kubernetes.track
     gpus = product = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from components.paths import PROJECT_DIR
+from components.tables.paths import PROJECT_DIR
 
 ADR_DIR = PROJECT_DIR / "docs" / "adr"
 STATUS = re.compile(r"^Status: (Accepted|Deprecated|Superseded by \[(\d{4})\]\(\S+\))"

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components import PROJECT_DIR
-from components.atomic import write_text_atomic
+from components.runtime.atomic import write_text_atomic
 
 
 def test_an_interrupted_write_leaves_the_old_file_and_no_temp(tmp_path: Path,
@@ -38,7 +38,7 @@ def test_an_interrupted_write_leaves_the_old_file_and_no_temp(tmp_path: Path,
 
 
 def test_nothing_in_the_package_writes_a_file_in_place() -> None:
-    """Every write goes through components/atomic.py (a plain write_text truncates first)."""
+    """Every write goes through components/runtime/atomic.py (a plain write_text truncates first)."""
     offenders = []
     for py in (PROJECT_DIR / "components").rglob("*.py"):
         if py.name == "atomic.py":

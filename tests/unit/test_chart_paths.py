@@ -10,7 +10,7 @@ import pytest
 from pulumi.runtime import settings as pulumi_settings
 
 from components import PROJECT_DIR
-from components.charts import CHARTS_DIR, local_chart_dir, release_chart_path
+from components.kube.charts import CHARTS_DIR, local_chart_dir, release_chart_path
 from components.plan.run import plan_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components.instance_types import GPU_INSTANCE_TYPES
+from components.tables.instance_types import GPU_INSTANCE_TYPES
 from tests.helpers.tools import load_tool
 
 dra = load_tool("dra_publisher")
@@ -90,7 +90,7 @@ def test_mixed_models_per_node() -> None:
 
 
 def test_every_instance_type_product_has_a_model() -> None:
-    """Product names are NVML's (the driver's productName), as components/instance_types.py spells them."""
+    """Product names are NVML's (the driver's productName), as components/tables/instance_types.py spells them."""
     for itype, facts in GPU_INSTANCE_TYPES.items():
         model = dra.GpuModel.of(facts.product_name, facts.architecture, facts.memory_mib)
         assert (model.product_name, model.memory) == (facts.product_name, f"{facts.memory_mib}Mi"), itype

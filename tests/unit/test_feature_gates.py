@@ -1,4 +1,4 @@
-"""The feature-gate table (components/feature_gates.py): its facts against the Kubernetes sources, what
+"""The feature-gate table (components/facts/feature_gates.py): its facts against the Kubernetes sources, what
 required() sets per track and feature, the refusals, and the platforms that read it."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from components import feature_gates as fg
 from components.addons.selected import addon_facts
 from components.aws import userdata as ud
-from components.feature_gate_rules import feature_gate_problems
+from components.facts import feature_gates as fg
+from components.facts.feature_gate_rules import feature_gate_problems
 from components.kind import config as kc
 from components.settings.model import Settings
 from tests.helpers.cluster_gates import local_cluster_gates
@@ -256,7 +256,7 @@ def test_no_other_module_names_a_kubernetes_gate() -> None:
     literal = re.compile(rf"""["']({names})\b""")
     offenders = []
     for path in [*(REPO / "components").rglob("*.py"), *(REPO / "tools").glob("*.py")]:
-        if path.name == "feature_gates.py" and path.parent.name == "components":
+        if path.name == "feature_gates.py" and path.parent.name == "facts":
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if literal.search(line) and not line.lstrip().startswith("#"):  # comments may name them

@@ -1,11 +1,11 @@
-"""The network facts of the GPU table (components/instance_types.py), held against the rules AWS
+"""The network facts of the GPU table (components/tables/instance_types.py), held against the rules AWS
 documents for them, and the rows a multi-node training pool is planned from."""
 
 from __future__ import annotations
 
 import pytest
 
-from components.instance_types import GPU_INSTANCE_TYPES, gpu_facts
+from components.tables.instance_types import GPU_INSTANCE_TYPES, gpu_facts
 
 
 def test_every_row_has_network_facts_that_obey_aws_rules() -> None:

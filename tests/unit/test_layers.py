@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from components.paths import PROJECT_DIR
+from components.tables.paths import PROJECT_DIR
 
 SCRIPT = PROJECT_DIR / "scripts" / "layers.py"
 
@@ -93,9 +93,9 @@ def test_the_unedited_copy_passes(tree: Path) -> None:
     # a platform importing an add-on: siblings of one layer
     ("aws/tags.py", "from ..addons import base", "aws and addons are independent siblings"),
     # a table importing the settings, absolutely (the installed spelling of the package)
-    ("pins.py", f"import {NAME}.settings.model", "tables imports settings"),
+    ("tables/pins.py", f"import {NAME}.settings.model", "tables imports settings"),
     # under TYPE_CHECKING still counts
-    ("labels.py", f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from {NAME}.cli import main",
+    ("tables/labels.py", f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from {NAME}.cli import main",
      "tables imports cli"),
 ])
 def test_an_upward_import_fails(tree: Path, file: str, code: str, expected: str) -> None:
@@ -107,11 +107,11 @@ def test_an_upward_import_fails(tree: Path, file: str, code: str, expected: str)
 
 def test_a_circle_fails_even_inside_one_layer_and_through_a_lazy_import(tree: Path) -> None:
     # pins and labels are both tables (no upward edge): only the circle check can see this
-    _append(tree / "labels.py", "from . import pins  # noqa")
-    _append(tree / "pins.py", "def _probe() -> None:\n    from . import labels  # noqa")
+    _append(tree / "tables" / "labels.py", "from . import pins  # noqa")
+    _append(tree / "tables" / "pins.py", "def _probe() -> None:\n    from . import labels  # noqa")
     report = _check(tree)
     assert report.upward == []
-    assert [f"{NAME}.labels", f"{NAME}.pins"] in report.circles
+    assert [f"{NAME}.tables.labels", f"{NAME}.tables.pins"] in report.circles
 
 
 def test_a_module_in_no_layer_fails(tree: Path) -> None:
@@ -139,7 +139,7 @@ def test_docs_show_the_table_the_test_enforces() -> None:
 
 def test_pure_modules_load_no_pulumi_provider_sdk() -> None:
     """Facts, values and the one gate are plain Python: reading them must not load a provider SDK."""
-    code = ("import sys, components.cluster_facts, components.smoke.values, components.addons.graph, "
+    code = ("import sys, components.facts.cluster, components.smoke.values, components.addons.graph, "
             "components.validate; print(sorted(m for m in ('pulumi_kubernetes', 'pulumi_aws') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

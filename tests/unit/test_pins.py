@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from components import pins
 from components.addons.catalog import ADDONS
+from components.tables import pins
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,7 @@ def test_snap_tracks_are_classic_and_consistent() -> None:
 
 
 def test_no_version_is_hard_coded_outside_the_pin_table() -> None:
-    """Chart versions and image tags appear in components/ only through components/pins.py."""
+    """Chart versions and image tags appear in components/ only through components/tables/pins.py."""
     pinned = {c.version for c in pins.CHARTS.values()} | {i.tag for i in pins.IMAGES.values() if "." in i.tag}
     pinned |= {t.kubernetes for t in pins.SNAP_TRACKS.values()}
     # An add-on module records the tags its PINNED chart decides (its values.yaml at the pin, sourced

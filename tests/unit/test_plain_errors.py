@@ -1,5 +1,5 @@
 """Failures read cleanly: a PlainError loses its Python stack in Pulumi's provider host only, and
-the engine-shutdown line is dropped (components/plain_errors.py)."""
+the engine-shutdown line is dropped (components/runtime/plain_errors.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import traceback
 import pytest
 
 from components import PROJECT_DIR
-from components.plain_errors import (
+from components.runtime.plain_errors import (
     MONITOR_GONE,
     PlainError,
     install_in_provider_host,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.settings import parse_settings
 from components.settings.load import read_stack_file
+from components.tables import pins
 from components.validate import from_config as settings_from_config
 from tests.unit.helpers import model_problems
 

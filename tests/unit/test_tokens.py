@@ -1,4 +1,4 @@
-"""Resource type tokens live in components/tokens.py only: the classes that register them and the
+"""Resource type tokens live in components/tables/tokens.py only: the classes that register them and the
 readers that match them (plan, timeline, policies, stamping, state) import the same constant."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import tokenize
 
 import pulumi.dynamic
 
-from components import tokens
-from components.paths import PROJECT_DIR
+from components.tables import tokens
+from components.tables.paths import PROJECT_DIR
 
 # Any `<package>:<module>:<Type>` string of a Pulumi package the project uses (pyproject's pulumi-*
 # dependencies, the engine's own, the Python SDK's dynamic resources, ours): a resource or invoke token.

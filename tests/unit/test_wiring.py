@@ -11,8 +11,8 @@ from typing import Any
 import pulumi
 
 from components.api import GpuCluster, GpuClusterArgs, GpuPool
-from components.paths import PROJECT_DIR
 from components.plan.mockengine import PlanRun, run_program
+from components.tables.paths import PROJECT_DIR
 from components.validate import parse
 from components.wiring import Names, wire
 

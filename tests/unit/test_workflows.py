@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components import pins
 from components.settings.load import read_stack_file
+from components.tables import pins
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 from functools import cache
 
-from ... import pins
-from ...instance_types import arch_for_instance_type
+from ...tables import pins
+from ...tables.instance_types import arch_for_instance_type
 from ..model import PRODUCTION_NAMES, Settings
 from ..problems import ROOT, Problem, cut
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from ... import pins
+from ...tables import pins
 from ..facts import (
     nested,
     pool_gpus,
@@ -15,7 +15,7 @@ from ..facts import (
 from ..model import Settings
 from ..problems import ROOT, Problem, cut
 
-# A GPU driver branch, as the GPU Operator's precompiled images are tagged (components/pins.py).
+# A GPU driver branch, as the GPU Operator's precompiled images are tagged (components/tables/pins.py).
 DRIVER_BRANCH = re.compile(r"^\d+$")
 
 

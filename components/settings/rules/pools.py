@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ...instance_types import arch_for_instance_type
-from ...labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from ...tables.instance_types import arch_for_instance_type
+from ...tables.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from .. import k8s_syntax
 from ..facts import (
     pool_gpus,

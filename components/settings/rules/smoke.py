@@ -67,7 +67,7 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     yield from _smoke_memory(s)
 
 
-# Who publishes the GPUs where no NVIDIA driver runs (components/cluster.py simulated_gpus).
+# Who publishes the GPUs where no NVIDIA driver runs (components/kube/cluster_handle.py simulated_gpus).
 SIMULATED_GPUS = {
     # run-ai/fake-gpu-operator v0.2.0 (3a3f644) internal/dra-plugin-gpu/discovery.go: type gpu only.
     "kind": "kind's fake-gpu-operator (its DRA plugin)",
@@ -171,7 +171,7 @@ def _smoke_memory(s: Settings) -> Iterator[Problem]:
         best = max(f.memory_mib for _p, f in facts) // 1024
         yield (f"{ROOT}.smokeTest.minMemoryGiB",
                f"{want} GiB matches no GPU: {published} (the driver publishes NVML's framebuffer, below the size on "
-               f"the box; components/instance_types.py); at most {best}")
+               f"the box; components/tables/instance_types.py); at most {best}")
 
 
 def _smoke_pool(s: Settings) -> Iterator[Problem]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import pins
-from ...efa import HUGEPAGES_2MI
-from ...nodes import pool_label
+from ...facts.efa import HUGEPAGES_2MI
+from ...facts.nodes import pool_label
 from ...settings.model import Settings
+from ...tables import pins
 from .. import all_reduce
 from ..all_reduce_rules import all_reduce_problems
 from ..checks.base import Check

@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...instance_types import nvlink_domain
-from ...nodes import pool_label
+from ...facts.nodes import pool_label
 from ...settings.facts import compute_domains_on, provided_pools
 from ...settings.model import NodePoolSettings, Settings
 from ...settings.problems import ROOT, Problem
 from ...settings.rules.smoke import SIMULATED_GPUS
+from ...tables.instance_types import nvlink_domain
 from ..checks.base import Check
 from ..expectations import NO_KUBELET, CaseExpectation
 from ..snapshot import Obj, allocation_nodes, allocation_results, attribute, claim_of, name
@@ -110,9 +110,9 @@ def problems(s: Settings) -> Iterator[Problem]:
             names = ", ".join(p.name for p in provided_pools(s))
             yield f"{path}.pool", f"'{wanted}' is not a node pool this platform provides ({names})"
         else:
-            yield (f"{path}.pool", "no node pool's instance type has multi-node NVLink (components/instance_types.py "
-                                   "nvlink_domain, e.g. p6e-gb200.36xlarge): a ComputeDomain spans an NVLink fabric "
-                                   "across nodes")
+            yield (f"{path}.pool", "no node pool's instance type has multi-node NVLink "
+                                   "(components/tables/instance_types.py nvlink_domain, e.g. p6e-gb200.36xlarge): "
+                                   "a ComputeDomain spans an NVLink fabric across nodes")
         return
     where = f"{path}.pool" if c.pool is not None else (f"{ROOT}.smokeTest.pool" if wanted else f"{path}.pool")
     if not multi_node(pool):

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...labels import POOL_LABELS
-from ...nodes import pool_label
+from ...facts.nodes import pool_label
 from ...settings.facts import pool_gpus, provided_pools
 from ...settings.model import NodePoolSettings, Settings
 from ...settings.problems import ROOT, Problem
+from ...tables.labels import POOL_LABELS
 from ..checks.base import Check
 from ..expectations import CaseExpectation
 from ..snapshot import attribute, labels, name
@@ -78,7 +78,7 @@ def values(s: Settings) -> dict[str, Any]:
 
 def problems(s: Settings) -> Iterator[Problem]:
     """Both pools named, provided here, of different GPU models. The track's DRAPrioritizedList is
-    the feature-gate table's rule (components/feature_gate_rules.py); allocation dra is smokeTest's."""
+    the feature-gate table's rule (components/facts/feature_gate_rules.py); allocation dra is smokeTest's."""
     f = s.smoke_test.first_available
     path = f"{ROOT}.smokeTest.firstAvailable"
     if not f.enabled:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...feature_gates import smoke_gpu_health_on
+from ...facts.feature_gates import smoke_gpu_health_on
 from ...settings.model import Settings
 from ..checks.base import Check
 from ..snapshot import Obj, allocation_results, name
@@ -164,5 +164,5 @@ def check_gpu_health(v: View) -> CheckResult:
 
 
 # No refusals of its own: smokeTest.gpuHealth true with gpu health off, and gpuStack.gpuHealth where the track
-# lacks DRADeviceTaints, are components/feature_gate_rules.py's.
+# lacks DRADeviceTaints, are components/facts/feature_gate_rules.py's.
 FAMILY = CaseFamily("gpuHealth", checks=(Check(CHECK, HOP, check_gpu_health),), values=values)

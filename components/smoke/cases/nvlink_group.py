@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ...instance_types import nvlink_domain
-from ...nodes import pool_label
+from ...facts.nodes import pool_label
 from ...settings.facts import pool_gpus
 from ...settings.model import NodePoolSettings, Settings
 from ...settings.problems import ROOT, Problem
 from ...settings.rules.queues import smoke_quota_problems
 from ...settings.rules.smoke import SIMULATED_GPUS
+from ...tables.instance_types import nvlink_domain
 from ..checks.base import Check
 from ..expectations import DRIVER, CaseExpectation
 from ..snapshot import Obj, container_state, name, start_failure
@@ -106,8 +106,8 @@ def problems(s: Settings) -> Iterator[Problem]:
         wanted = g.pool or t.pool
         names = ", ".join(p.name for p in s.node_pools)
         yield field, (f"'{wanted}' is not a node pool ({names})" if wanted is not None else
-                      "no node pool's instance type has NVSwitch GPUs (components/instance_types.py nvlink_domain "
-                      "scope single-node): set smokeTest.nvlinkGroup.pool")
+                      "no node pool's instance type has NVSwitch GPUs (components/tables/instance_types.py "
+                      "nvlink_domain scope single-node): set smokeTest.nvlinkGroup.pool")
         return
     if t.scheduler == "kai":
         yield from smoke_quota_problems(s, g.gpus, "smokeTest.nvlinkGroup", "smokeTest.nvlinkGroup.gpus")

@@ -7,7 +7,7 @@ own checks (components/smoke/cases) run between cleanup and DCGM.
 
 from __future__ import annotations
 
-from ...labels import POOL_LABELS
+from ...tables.labels import POOL_LABELS
 from .. import device_class as dclass
 from ..expectations import GFD_COUNT_LABEL, INSTANCE_TYPE_LABEL, NO_KUBELET, QUEUE_LABEL
 from ..snapshot import (

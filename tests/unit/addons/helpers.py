@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components.addons.base import Addon, AddonContext
 from components.addons.graph import install_graph
-from components.cluster_facts import ClusterFacts, cluster_facts
+from components.facts.cluster import ClusterFacts, cluster_facts
 from components.plan.mockengine import PlanRun, Recorded
 from components.settings import Settings, parse_settings
 

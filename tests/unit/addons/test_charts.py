@@ -15,7 +15,7 @@ import yaml
 
 from components.addons import observability
 from components.addons.graph import final_values, install_graph
-from components.charts import chart_dir, render
+from components.kube.charts import chart_dir, render
 from tests.helpers.golden import assert_golden
 from tests.helpers.k8s_schema import VERSIONS, schema_errors
 from tests.unit.addons.helpers import settings

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from components import pins
 from components.addons import docs
+from components.tables import pins
 
 
 def test_docs_are_current() -> None:

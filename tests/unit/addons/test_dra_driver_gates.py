@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.addons import dra_driver
 from components.addons.dra_driver_gates import EXCLUSIVE, KNOWN_GATES, REQUIRES, release_line
+from components.tables import pins
 from components.validate import validate
 from tests.unit.addons.helpers import final_values, settings
 

@@ -9,9 +9,9 @@ import pytest
 from components.addons import efa_device_plugin
 from components.addons.catalog import BY_NAME
 from components.addons.graph import final_values, install_graph
-from components.labels import EFA_NODE_LABEL
 from components.plan.run import Recorded
 from components.policies.namespaces import ENFORCE, PRIVILEGED_CHARTS
+from components.tables.labels import EFA_NODE_LABEL
 from tests.unit.addons.helpers import settings
 from tests.unit.policies.test_stacks import committed
 

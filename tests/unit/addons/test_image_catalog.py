@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.addons import image_catalog as catalog
 from components.addons.base import deep_merge
 from components.addons.catalog import ADDONS
@@ -16,6 +15,7 @@ from components.addons.graph import cluster_capabilities, select
 from components.addons.image_catalog import mirror_values
 from components.addons.image_refs import PUBLIC_HOSTS, ImageRef, parse_ref, public_image_refs
 from components.settings import Settings, parse_settings
+from components.tables import pins
 from tests.unit.addons.helpers import DRIVER_MODES, final_values, stack
 
 MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
@@ -208,7 +208,7 @@ def test_preload_with_a_kernel_adds_the_precompiled_driver() -> None:
 
 
 def test_unknown_chart_is_refused() -> None:
-    with pytest.raises(KeyError, match=r"not in components/pins\.py"):
+    with pytest.raises(KeyError, match=r"not in components/tables/pins\.py"):
         catalog.chart_images("nope", _aws_everything())
 
 

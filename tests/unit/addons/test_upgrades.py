@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.addons.addon_set import ENGINE_GRACE_SECONDS, AddonSet, release_source, set_fingerprint
 from components.addons.catalog import ADDONS, BY_NAME
 from components.addons.crds import BY_CHART, CRD_HANDLING
 from components.addons.gpu_operator import operator_digest
 from components.addons.graph import AddonGraphError, install_graph
-from components.charts import chart_version
+from components.kube.charts import chart_version
 from components.plan.mockengine import PlanRun, run_program
 from components.policies.facts import StackFacts
 from components.policies.helm import HELM_RELEASE_PINNED, RELEASE
@@ -22,6 +21,7 @@ from components.policies.offline import resource_args
 from components.settings import Settings
 from components.settings.load import SettingsError
 from components.smoke.component import SmokeTest
+from components.tables import pins
 from tests.unit.addons.helpers import StandInCluster, ancestors, by_name, context, final_values, settings
 
 WAIT = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"

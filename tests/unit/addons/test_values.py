@@ -6,10 +6,10 @@ import itertools
 
 import pytest
 
-from components import pins
 from components.addons import dra_driver, fake_gpu_operator, gpu_operator, kai_queues, kai_scheduler
-from components.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
-from components.nodes import gpu_node_labels
+from components.facts.nodes import gpu_node_labels
+from components.tables import pins
+from components.tables.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
 from tests.unit.addons.helpers import DRIVER_MODES, TRACKS, final_values, settings, stack
 
 CELLS = list(itertools.product(TRACKS, DRIVER_MODES, ("dra", "device-plugin")))

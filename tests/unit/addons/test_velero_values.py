@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import pins
 from components.addons.base import AddonContext, deep_merge
 from components.addons.velero_values import (
     RESTORE_LOCATION,
@@ -13,9 +12,10 @@ from components.addons.velero_values import (
     credentials_values,
     velero_values,
 )
-from components.backup_names import CREDENTIALS_SECRET
-from components.cluster_facts import cluster_facts
+from components.facts.cluster import cluster_facts
 from components.settings.model import Settings
+from components.tables import pins
+from components.tables.backup_names import CREDENTIALS_SECRET
 
 
 def _settings(**backup: Any) -> Settings:

@@ -11,10 +11,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components import instance_types
 from components.aws import ami, iam, kubeconfig, network, security_groups, tags
 from components.aws.control_plane import placement
 from components.settings.model import Settings
+from components.tables import instance_types
 from tests.unit.aws.conftest import settings_for
 
 # -- network -----------------------------------------------------------------------------------

@@ -13,11 +13,11 @@ from components.addons import dra_driver
 from components.aws.ami import ssm_parameter
 from components.aws.launch_rules import launch_problems
 from components.images.settings import parse_image_settings
-from components.instance_types import GPU_INSTANCE_TYPES, nvlink_domain
 from components.plan.mockengine import PlanMocks, PlanRun
 from components.settings.facts import compute_domains_on
 from components.settings.load import SettingsError
 from components.settings.model import Settings
+from components.tables.instance_types import GPU_INSTANCE_TYPES, nvlink_domain
 from tests.unit.addons.helpers import final_values
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
 from tests.unit.helpers import by_path, raised_problems

@@ -1,5 +1,5 @@
 """Training pools' launches: AWS's EFA layout, placement groups, reserved capacity and zones, as the
-plan registers them and as AWS's rules refuse them (components/efa.py, launch.py, launch_rules.py)."""
+plan registers them and as AWS's rules refuse them (components/facts/efa.py, launch.py, launch_rules.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components import efa
 from components.aws.launch import launch_plan
 from components.aws.launch_rules import launch_problems
+from components.facts import efa
 from components.settings.load import SettingsError
 from components.settings.model import NodePoolSettings, Settings
 from components.validate import validate

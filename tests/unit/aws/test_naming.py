@@ -25,9 +25,7 @@ from components.aws.inventory import (
     planned_names,
 )
 from components.aws.naming import NAME_RULES, name_problems, physical_name, tag_problems
-from components.backup_names import ALIAS_MAX, BUCKET_MAX, USER_MAX, bucket_name, key_alias, user_name
 from components.dr.policies import velero_policy
-from components.hashed_names import digest, fit, hashed_stems
 from components.plan import run as plan_run
 from components.plan.artifacts import user_data
 from components.plan.mockengine import PlanRun, Recorded, RecordingMonitor
@@ -36,6 +34,8 @@ from components.settings.load import SETTINGS_KEY, SettingsError, read_stack_fil
 from components.settings.model import RestoreSource, Settings
 from components.stamping.derive import derive_all
 from components.stamping.overrides import load_overrides
+from components.tables.backup_names import ALIAS_MAX, BUCKET_MAX, USER_MAX, bucket_name, key_alias, user_name
+from components.tables.hashed_names import digest, fit, hashed_stems
 from components.validate import parse as parse_settings
 from tests.unit.aws.conftest import run_cluster, settings_for, stack_raw
 from tests.unit.stamping.helpers import DATA, template

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.addons.image_refs import ImageRef
 from components.images.document import carried_document
 from components.images.settings import parse_image_settings
+from components.tables import pins
 
 PIN = {"kubernetes": {"track": "1.34-classic", "snap": {"version": "v1.34.4", "revision": 5325}}}
 IMAGES = (ImageRef("nvcr.io", "nvidia/gpu-operator", "v26.7.0", "test"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from components import pins
 from components.images.settings import image_settings_from_config, parse_image_settings
 from components.settings.load import SettingsError
+from components.tables import pins
 from tests.unit.helpers import by_path, raised_problems
 
 PIN = {"kubernetes": {"track": "1.34-classic", "snap": {"version": "v1.34.4", "revision": 5325}}}
@@ -111,7 +111,7 @@ def test_a_build_instance_needs_a_gpu_and_open_modules_need_turing_or_newer(monk
         "image.buildInstanceType"]
     # The instance table has no pre-Turing GPU today; a Volta one (p3) shows the rule.
     import components.images.settings as image_settings
-    from components.instance_types import GpuFacts
+    from components.tables.instance_types import GpuFacts
 
     monkeypatch.setattr(image_settings, "gpu_facts", lambda t: GpuFacts(1, "Tesla V100-SXM2-16GB", 16384, "Volta"))
     assert "Turing or newer" in _problems({"region": "eu-west-1", "buildInstanceType": "p3.2xlarge", **PIN})[

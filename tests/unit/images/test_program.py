@@ -10,11 +10,12 @@ import pulumi
 import pytest
 import yaml
 
-from components import PROJECT_DIR, pins
+from components import PROJECT_DIR
 from components.images.document import document_problems
 from components.images.settings import image_settings_from_config
 from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.plan.names import recorded_problems
+from components.tables import pins
 from components.validate import load_stack
 from tests.helpers.registrations import resources_only, watch_registrations
 
@@ -156,7 +157,7 @@ def test_aws_dev_pools_boot_the_image_the_committed_image_stack_publishes() -> N
         s = image_settings_from_config(_config(path), str(path))
         for region in s.regions:
             published[(region, s.parameter)] = s.architecture
-    from components.instance_types import arch_for_instance_type
+    from components.tables.instance_types import arch_for_instance_type
 
     for pool in dev.node_pools:
         assert (dev.region, pool.ami) in published, f"pool {pool.name}: {pool.ami} is not built for {dev.region}"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from components import pins
 from components.kind import commands
+from components.tables import pins
 from tests.helpers.tools import skip_or_fail
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import pins
 from components.kind import config as kc
 from components.kind.schema import validation_errors
 from components.settings.model import Settings
+from components.tables import pins
 from components.validate import load_stack
 from components.validate import parse as parse_settings
 from tests.helpers.golden import assert_golden

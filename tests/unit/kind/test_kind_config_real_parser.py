@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from components import pins
+from components.tables import pins
 from tests.helpers.tools import skip_or_fail
 
 HERE = Path(__file__).resolve().parent

@@ -13,7 +13,7 @@ import pulumi
 import pytest
 import yaml
 
-from components.cluster_facts import AddonFacts
+from components.facts.cluster import AddonFacts
 from components.kind import commands
 from components.kind.config import render_kind_config
 from components.plan.mockengine import Recorded, run_program

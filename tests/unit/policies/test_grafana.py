@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.policies.grafana import GRAFANA_ADMIN_CREDENTIALS
 from components.policies.helm import CHART_V4, RELEASE
+from components.tables import pins
 from tests.unit.policies.helpers import violations
 
 KPS = pins.chart("kube-prometheus-stack")

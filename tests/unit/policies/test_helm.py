@@ -1,7 +1,7 @@
 from typing import Any
 
-from components import pins
 from components.policies.helm import HELM_RELEASE_PINNED, ONE_GPU_ADVERTISER, PROJECT_DIR, RELEASE
+from components.tables import pins
 from tests.unit.policies.helpers import res, stack_violations, violations
 
 

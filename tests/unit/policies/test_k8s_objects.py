@@ -8,10 +8,10 @@ from typing import Any
 import pulumi_kubernetes as k8s
 import pytest
 
-from components import pins
 from components.plan.mockengine import run_program
 from components.policies.k8s_objects import MAX_DEPTH, inline_documents, kind_of, objects
 from components.policies.offline import evaluate, from_records
+from components.tables import pins
 from tests.unit.policies.helpers import facts, res
 
 PLUGIN = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "dp", "namespace": "kube-system"},

@@ -122,7 +122,7 @@ def test_a_local_chart_release_may_carry_the_policy(monkeypatch: pytest.MonkeyPa
         rendered.append((name, namespace))
         return [{"kind": "NetworkPolicy", **DENY_ALL}]
 
-    monkeypatch.setattr("components.charts.render", fake_render)
+    monkeypatch.setattr("components.kube.charts.render", fake_render)
     smoke = res(RELEASE, {"name": "smoke", "chart": str(PROJECT_DIR / "charts" / "gpu-smoke-test"),
                           "namespace": "gpu-smoke-test", "values": {}})
     assert stack_violations(SMOKE_TEST_ISOLATED, [smoke], facts()) == []

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components import pins
 from components.policies.helm import CHART_V4, ONE_GPU_ADVERTISER, RELEASE
 from components.policies.workloads import WORKLOAD_IMAGES_PINNED, image_problem
+from components.tables import pins
 from tests.unit.policies.helpers import res, stack_violations
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4

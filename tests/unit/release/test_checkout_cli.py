@@ -38,7 +38,7 @@ def test_a_bad_stack_is_caught_across_the_two_names(tmp_path: Path) -> None:
 ALIAS = """
 import sys
 import ck8s_gpu.settings.model as installed
-from ck8s_gpu.checkout_alias import alias_checkout_name
+from ck8s_gpu.runtime.checkout_alias import alias_checkout_name
 assert "components" not in sys.modules
 alias_checkout_name(); alias_checkout_name()
 import components.settings.model as checkout

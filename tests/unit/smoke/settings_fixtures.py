@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import pins
-from components.cluster_facts import cluster_facts
+from components.facts.cluster import cluster_facts
 from components.settings.model import Settings
 from components.smoke.plan import SmokePlan, smoke_plan
+from components.tables import pins
 from components.validate import parse as parse_settings
 
 AWS: dict[str, Any] = {

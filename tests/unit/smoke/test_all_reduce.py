@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from components import pins
-from components.charts import render
+from components.kube.charts import render
 from components.policies.namespaces import smoke_isolation_problem
 from components.settings import SettingsError
 from components.smoke import all_reduce
 from components.smoke.expectations import CASE_LABEL, RUN_LABEL
 from components.smoke.verifier import FAILED, PASSED, Snapshot, verify
+from components.tables import pins
 from components.validate import parse
 from tests.unit.helpers import settings_problems
 from tests.unit.smoke import settings_fixtures as sf
@@ -192,7 +192,7 @@ def test_the_case_renders_a_topology_bound_gang_of_whole_nodes_with_their_efa() 
 
 
 def test_its_network_policy_opens_the_case_to_itself_only() -> None:
-    from components.charts import release_chart_path
+    from components.kube.charts import release_chart_path
     from components.smoke.values import CHART
 
     plan = sf.plan(sf.AWS_ALL_REDUCE)
@@ -276,7 +276,7 @@ def test_an_own_floor_replaces_the_missing_published_one() -> None:
 
 
 def test_every_floor_names_a_source_and_a_type_with_efa() -> None:
-    from components.efa import efa_supported
+    from components.facts.efa import efa_supported
 
     for instance_type, f in all_reduce.FLOORS.items():
         assert efa_supported(instance_type) and f.gbps > 0 and "awsome-distributed-training" in f.source

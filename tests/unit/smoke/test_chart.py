@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.charts import chart_dir, render
+from components.kube.charts import chart_dir, render
 from components.smoke.expectations import RELEASE_ANNOTATION, RELEASE_VALUE
 from components.smoke.plan import SmokePlan
 from tests.helpers.golden import assert_golden
@@ -200,7 +200,7 @@ def test_selectors_become_escaped_cel() -> None:
 
 
 def test_image_is_pinned_by_digest_and_registry_is_overridable() -> None:
-    from components import pins
+    from components.tables import pins
 
     pin = pins.image("smoke-test")
     images = {c["image"] for o in rendered(sf.plan(sf.AWS_ALL_CASES)) if o["kind"] == "Job"
@@ -297,7 +297,7 @@ def test_schema_requires_every_value_the_builder_sets() -> None:
 
 
 def test_namespace_is_default_deny_as_the_isolation_policy_requires() -> None:
-    from components.charts import release_chart_path
+    from components.kube.charts import release_chart_path
     from components.policies.namespaces import smoke_isolation_problem
     from components.smoke.values import CHART
 

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.cluster_facts import ClusterFacts, cluster_facts
+from components.facts.cluster import ClusterFacts, cluster_facts
 from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.settings.model import Settings
 from components.smoke import provider as prov

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from components.charts import render
+from components.kube.charts import render
 from components.settings.model import Settings
 from components.smoke.cases import compute_domain as cdc
 from components.smoke.collect import collect

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from components.charts import render
-from components.labels import SIMULATED_POOL_LABEL
+from components.kube.charts import render
 from components.smoke.cases import first_available as fa
 from components.smoke.expectations import CaseExpectation, PoolExpectation, object_name
 from components.smoke.snapshot import Obj
 from components.smoke.verifier import FAILED, PASSED, SKIPPED, verify
 from components.smoke.view import View
+from components.tables.labels import SIMULATED_POOL_LABEL
 from tests.helpers.k8s_schema import VERSIONS, schema_errors
 from tests.unit.helpers import by_path, raised_problems
 from tests.unit.smoke import fixtures as fx

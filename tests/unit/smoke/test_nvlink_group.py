@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.charts import render
+from components.kube.charts import render
 from components.smoke.cases import FAMILIES, nvlink_group
 from components.smoke.expectations import CaseExpectation, object_name
 from components.smoke.verifier import FAILED, PASSED, SKIPPED, CheckResult, verify

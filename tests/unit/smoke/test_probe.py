@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from components.charts import render
+from components.kube.charts import render
 from components.smoke import probe
 from tests.helpers.tools import skip_or_fail
 from tests.unit.smoke import settings_fixtures as sf

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from components.charts import render
+from components.kube.charts import render
 from components.smoke.gateway import KubeError
 from components.smoke.plan import SmokePlan
 from components.smoke.run import Progress, Ref, RunSpec, cleanup, fresh_job, install, is_pristine, run_smoke

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from components import pins
-from components.cluster_facts import cluster_facts
-from components.labels import POOL_TAG, SIMULATED_POOL_LABEL
+from components.facts.cluster import cluster_facts
 from components.smoke.plan import smoke_plan
+from components.tables import pins
+from components.tables.labels import POOL_TAG, SIMULATED_POOL_LABEL
 from components.validate import parse
 from tests.unit.smoke.test_settings_smoke import problems, with_smoke
 

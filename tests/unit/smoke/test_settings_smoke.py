@@ -10,7 +10,7 @@ import pytest
 
 from components.addons import dra_driver
 from components.addons.base import AddonContext
-from components.cluster_facts import cluster_facts
+from components.facts.cluster import cluster_facts
 from components.settings import SettingsError
 from components.settings.model import Settings
 from components.settings.rules.smoke import mig_profile_problems

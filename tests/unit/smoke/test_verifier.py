@@ -361,6 +361,6 @@ def test_pool_label_beats_instance_type() -> None:
 
 def test_pool_labels_match_what_the_platforms_apply() -> None:
     from components.aws.userdata import POOL_LABEL
-    from components.labels import POOL_LABELS, SIMULATED_POOL_LABEL
+    from components.tables.labels import POOL_LABELS, SIMULATED_POOL_LABEL
 
     assert POOL_LABELS == (POOL_LABEL, SIMULATED_POOL_LABEL)

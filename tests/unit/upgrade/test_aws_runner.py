@@ -7,7 +7,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from components.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
+from components.tables.labels import CLUSTER_TAG, POOL_TAG, ROLE_TAG
 from components.upgrade.aws_runner import SsmRunner, discover
 
 CID = "a1b2c3d4-0000-4000-8000-00000000abcd"  # SSM command ids are UUIDs (length 36 in the model)

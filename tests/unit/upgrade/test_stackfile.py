@@ -62,7 +62,7 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path: Path, monkeypatch: py
     def interrupted(_fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(os, "fsync", interrupted)  # components/atomic.py does the write
+    monkeypatch.setattr(os, "fsync", interrupted)  # components/runtime/atomic.py does the write
     with pytest.raises(KeyboardInterrupt):
         stackfile.write_atomic(path, "new\n")
     assert path.read_text() == "old\n"

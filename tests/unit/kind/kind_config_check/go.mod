@@ -1,7 +1,7 @@
 // Validates a kind config with kind's own loader and validator (what `kind create cluster` runs
 // first). The module path sits under sigs.k8s.io/kind/pkg/ so Go lets it import kind's internal
 // config packages; it is a test tool, never part of the product. Keep the kind version equal to
-// components/pins.py TOOLS["kind"] (tests/unit/kind/test_kind_config_real_parser.py checks).
+// components/tables/pins.py TOOLS["kind"] (tests/unit/kind/test_kind_config_real_parser.py checks).
 module sigs.k8s.io/kind/pkg/ck8sgpucheck
 
 go 1.22

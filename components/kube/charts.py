@@ -11,15 +11,13 @@ from typing import Any
 
 import yaml
 
-from .paths import PROJECT_DIR
+from ..tables.paths import PACKAGE_DIR, PROJECT_DIR
 
 
 def _charts_dir() -> Path:
     # An installed wheel carries charts/ as components/_charts (setup.py); a checkout (and an
     # editable install) has it at the top, beside components/.
-    # Not resolved: a virtualenv reached through a symlink keeps its path, so a release's chart
-    # input stays relative to the project that holds it.
-    packaged = Path(__file__).parent / "_charts"
+    packaged = PACKAGE_DIR / "_charts"
     return packaged if packaged.is_dir() else PROJECT_DIR / "charts"
 
 

@@ -1,5 +1,5 @@
 """GPU node labels and tolerations from the settings (pure): the platforms apply the labels, the
-add-ons select on them and tolerate every GPU pool's taints. The keys: components/labels.py.
+add-ons select on them and tolerate every GPU pool's taints. The keys: components/tables/labels.py.
 """
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
-from .settings.model import NodePoolSettings, Settings
+from ..settings.model import NodePoolSettings, Settings
+from ..tables.labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
 
 
 def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .instance_types import gpu_facts
-from .settings.model import NodePoolSettings, PlacementSettings
+from ..settings.model import NodePoolSettings, PlacementSettings
+from ..tables.instance_types import gpu_facts
 
 InterfaceType = Literal["interface", "efa", "efa-only"]
 

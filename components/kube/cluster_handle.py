@@ -12,7 +12,7 @@ from typing import Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster_facts import ClusterFacts
+from ..facts.cluster import ClusterFacts
 
 
 class ClusterHandle(Protocol):

@@ -1,14 +1,14 @@
-"""Refusals of the feature-gate table (components/feature_gates.py): a feature the track cannot give,
+"""Refusals of the feature-gate table (components/facts/feature_gates.py): a feature the track cannot give,
 or a user gate that takes away what a needed feature requires. Registered in components/validate.py."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..settings.model import Settings
+from ..settings.problems import ROOT, Problem
+from ..tables import pins
 from . import feature_gates as fg
-from . import pins
-from .settings.model import Settings
-from .settings.problems import ROOT, Problem
 
 
 def _absent(gate: fg.Gate, minor: int) -> bool:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from . import pins
-from .settings.facts import compute_domains_on
-from .settings.model import Settings
+from ..settings.facts import compute_domains_on
+from ..settings.model import Settings
+from ..tables import pins
 
 Component = Literal["kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet"]
 COMPONENTS: tuple[Component, ...] = ("kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubelet")
@@ -131,7 +131,7 @@ def gpu_health_on(settings: Settings) -> bool:
     opt-in, ADR 0031) or absent (1.32), and off beside MPS sharing, which the driver's feature-gate
     reference lists as exclusive with NVMLDeviceHealthCheck (site/content/docs/reference/
     feature-gates.md:54; its code does not check the pair). An explicit true where the track lacks the
-    gate is refused by components/feature_gate_rules.py, with MPS by components/addons/dra_driver_gates.py.
+    gate is refused by components/facts/feature_gate_rules.py, with MPS by components/addons/dra_driver_gates.py.
     """
     explicit = settings.gpu_stack.gpu_health
     if explicit is not None:
@@ -205,7 +205,7 @@ def required(settings: Settings, minor: int | None = None) -> ClusterGates:
 
     A needed gate is set only where the minor has it and it is off by default; the user's
     kubernetes.featureGates are merged over that (theirs win; turning a needed gate off is refused by
-    components/feature_gate_rules.py), a gate of the table to its readers only, any other to every
+    components/facts/feature_gate_rules.py), a gate of the table to its readers only, any other to every
     component. runtime-config serves the APIs each gate that ends up on needs at that minor.
     """
     m = track_minor(settings) if minor is None else minor

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import pins
-from .settings.facts import pool_gpus
-from .settings.model import Settings
+from ..settings.facts import pool_gpus
+from ..settings.model import Settings
+from ..tables import pins
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ ROLE_TAG = "ck8s-gpu/role"
 POOL_TAG = "ck8s-gpu/pool"
 CONTROL_PLANE_ROLE = "control-plane"
 
-# On nodes launched with EFA interfaces (components/efa.py): the EFA device add-on runs only there.
+# On nodes launched with EFA interfaces (components/facts/efa.py): the EFA device add-on runs only there.
 EFA_NODE_LABEL = "ck8s-gpu/efa"
 
 # Node labels naming a node's pool, on AWS and on simulated pools.
