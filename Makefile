@@ -35,14 +35,19 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy   # components/, tools/*.py, scripts/*.py (pyproject.toml [tool.mypy] files)
 
+# The pure and slow tiers run on every core (pytest-xdist: their tests share no process state, each
+# works in its own tmp_path); the integration tier owns control planes, kubelets and ports: serial.
+XDIST := -n $(shell nproc 2>/dev/null || echo 2)
+
 unit: $(STAMP)                 ## every pytest tier (pure, slow, integration, node): what CI runs
-	@bash scripts/pytest.sh
+	@bash scripts/pytest.sh $(XDIST) -m "not integration"
+	@bash scripts/pytest.sh -m integration
 
 fast: $(STAMP)                 ## the pure tests: no tools, no bash node scenarios
-	@bash scripts/pytest.sh -q -m "not slow and not integration" tests/unit
+	@bash scripts/pytest.sh -q $(XDIST) -m "not slow and not integration" tests/unit
 
 slow: $(STAMP) debs            ## the node scripts in bash against the k8s-snap fake
-	@bash scripts/pytest.sh -q -m slow tests/unit
+	@bash scripts/pytest.sh -q $(XDIST) -m slow tests/unit
 
 integration: $(STAMP) debs tools   ## real engine, control plane, kubelets (root for the node tier)
 	@bash scripts/pytest.sh -q -m integration

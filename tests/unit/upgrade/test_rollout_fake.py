@@ -24,6 +24,10 @@ from components.upgrade.executor import Operator, Result, UpgradeStopped
 from tests.fakes.k8s_snap import workloads, world
 from tests.unit.upgrade.fleet_ops import Booted, FleetRunner, WorldClock, boot
 
+# Boots the cluster with the real node scripts in bash against the k8s-snap fake, then rolls it:
+# seconds per case (the `slow` tier; `make check` leaves it out, `make test` and CI run it).
+pytestmark = pytest.mark.slow
+
 TARGET = "1.35-classic"
 V135 = "v1.35.7"
 
