@@ -15,18 +15,24 @@ from typing import NoReturn
 import pytest
 
 TOOLS_DIR = Path(__file__).resolve().parents[2] / "tools"
+SCRIPTS_DIR = TOOLS_DIR.parent / "scripts"
 
 
-def load_tool(name: str) -> ModuleType:
+def load_tool(name: str, folder: Path = TOOLS_DIR) -> ModuleType:
     """tools/<name>.py (stdlib-only scripts, not a package), imported once per process."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TOOLS_DIR / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/<name>.py (not a package), imported once per process."""
+    return load_tool(name, SCRIPTS_DIR)
 
 
 # --- skip or fail: the one rule -------------------------------------------------------------------

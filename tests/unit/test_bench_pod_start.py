@@ -3,27 +3,14 @@ the pod, and the section it writes (the benchmark itself needs root and the tool
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_pod_start.py"
+from tests.helpers.tools import load_script
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_pod_start", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_pod_start"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-bp = _load()
+bp = load_script("bench_pod_start")
 IMAGE = "localhost:5000/ck8s-bench/small@sha256:" + "a" * 64
 
 

@@ -6,7 +6,6 @@ became relative (ADR 0044), saw 0 edges and passed whatever the code did."""
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import subprocess
 import sys
@@ -16,20 +15,12 @@ from pathlib import Path
 import pytest
 
 from components.tables.paths import PROJECT_DIR
+from tests.helpers.tools import load_script
 
 SCRIPT = PROJECT_DIR / "scripts" / "layers.py"
 
 
-def _load_checker():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("ck8s_layers", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["ck8s_layers"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-layers = _load_checker()
+layers = load_script("layers")
 
 
 @pytest.fixture(scope="module")
