@@ -74,6 +74,8 @@ ADDON = Addon(
     description="AWS cloud controller manager: provider IDs, zones and instance types on Nodes, Nodes of "
                 "terminated instances removed, Service load balancers",
     namespace=NAMESPACE,
+    # Only AWS has AWS's API; the nodes start with `--cloud-provider=external` exactly when it is on.
+    platform_defaults={"aws": "on", "existing": "off", "kind": "off", "local": "off"},
     # Host network on control planes (kube-system is the cluster's, labelled by nobody here).
     pod_security="privileged",
     values=values,

@@ -36,6 +36,10 @@ Readiness = Literal["helm", "cluster-policy"]
 PodSecurity = Literal["privileged", "baseline", "restricted"]
 
 Default = Literal["on", "off", "auto"]  # auto: on exactly when every need is met
+# An add-on's default on one platform: fixed, or decided from the settings (its docstring says how:
+# docs/addons.md prints it).
+DefaultRule = Default | Callable[[Settings], Default]
+PLATFORMS = ("aws", "existing", "kind", "local")
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,12 @@ class Addon:
     owns_namespace: bool = True
     # The release's URN before it became an add-on (settings, stack, project): adopted, not replaced.
     previous_urn: Callable[[Settings, str, str], str] | None = None
+    # Whether the add-on installs by default on each platform (`gpuStack.addons.<x>.enabled` wins);
+    # a catalog add-on names every platform (tests/unit/addons/test_graph.py).
+    platform_defaults: Mapping[str, DefaultRule] = field(default_factory=dict)
+    # Why a set without the values the program's wiring adds (AddonSet `extra_values`) would install
+    # something broken; None where the stack brings its own.
+    wired_values_problem: Callable[[Settings], str | None] | None = None
 
     def __post_init__(self) -> None:
         if (self.chart_pin is None) == (self.local_chart is None):

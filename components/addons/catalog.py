@@ -7,9 +7,8 @@ KAI's CRDs are, and the observability chart wherever Prometheus Operator CRDs ar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from ..settings.facts import compute_domains_on
 from ..settings.model import Settings
 from . import (
     aws_cloud_controller_manager,
@@ -23,7 +22,8 @@ from . import (
     observability,
     velero,
 )
-from .base import Addon, Capability, Default
+from .base import PLATFORMS as PLATFORMS
+from .base import Addon, Capability, Default, DefaultRule
 
 # Install order for humans (docs, plan); the real order comes from the dependency graph.
 ADDONS: tuple[Addon, ...] = (
@@ -40,54 +40,15 @@ ADDONS: tuple[Addon, ...] = (
 )
 BY_NAME: dict[str, Addon] = {a.name: a for a in ADDONS}
 
-PLATFORMS = ("aws", "existing", "kind", "local")
-
-
-def _dra_driver(settings: Settings) -> Default:
-    """on with allocation dra or computeDomains"""
-    # GPUs through DRA, or ComputeDomains next to the device plugin; otherwise nothing to serve.
-    return "on" if settings.gpu_stack.allocation == "dra" or compute_domains_on(settings) else "off"
-
-
-def _velero(settings: Settings) -> Default:
-    """on with settings.backup"""
-    # Backups are asked for by `backup:`; the program then creates the bucket Velero writes to.
-    return "on" if settings.backup is not None else "off"
-
-
-def _efa_device_plugin(settings: Settings) -> Default:
-    """on when a node pool has EFA"""
-    # The pools' EFA devices reach pods only through it; without EFA pools it would run nowhere.
-    return "on" if efa_device_plugin.efa_pools(settings) else "off"
-
-
-DefaultRule = Default | Callable[[Settings], Default]
-
-# Rows: add-on; columns: platform. `local` (KWOK nodes, no internet) installs only this
-# repository's charts, and only when their CRDs are present.
-PLATFORM_DEFAULTS: dict[str, dict[str, DefaultRule]] = {
-    # Only AWS has AWS's API; the nodes start with `--cloud-provider=external` exactly when it is on.
-    "aws-cloud-controller-manager": {"aws": "on", "existing": "off", "kind": "off", "local": "off"},
-    "gpu-operator": {"aws": "on", "existing": "on", "kind": "off", "local": "off"},
-    "dra-driver": {"aws": _dra_driver, "existing": _dra_driver, "kind": "off", "local": "off"},
-    # Only aws launches EFA interfaces; an existing cluster with EFA nodes enables it (and labels
-    # them ck8s-gpu/efa=true, the plugin's nodeSelector).
-    "aws-efa-k8s-device-plugin": {"aws": _efa_device_plugin, "existing": "off", "kind": "off", "local": "off"},
-    "fake-gpu-operator": {"aws": "off", "existing": "off", "kind": "on", "local": "off"},
-    "kai-scheduler": {"aws": "on", "existing": "on", "kind": "on", "local": "off"},
-    "kai-queues": {"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
-    # An existing cluster usually has its own Prometheus: declare monitoring-crds instead.
-    "kube-prometheus-stack": {"aws": "on", "existing": "off", "kind": "on", "local": "off"},
-    "observability": {"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
-    # Elsewhere nothing creates a bucket or credentials: enable it explicitly with your own.
-    "velero": {"aws": _velero, "existing": "off", "kind": "off", "local": "off"},
-}
+# Rows: add-on; columns: platform; each add-on module declares its own row (`platform_defaults`).
+# `local` (KWOK nodes, no internet) installs only this repository's charts, and only when their
+# CRDs are present.
+PLATFORM_DEFAULTS: dict[str, Mapping[str, DefaultRule]] = {a.name: a.platform_defaults for a in ADDONS}
 
 # Add-ons whose values are completed by the program's wiring (AddonSet `extra_values`), with why
 # an AddonSet without them would install something broken (None: the stack brings its own).
 WIRED_VALUES: dict[str, Callable[[Settings], str | None]] = {
-    "velero": velero.credentials_problem,
-}
+    a.name: a.wired_values_problem for a in ADDONS if a.wired_values_problem is not None}
 
 # What each platform's cluster brings by itself. `local`: a test publisher writes the
 # ResourceSlices of driver gpu.nvidia.com for KWOK nodes (there is no driver at all).

@@ -23,7 +23,7 @@ from ..settings.model import Settings
 from ..settings.problems import Problem
 from ..tables import pins
 from ..tables.labels import DRA_NODE_LABEL
-from .base import Addon, AddonContext, Capability
+from .base import Addon, AddonContext, Capability, Default
 from .dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
 from .dra_driver_gates import feature_gates, partition_problems, problems
 from .gpu_operator import driver_root
@@ -116,11 +116,18 @@ IMAGES: tuple[Entry, ...] = (
 )
 
 
+def _default(settings: Settings) -> Default:
+    """on with allocation dra or computeDomains"""
+    # GPUs through DRA, or ComputeDomains next to the device plugin; otherwise nothing to serve.
+    return "on" if settings.gpu_stack.allocation == "dra" or compute_domains_on(settings) else "off"
+
+
 ADDON = Addon(
     name="dra-driver",
     settings_key="dra_driver",
     description="DRA driver for NVIDIA GPUs: DeviceClass gpu.nvidia.com, ResourceSlices per GPU node",
     namespace=NAMESPACE,
+    platform_defaults={"aws": _default, "existing": _default, "kind": "off", "local": "off"},
     pod_security="privileged",
     values=values,
     chart_pin="dra-driver-nvidia-gpu",

@@ -20,7 +20,7 @@ from ..facts.efa import efa_enabled
 from ..facts.nodes import pool_tolerations
 from ..settings.model import NodePoolSettings, Settings
 from ..tables.labels import EFA_NODE_LABEL
-from .base import Addon, AddonContext
+from .base import Addon, AddonContext, Default
 from .image_refs import Entry, ImageRef, split_repository
 
 NAME = "aws-efa-k8s-device-plugin"
@@ -76,12 +76,21 @@ IMAGES: tuple[Entry, ...] = (
 )
 
 
+def _default(settings: Settings) -> Default:
+    """on when a node pool has EFA"""
+    # The pools' EFA devices reach pods only through it; without EFA pools it would run nowhere.
+    return "on" if efa_pools(settings) else "off"
+
+
 ADDON = Addon(
     name=NAME,
     settings_key="efa_device_plugin",
     description="AWS EFA device plugin: each node's EFA devices as the extended resource "
                 "vpc.amazonaws.com/efa, on EFA nodes only",
     namespace=NAMESPACE,
+    # Only aws launches EFA interfaces; an existing cluster with EFA nodes enables it (and labels
+    # them ck8s-gpu/efa=true, the plugin's nodeSelector).
+    platform_defaults={"aws": _default, "existing": "off", "kind": "off", "local": "off"},
     # Privileged container, host network, hostPath /dev/infiniband and the kubelet's
     # device-plugins directory (templates/daemonset.yaml): baseline forbids each.
     pod_security="privileged",

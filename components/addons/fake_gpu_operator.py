@@ -100,6 +100,7 @@ ADDON = Addon(
     settings_key="fake_gpu_operator",
     description="simulated GPUs for kind: DRA plugin gpu.nvidia.com, fake nvidia-smi and DCGM metrics",
     namespace=NAMESPACE,
+    platform_defaults={"aws": "off", "existing": "off", "kind": "on", "local": "off"},
     pod_security="privileged",
     values=values,
     chart_pin="fake-gpu-operator",

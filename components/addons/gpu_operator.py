@@ -260,6 +260,7 @@ ADDON = Addon(
     settings_key="gpu_operator",
     description="NVIDIA driver (or host driver), container toolkit, GFD, DCGM exporter, MIG manager",
     namespace=NAMESPACE,
+    platform_defaults={"aws": "on", "existing": "on", "kind": "off", "local": "off"},
     pod_security="privileged",
     values=values,
     chart_pin="gpu-operator",

@@ -122,6 +122,7 @@ ADDON = Addon(
     description="the settings' queue tree as KAI Queue objects, and the KAI Topology of the nodes' network "
                 "(this repository's chart)",
     namespace=NAMESPACE,  # Queues are cluster-scoped; the release lives next to KAI
+    platform_defaults={"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
     pod_security="baseline",
     values=values,
     local_chart="kai-queues",

@@ -94,6 +94,7 @@ ADDON = Addon(
     settings_key="kai_scheduler",
     description="KAI scheduler: gang scheduling, hierarchical GPU queues, DRA-aware quota",
     namespace=NAMESPACE,
+    platform_defaults={"aws": "on", "existing": "on", "kind": "on", "local": "off"},
     pod_security="baseline",
     values=values,
     chart_pin="kai-scheduler",

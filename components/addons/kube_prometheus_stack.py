@@ -104,6 +104,8 @@ ADDON = Addon(
     settings_key="kube_prometheus_stack",
     description="Prometheus Operator, Prometheus, Alertmanager, Grafana (only where none exists)",
     namespace=NAMESPACE,
+    # An existing cluster usually has its own Prometheus: declare monitoring-crds instead.
+    platform_defaults={"aws": "on", "existing": "off", "kind": "on", "local": "off"},
     pod_security="privileged",  # node-exporter uses host network, PID and paths
     values=values,
     chart_pin="kube-prometheus-stack",

@@ -35,6 +35,7 @@ ADDON = Addon(
     settings_key="observability",
     description="Grafana dashboard and PrometheusRules for GPUs (this repository's chart)",
     namespace=NAMESPACE,
+    platform_defaults={"aws": "auto", "existing": "auto", "kind": "auto", "local": "auto"},
     pod_security="restricted",
     values=values,
     local_chart="gpu-observability",

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..settings.model import Settings
 from ..tables import pins
-from .base import Addon, AddonContext
+from .base import Addon, AddonContext, Default
 from .image_refs import Entry, ImageRef, mirrored_ref, split_repository
 from .velero_values import velero_values
 
@@ -67,12 +67,21 @@ def _mirror_init_containers(settings: Settings, mirror: str) -> dict[str, Any]:
     return {"initContainers": [{**c, "image": mirrored_ref(c["image"], mirror)} for c in inits]} if inits else {}
 
 
+def _default(settings: Settings) -> Default:
+    """on with settings.backup"""
+    # Backups are asked for by `backup:`; the program then creates the bucket Velero writes to.
+    return "on" if settings.backup is not None else "off"
+
+
 ADDON = Addon(
     name="velero",
     settings_key="velero",
     description="Velero backups of cluster objects and volumes (node-agent file-system backups) to an "
                 "encrypted, versioned bucket in another region",
     namespace=NAMESPACE,
+    # Elsewhere nothing creates a bucket or credentials: enable it explicitly with your own.
+    platform_defaults={"aws": _default, "existing": "off", "kind": "off", "local": "off"},
+    wired_values_problem=credentials_problem,
     # The node agent mounts the kubelet's pod directories (hostPath), which `baseline` forbids.
     pod_security="privileged",
     values=values,
