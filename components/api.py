@@ -23,10 +23,17 @@ import pulumi
 from .settings.load import SettingsError
 from .settings.model import Settings
 from .settings.problems import Problem
-from .tables import pins, tokens
+from .tables import tokens
 
 Driver = Literal["operator", "precompiled", "host"]
 Scheduler = Literal["kai", "default"]
+
+
+def _model_default(path: str, note: str = "") -> dict[str, str]:
+    """Metadata of an argument whose default is the settings model's (`path` in a stack file's
+    spelling): unset (None) it is not sent, so the model's default and its rules apply (the
+    provider's schema quotes that default, with `note`)."""
+    return {"settings": path, "note": note}
 
 
 @dataclass(frozen=True)
@@ -58,14 +65,27 @@ class GpuPool:
 class SmokeTestArgs:
     """The DRA smoke test `pulumi up` waits for: `gpus` single-GPU pods on distinct GPUs."""
 
-    gpus: int = 1
-    scheduler: Scheduler = "kai"
-    timeout_seconds: int = 900
+    gpus: int | None = field(default=None, metadata=_model_default("smokeTest.gpus"))
+    scheduler: Scheduler | None = field(default=None, metadata=_model_default(
+        "smokeTest.scheduler", "`default` where the GPUs are simulated (no KAI there)"))
+    timeout_seconds: int | None = field(default=None, metadata=_model_default("smokeTest.timeoutSeconds"))
     enabled: bool = True  # False: no smoke test (as `smoke_test=None`); other languages have no None
 
     def raw(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "gpus": self.gpus, "scheduler": self.scheduler,
-                "timeoutSeconds": self.timeout_seconds}
+        out: dict[str, Any] = {"enabled": self.enabled}
+        chosen = {"gpus": self.gpus, "scheduler": self.scheduler, "timeoutSeconds": self.timeout_seconds}
+        out.update({key: value for key, value in chosen.items() if value is not None})
+        return out
+
+
+def _stack_choices(track: str | None, driver: Driver | None) -> dict[str, Any]:
+    """The track and driver where the caller chose them; unset, the settings' defaults apply."""
+    out: dict[str, Any] = {}
+    if track is not None:
+        out["kubernetes"] = {"track": track}
+    if driver is not None:
+        out["gpuStack"] = {"driver": driver}
+    return out
 
 
 def _smoke(args: SmokeTestArgs | None) -> dict[str, Any]:
@@ -114,8 +134,8 @@ class GpuAddonsArgs:
 
     kubeconfig: pulumi.Input[str]
     pools: Sequence[GpuPool]
-    kubernetes_track: str = pins.DEFAULT_TRACK
-    driver: Driver = "operator"
+    kubernetes_track: str | None = field(default=None, metadata=_model_default("kubernetes.track"))
+    driver: Driver | None = field(default=None, metadata=_model_default("gpuStack.driver"))
     smoke_test: SmokeTestArgs | None = SmokeTestArgs()
     # True for a cluster whose GPU nodes are simulated (no kubelet, published ResourceSlices: CI's
     # `local` control plane); the add-ons that need real GPUs are then left out.
@@ -125,8 +145,8 @@ class GpuAddonsArgs:
 
     def to_settings(self, name: str) -> Settings:
         raw = {"platform": "local" if self.simulated_gpus is True else "existing", "environment": self.environment,
-               "kubernetes": {"track": self.kubernetes_track}, "nodePools": _pools(self.pools),
-               "gpuStack": {"driver": self.driver}, "smokeTest": _smoke(self.smoke_test)}
+               **_stack_choices(self.kubernetes_track, self.driver), "nodePools": _pools(self.pools),
+               "smokeTest": _smoke(self.smoke_test)}
         problems = _pool_problems(self.pools)
         if self.kubeconfig is None:
             problems.append(("kubeconfig", "required: the admin kubeconfig of your cluster"))
@@ -147,8 +167,8 @@ class GpuClusterArgs:
     private_subnet_ids: Sequence[str] = ()
     public_subnet_ids: Sequence[str] = ()
     api_allow_list: Sequence[str] = ()
-    kubernetes_track: str = pins.DEFAULT_TRACK
-    driver: Driver = "operator"
+    kubernetes_track: str | None = field(default=None, metadata=_model_default("kubernetes.track"))
+    driver: Driver | None = field(default=None, metadata=_model_default("gpuStack.driver"))
     smoke_test: SmokeTestArgs | None = SmokeTestArgs()
     environment: str = "gpu"
     production: bool = False
@@ -163,10 +183,9 @@ class GpuClusterArgs:
         if self.control_planes == 3 and self.vpc_id is None:
             network["azCount"] = 3
         raw = {"platform": "aws", "region": self.region, "environment": self.environment,
-               "production": self.production, "kubernetes": {"track": self.kubernetes_track},
+               "production": self.production, **_stack_choices(self.kubernetes_track, self.driver),
                "controlPlane": {"count": self.control_planes}, "nodePools": _pools(self.pools),
-               "network": network, "tags": dict(self.tags), "gpuStack": {"driver": self.driver},
-               "smokeTest": _smoke(self.smoke_test)}
+               "network": network, "tags": dict(self.tags), "smokeTest": _smoke(self.smoke_test)}
         return _settings("GpuClusterArgs", name, raw, self.settings, _pool_problems(self.pools))
 
 

@@ -20,6 +20,7 @@ from pulumi.provider.experimental.schema import generate_schema
 from pulumi.provider.experimental.util import camel_case
 
 from .. import api
+from ..settings.defaults import default_at
 from ..tables.paths import PROJECT_DIR
 from .resources import COMPONENTS
 
@@ -74,20 +75,23 @@ def _default_text(value: Any) -> str | None:
 
 
 def defaults(cls: type) -> dict[str, str]:
-    """Schema name -> default, as text, of a Python API dataclass's fields."""
+    """Schema name -> default, as text, of a Python API dataclass's fields: its own, or for an argument
+    left unset the settings model's default at the path it names (with its note)."""
     out = {}
     for f in dataclasses.fields(cls):
         value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if value is None and "settings" in f.metadata:
+            value = default_at(f.metadata["settings"])
         text = None if value is dataclasses.MISSING else _default_text(value)
         if text is not None:
-            out[camel_case(f.name)] = text
+            out[camel_case(f.name)] = f"`{text}`" + (f"; {f.metadata['note']}" if f.metadata.get("note") else "")
     return out
 
 
 def _describe_defaults(props: dict[str, Any], cls: type) -> None:
     for name, text in defaults(cls).items():
         if name in props:
-            props[name]["description"] = f"{props[name].get('description', '').rstrip()} Default: `{text}`.".lstrip()
+            props[name]["description"] = f"{props[name].get('description', '').rstrip()} Default: {text}.".lstrip()
 
 
 def _mark_secrets(props: dict[str, Any]) -> None:

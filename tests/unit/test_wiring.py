@@ -74,3 +74,22 @@ def test_both_entry_points_wire_through_it_and_nothing_else_registers_the_pieces
         text = (PROJECT_DIR / path).read_text()
         for piece in ("AddonSet(", "SmokeTest(", "BackupTarget(", "make_cluster("):
             assert piece not in text, f"{path} wires {piece[:-1]} itself: use components/wiring.py wire()"
+
+
+def test_unset_arguments_take_the_settings_defaults_and_their_rules() -> None:
+    """The typed args send only what a program set: the model's defaults and rules decide the rest
+    (SmokeTestArgs used to send `scheduler: kai` always, so simulated GPUs, where no KAI runs,
+    were refused unless the program said `default`)."""
+    from components.api import GpuAddonsArgs, SmokeTestArgs
+    from components.settings.model import GpuStackSettings, KubernetesSettings, SmokeTestSettings
+
+    simulated = GpuAddonsArgs(kubeconfig="k", pools=POOLS, simulated_gpus=True).to_settings("demo")
+    assert simulated.smoke_test.scheduler == "default"
+    plain = GpuAddonsArgs(kubeconfig="k", pools=POOLS, smoke_test=SmokeTestArgs(gpus=1)).to_settings("demo")
+    smoke = plain.smoke_test
+    assert (smoke.scheduler, smoke.timeout_seconds) == ("kai", SmokeTestSettings().timeout_seconds)
+    assert (plain.gpu_stack.driver, plain.kubernetes.track) == (GpuStackSettings().driver, KubernetesSettings().track)
+    chosen = GpuAddonsArgs(kubeconfig="k", pools=POOLS, driver="host", kubernetes_track="1.35-classic",
+                           smoke_test=SmokeTestArgs(scheduler="default", timeout_seconds=600)).to_settings("demo")
+    assert (chosen.gpu_stack.driver, chosen.kubernetes.track) == ("host", "1.35-classic")
+    assert (chosen.smoke_test.scheduler, chosen.smoke_test.timeout_seconds) == ("default", 600)

@@ -13,6 +13,7 @@ import pytest
 from components import api
 from components.provider import args
 from components.provider.schema import NAME, Project, project, schema
+from components.settings.model import KubernetesSettings, SmokeTestSettings
 
 SPEC = schema()
 RESOURCES = {"GpuAddons": (args.GpuAddonsArgs, api.GpuAddonsArgs),
@@ -91,10 +92,13 @@ def test_every_python_api_default_is_in_its_description() -> None:
     addons = SPEC["resources"][api.GpuAddons.TYPE]["inputProperties"]
     assert addons["driver"]["description"].endswith("Default: `operator`.")
     assert addons["simulatedGpus"]["description"].endswith("Default: `false`.")
-    track = api.GpuAddonsArgs.__dataclass_fields__["kubernetes_track"].default
-    assert addons["kubernetesTrack"]["description"].endswith(f"Default: `{track}`.")
+    # Unset arguments document the settings model's default (the one place defaults live).
+    assert api.GpuAddonsArgs.__dataclass_fields__["kubernetes_track"].default is None
+    assert addons["kubernetesTrack"]["description"].endswith(f"Default: `{KubernetesSettings().track}`.")
     smoke = SPEC["types"][token("SmokeTest")]["properties"]
-    assert smoke["timeoutSeconds"]["description"].endswith("Default: `900`.")
+    assert smoke["timeoutSeconds"]["description"].endswith(f"Default: `{SmokeTestSettings().timeout_seconds}`.")
+    assert smoke["scheduler"]["description"].endswith(
+        "Default: `kai`; `default` where the GPUs are simulated (no KAI there).")
     assert "Default" not in SPEC["types"][token("GpuPool")]["properties"]["ami"]["description"]  # unset
     assert "default" not in str(addons)  # no schema `default`: the SDKs send only what a program set
 
