@@ -16,11 +16,10 @@ overrides an add-on's version gets the pin's list (`catalog_version_mismatches` 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..settings.model import Settings
 from ..tables import pins
-from .catalog import ADDONS, BY_NAME
+from .catalog import ADDONS
 from .graph import cluster_capabilities, select
 from .image_refs import ARCHITECTURES, NODE_OS_TAG, Entry, ImageRef, parse_ref, unique_sorted
 
@@ -95,10 +94,3 @@ def preload_images(architecture: str, kernel: str | None = None) -> tuple[ImageR
         refs.append(precompiled_driver_image(kernel))
     return unique_sorted(refs)
 
-
-def mirror_values(chart: str, mirror: str, settings: Settings) -> dict[str, Any]:
-    """Values that point every image of `chart` at `mirror`: its add-on's own `Addon.mirror`."""
-    owner = next((a for a in BY_NAME.values() if a.chart_pin == chart), None)
-    if owner is None:
-        raise KeyError(f"unknown chart {chart!r}: no add-on in components/addons/catalog.py installs it")
-    return owner.mirror(settings, mirror)

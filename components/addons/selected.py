@@ -21,10 +21,15 @@ def installs(settings: Settings, addon: str) -> bool:
 
 def addon_facts(settings: Settings) -> AddonFacts:
     """What a platform must know of the add-ons this stack installs (the platforms never import them)."""
-    return AddonFacts(cloud_controller_manager=installs(settings, CCM), backup_target=backup_target_needed(settings))
+    names = installed(settings)
+    return AddonFacts(cloud_controller_manager=CCM in names, backup_target=_backup_target(settings, names))
 
 
 def backup_target_needed(settings: Settings) -> bool:
     """The program creates a BackupTarget on AWS when the stack asks for backups and installs
     Velero: with `velero.enabled: false` an access key nobody uses would only be a liability."""
-    return settings.platform == "aws" and settings.backup is not None and installs(settings, "velero")
+    return _backup_target(settings, installed(settings))
+
+
+def _backup_target(settings: Settings, names: frozenset[str]) -> bool:
+    return settings.platform == "aws" and settings.backup is not None and "velero" in names

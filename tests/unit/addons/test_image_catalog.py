@@ -12,13 +12,17 @@ from components.addons.base import deep_merge
 from components.addons.catalog import ADDONS
 from components.addons.gpu_operator import IMAGES as GPU_OPERATOR
 from components.addons.graph import cluster_capabilities, select
-from components.addons.image_catalog import mirror_values
 from components.addons.image_refs import PUBLIC_HOSTS, ImageRef, parse_ref, public_image_refs
 from components.settings import Settings, parse_settings
 from components.tables import pins
 from tests.unit.addons.helpers import DRIVER_MODES, final_values, stack
 
 MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+
+
+def mirror_values(chart: str, mirror: str, settings: Settings) -> dict[str, Any]:
+    """What the add-on installing `chart` sets to put its images under `mirror` (Addon.mirror)."""
+    return next(a for a in ADDONS if a.chart_pin == chart).mirror(settings, mirror)
 
 
 def _get(values: dict[str, Any], path: str) -> Any:
