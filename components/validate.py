@@ -26,6 +26,7 @@ from .aws.inventory import planned_names
 from .aws.launch_rules import launch_problems
 from .aws.naming import NAME_RULES, tag_problems
 from .aws.tags import node_tags
+from .facts.cluster import AddonFacts
 from .facts.feature_gate_rules import feature_gate_problems
 from .settings.check import check
 from .settings.facts import nested, truthy
@@ -104,14 +105,15 @@ def _aws_names(s: Settings) -> Iterator[Problem]:
     if s.platform != "aws" or s.region is None or region_problem(s.region):
         return  # _region reports it; names need a real region
     environment_too_long = False
-    for planned in planned_names(s, addon_facts(s)):
+    facts = addon_facts(s)  # the add-on set: the same whatever the environment's name
+    for planned in planned_names(s, facts):
         for problem in planned.problems():
             named = "named" if planned.explicit is not None else "auto-named like"
             environment_too_long |= planned.field == f"{ROOT}.environment"
             yield (planned.field, f"{planned.token} '{planned.logical}' {named} '{planned.physical}': "
                                   f"{problem} (rule: {NAME_RULES[planned.token].source})")
     if environment_too_long:
-        fits = _longest_environment(s)
+        fits = _longest_environment(s, facts)
         yield (f"{ROOT}.environment",
                f"'{cut(s.environment)}' is {len(s.environment)} characters; at most {fits} fit every AWS name "
                f"in {s.region} (names derive from ck8s-<environment>-<region>)")
@@ -139,11 +141,11 @@ def _aws_launch(s: Settings) -> Iterator[Problem]:
     yield from launch_problems(s)
 
 
-def _longest_environment(s: Settings) -> int:
+def _longest_environment(s: Settings, facts: AddonFacts) -> int:
     """The longest environment name whose derived AWS names all pass, for this region and pools."""
     for n in range(len(s.environment), 0, -1):
         trial = s.model_copy(update={"environment": "e" * n})
-        if not any(p.problems() for p in planned_names(trial, addon_facts(trial)) if p.field == f"{ROOT}.environment"):
+        if not any(p.problems() for p in planned_names(trial, facts) if p.field == f"{ROOT}.environment"):
             return n
     return 0
 

@@ -15,10 +15,6 @@ def installed(settings: Settings) -> frozenset[str]:
     return frozenset(a.name for a in select(ADDONS, settings, cluster_capabilities(settings)))
 
 
-def installs(settings: Settings, addon: str) -> bool:
-    return addon in installed(settings)
-
-
 def addon_facts(settings: Settings) -> AddonFacts:
     """What a platform must know of the add-ons this stack installs (the platforms never import them)."""
     names = installed(settings)
