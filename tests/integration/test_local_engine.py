@@ -42,32 +42,30 @@ from components.plan.run import plan_config
 from components.plan.timeline import build_steps
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL
 from components.smoke.report import passed
-from components.tables.instance_types import gpu_facts
-from components.tables.labels import POOL_LABELS
 from tests.helpers import chart_repo
 from tests.helpers.cluster_gates import local_cluster_gates
-from tests.helpers.node_tier import gpu_model
+from tests.helpers.local_stack import (
+    SETTINGS_KEY,
+    local_settings,
+    pool_nodes,
+    publish,
+    stack_objects,
+    start_cluster,
+)
 from tests.helpers.tools import copy_project
 from tests.integration.conftest import (
-    ROOT,
     EngineTools,
     inline_kubeconfig,
     k8s_plugin_version,
-    load_tool,
     monitoring_crds,
 )
 
 pytestmark = pytest.mark.integration
 
-STACK_FILE = ROOT / "stacks" / "Pulumi.local.yaml"
-SETTINGS_KEY = "ck8s-gpu:settings"
 PASSPHRASE = "local-engine-integration-test"
 # The hops that must really have run against the real API server and scheduler.
 MUST_PASS = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "distinct-gpus")
 NO_KUBELET_CHECKS = ("container-device",)
-
-lc = load_tool("localcluster")
-dra = load_tool("dra_publisher")
 
 # The mirrored add-on: this project's chart, served at its own version (pin A: `repository` alone
 # installs it), a later one (B) and one whose extra object the API server refuses (a failed upgrade).
@@ -77,10 +75,6 @@ PIN_B = "0.1.1"
 PIN_REFUSED = "0.1.2-refused"
 REFUSED_OBJECT = "refused_by_the_api_server"  # not a DNS subdomain: every create is refused
 REFUSED_TEMPLATE = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {REFUSED_OBJECT}\ndata: {{}}\n"
-
-
-def local_settings() -> dict[str, Any]:
-    return dict(yaml.safe_load(STACK_FILE.read_text())["config"][SETTINGS_KEY])
 
 
 def with_mirrored_addon(settings: dict[str, Any], repository: str) -> dict[str, Any]:
@@ -113,41 +107,6 @@ def create_crds(cluster: Any, crds: list[dict[str, Any]]) -> None:
     cluster.wait_for(f"{names} to be Established", established, timeout=60)
 
 
-def pool_nodes(settings: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
-    """node name -> (pool, instance type, GPUs): desiredSize nodes per pool, named like the cluster's."""
-    out: dict[str, tuple[str, str, int]] = {}
-    for pool in settings["nodePools"]:
-        facts = gpu_facts(pool["instanceType"])
-        assert facts is not None, pool
-        for _ in range(pool["desiredSize"]):
-            out[f"gpu-node-{len(out)}"] = (pool["name"], pool["instanceType"], facts.count)
-    return out
-
-
-def start_cluster(workdir: Path, bin_dir: Path, nodes: dict[str, tuple[str, str, int]],
-                  gates: dict[str, Any] | None = None) -> Any:
-    """A LocalCluster whose nodes carry the pool label the verifier maps nodes to pools with."""
-    types = {t for _, t, _ in nodes.values()}
-    assert len(types) == 1, "LocalCluster gives every node one instance type"
-    cluster = lc.LocalCluster(workdir, nodes=len(nodes), instance_type=types.pop(), bin_dir=bin_dir,
-                              name=f"ck8s-{uuid.uuid4().hex[:6]}", **(gates or {}))
-    cluster.up()
-    try:
-        for node, (pool, _, _) in nodes.items():
-            cluster.kubectl("label", "node", node, f"{POOL_LABELS[0]}={pool}", "--overwrite")
-    except BaseException:
-        cluster.down()
-        raise
-    return cluster
-
-
-def publish(cluster: Any, gpus: dict[str, int], instance_type: str, generation: int = 1) -> None:
-    """The DeviceClass and one slice per node, as the NVIDIA driver would (fresh generation)."""
-    model = gpu_model(instance_type)
-    cluster.apply([dra.device_class_manifest()] + [
-        dra.resource_slice_manifest(n, c, model, generation=generation) for n, c in gpus.items()])
-
-
 @dataclass
 class Deployed:
     cluster: Any
@@ -159,22 +118,6 @@ class Deployed:
     chart_repository: str
     settings: dict[str, Any]
     events: list[Arrival]  # the first `up`'s engine events with their arrival times
-
-
-def stack_objects(stack: Any) -> list[tuple[str, str, str]]:
-    """(type, name, namespace) of every Kubernetes object in the stack's state."""
-    out = []
-    for r in stack.export_stack().deployment.get("resources", []):
-        t = r.get("type", "")
-        if not t.startswith("kubernetes:") or t.startswith("pulumi:providers"):
-            continue
-        meta = (r.get("outputs") or {}).get("metadata") or {}
-        if t == "kubernetes:helm.sh/v3:Release":
-            outs = r.get("outputs") or {}
-            out.append((t, str(outs.get("name", "")), str(outs.get("namespace", ""))))
-        elif meta.get("name"):
-            out.append((t, str(meta["name"]), str(meta.get("namespace", ""))))
-    return out
 
 
 @pytest.fixture(scope="module")

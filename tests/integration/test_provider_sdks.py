@@ -271,7 +271,7 @@ DEPLOY_PROGRAM = textwrap.dedent('''
 
 @pytest.fixture(scope="module")
 def local_cluster(cli: EngineTools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.integration.test_local_engine import local_settings, pool_nodes, publish, start_cluster
+    from tests.helpers.local_stack import local_settings, pool_nodes, publish, start_cluster
 
     nodes = pool_nodes(local_settings())
     cluster = start_cluster(tmp_path_factory.mktemp("provider-local") / "cluster", cli.bin_dir, nodes)
@@ -291,7 +291,7 @@ def test_the_engine_deploys_gpu_addons_through_the_provider(
     from pulumi import automation as auto
 
     from components.smoke.report import passed
-    from tests.integration.test_local_engine import local_settings
+    from tests.helpers.local_stack import local_settings
 
     project = tmp_path / "program"
     project.mkdir()

@@ -25,17 +25,10 @@ import pytest
 import yaml
 
 from components.smoke.report import passed
+from tests.helpers.local_stack import SETTINGS_KEY, local_settings, pool_nodes, publish, stack_objects, start_cluster
 from tests.helpers.tools import copy_project
 from tests.integration.conftest import ROOT, EngineTools, inline_kubeconfig
-from tests.integration.test_local_engine import (
-    PASSPHRASE,
-    SETTINGS_KEY,
-    local_settings,
-    pool_nodes,
-    publish,
-    stack_objects,
-    start_cluster,
-)
+from tests.integration.test_local_engine import PASSPHRASE
 
 pytestmark = pytest.mark.integration
 

@@ -20,9 +20,10 @@ import yaml
 
 from components import PROJECT_DIR
 from components.smoke.report import passed
+from tests.helpers.local_stack import local_settings, pool_nodes, publish, start_cluster
 from tests.helpers.wheel import Installed, install
 from tests.integration.conftest import EngineTools, inline_kubeconfig
-from tests.integration.test_local_engine import PASSPHRASE, local_settings, pool_nodes, publish, start_cluster
+from tests.integration.test_local_engine import PASSPHRASE
 
 pytestmark = pytest.mark.integration
 

@@ -31,10 +31,11 @@ import yaml
 
 from components import PROJECT_DIR
 from components.smoke.report import passed
+from tests.helpers.local_stack import local_settings, pool_nodes, publish, start_cluster
 from tests.helpers.tools import skip_or_fail
 from tests.helpers.wheel import Installed, install
 from tests.integration.conftest import EngineTools, inline_kubeconfig
-from tests.integration.test_local_engine import PASSPHRASE, local_settings, pool_nodes, publish, start_cluster
+from tests.integration.test_local_engine import PASSPHRASE
 from tests.integration.test_wheel_consumer import ADDONS_EXAMPLE
 from tests.integration.test_wheel_consumer import example_copy as python_example_copy
 from tests.integration.test_wheel_consumer import plan as mock_plan
