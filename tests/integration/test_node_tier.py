@@ -10,16 +10,17 @@ driver). The smoke probe image is built here (tools/probe_image.py) and imported
 containerd; the stack selects it by digest (smokeTest.image). Every DRA case is on.
 
 up -> the report passed with the in-container hops run for real: pods started (claims prepared,
-image present, CDI devices injected), each container's nvidia-smi listed exactly its allocated
-GPUs' UUIDs, no GPU seen by two pods, no tainted GPU handed out, the NVLink group's 4 GPUs in one
+image present, CDI devices injected), each container's nvidia-smi listed exactly its allocated GPUs'
+UUIDs, no GPU seen by two pods, no tainted GPU handed out, the NVLink group's 4 GPUs in one
 partition, both compute-domain pods with their IMEX channel, the preferred and fallback alternatives
-where they belong, the Jobs completed -> eight broken hops, each failing `up` with the report naming
-it: the kubelet plugin stopped (prepare fails), a CDI spec the runtime refuses, the plugin exposing
-another GPU than allocated, the probe image absent, an NVLink partition split (the fabric changed
-under a stale slice), a device turning unhealthy while held, a container without its IMEX channel,
-the fallback taken while the preferred model was free -> `up` passes again -> destroy; the tier's
-processes, mounts, network namespaces, bridges and runc containers are gone, and the tier starts and
-stops cleanly a second time in the same directory.
+where they belong, the Jobs completed -> eight broken hops, each failing an `up` that runs only the
+case crossing it (one base pod, plus that case) with the report naming it: the kubelet plugin
+stopped (prepare fails), a CDI spec the runtime refuses, the plugin exposing another GPU than
+allocated, the probe image absent, an NVLink partition split (the fabric changed under a stale
+slice), a device turning unhealthy while held, a container without its IMEX channel, the fallback
+taken while the preferred model was free -> `up` passes again -> destroy; the tier's processes,
+mounts, network namespaces, bridges and runc containers are gone, and the tier starts and stops
+cleanly a second time in the same directory.
 
 Needs root, `bash tools/build.sh` and scripts/install-debs.sh (runc, CNI plugins); skips naming
 what is missing, fails under CK8S_GPU_REQUIRE_TOOLS=1 (CI).
@@ -74,6 +75,27 @@ def set_smoke(tier: Tier, **values: Any) -> None:
     doc = yaml.safe_load(stack_file.read_text())
     doc["config"][SETTINGS_KEY].setdefault("smokeTest", {}).update(values)
     stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+# The stack file's optional cases, by the key that switches each.
+CASES = ("nvlinkGroup", "computeDomain", "firstAvailable")
+
+
+def only_cases(tier: Tier, *cases: str) -> dict[str, Any]:
+    """smokeTest values running the base case with one pod and just `cases` (`gpuHealth` among them
+    or not): a broken hop is shown failing by the case that crosses it, not by a whole run of every
+    case (each extra case's pods are seconds of `up` that prove nothing about that hop)."""
+    full = tier.settings["smokeTest"]
+    unknown = set(cases) - {*CASES, "gpuHealth"}
+    assert not unknown, unknown
+    return {"gpus": 1, "gpuHealth": "gpuHealth" in cases,
+            **{c: {**full[c], "enabled": c in cases} for c in CASES}}
+
+
+def all_cases(tier: Tier) -> dict[str, Any]:
+    """smokeTest values of the stack file as the tier deployed it: every case on."""
+    full = tier.settings["smokeTest"]
+    return {k: full[k] for k in ("gpus", "gpuHealth", *CASES)}
 
 
 @pytest.fixture(scope="module")
@@ -195,11 +217,12 @@ def test_smoke_pods_run_on_real_kubelets_and_see_exactly_their_gpu(tier: Tier) -
                           lambda: not [f for n in tier.nodes.nodes for f in n.paths.cdi.glob("*.yaml")], timeout=60)
 
 
-def broken_up(tier: Tier, trigger: str) -> str:
-    """`up` with a new run id must fail; returns the failure text (no traceback, no engine noise)."""
+def broken_up(tier: Tier, trigger: str, *cases: str) -> str:
+    """`up` with a new run id and only `cases` beside the base one must fail; returns the failure
+    text (no traceback, no engine noise)."""
     from pulumi import automation as auto
 
-    set_smoke(tier, trigger=trigger)
+    set_smoke(tier, trigger=trigger, **only_cases(tier, *cases))
     t = time.monotonic()
     with pytest.raises(auto.CommandError) as failed:
         tier.stack.up(on_output=print, color="never")
@@ -262,7 +285,7 @@ def test_an_allocation_splitting_an_nvlink_partition_fails_at_prepare(tier: Tier
     stale = {**good, 1: [1, 2, 5, 6], 2: [3, 4, 7, 8]}
     tier.nodes.republish(node.name, node.spec.devices, stale)
     try:
-        text = broken_up(tier, "nvlink-split")
+        text = broken_up(tier, "nvlink-split", "nvlinkGroup")
         assert "pods-started [kubelet]" in text, text[-4000:]
         assert "does not match any FM partition" in text, text[-4000:]
         assert "case-nvlink-group [NVLink group]" in text, text[-4000:]
@@ -276,7 +299,8 @@ def test_a_device_turning_unhealthy_while_held_fails_the_health_hop(tier: Tier) 
     node = hgx_node(tier)
     node.set_fault("unhealthy")
     try:
-        text = broken_up(tier, "unhealthy")
+        # nvlinkGroup is the case whose pod lands on the H100 node: its prepare is what taints.
+        text = broken_up(tier, "unhealthy", "gpuHealth", "nvlinkGroup")
         assert "case-gpu-health [device health]" in text, text[-4000:]
         assert "turned unhealthy while" in text and "gpu.nvidia.com/xid" in text, text[-4000:]
     finally:
@@ -286,7 +310,7 @@ def test_a_device_turning_unhealthy_while_held_fails_the_health_hop(tier: Tier) 
 
 def test_a_container_missing_its_imex_channel_fails_the_channel_hop(tier: Tier) -> None:
     with tier.nodes.cd_fault("no-imex-channel"):
-        text = broken_up(tier, "no-imex-channel")
+        text = broken_up(tier, "no-imex-channel", "computeDomain")
     assert "case-compute-domain [IMEX channel]" in text, text[-4000:]
     assert "pods-started [kubelet]" not in text, "the pods did start: only the channel is missing"
 
@@ -301,18 +325,20 @@ def test_the_fallback_taken_while_the_preferred_model_was_free_fails(tier: Tier)
                for d in good]
     tier.nodes.republish(node.name, renamed)
     try:
-        text = broken_up(tier, "fallback-while-free")
+        text = broken_up(tier, "fallback-while-free", "firstAvailable")
         assert "case-first-available [prioritized list]" in text, text[-4000:]
     finally:
         tier.nodes.republish(node.name, good)
 
 
 def test_up_passes_again_once_every_hop_is_mended(tier: Tier) -> None:
-    set_smoke(tier, trigger="mended")
+    set_smoke(tier, trigger="mended", **all_cases(tier))
     result = tier.stack.up(on_output=print, color="never")
     report = result.outputs["smokeReport"].value
     assert passed(report), report["results"]["summary"]
-    assert report_tests(report)["container-device"]["status"] == "passed"
+    tests = report_tests(report)
+    for check in MUST_PASS:  # every case back on, each passing
+        assert tests[check]["status"] == "passed", (check, tests[check])
 
 
 def test_destroy_then_the_tier_leaves_nothing_and_starts_again(tier: Tier) -> None:
