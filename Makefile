@@ -12,7 +12,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 plan: $(STAMP)                 ## offline plan of the default stack (kind): no cloud, no Pulumi CLI
 	$(BIN)/ck8s-gpu plan --stack $(STACK) --out out/plan-$(STACK)
 
-test: $(STAMP) debs tools lint types unit   ## everything CI runs
+test: $(STAMP) debs tools      ## everything CI runs: lint, types and every tier, the integration tier beside the rest
+	@bash scripts/all_tiers.sh $(MAKE) --no-print-directory lint types
 
 check: lint types layers fast             ## the contributor's tier: lint, types, layers, the pure tests (CONTRIBUTING.md)
 
@@ -36,12 +37,12 @@ types: $(STAMP)
 	$(BIN)/mypy   # components/, tools/*.py, scripts/*.py (pyproject.toml [tool.mypy] files)
 
 # The pure and slow tiers run on every core (pytest-xdist: their tests share no process state, each
-# works in its own tmp_path); the integration tier owns control planes, kubelets and ports: serial.
+# works in its own tmp_path); the integration tier owns control planes, kubelets and ports: serial,
+# and in `make test`/`make unit` beside the others (scripts/all_tiers.sh says why).
 XDIST := -n $(shell nproc 2>/dev/null || echo 2)
 
-unit: $(STAMP)                 ## every pytest tier (pure, slow, integration, node): what CI runs
-	@bash scripts/pytest.sh $(XDIST) -m "not integration"
-	@bash scripts/pytest.sh -m integration
+unit: $(STAMP)                 ## every pytest tier (pure, slow, integration, node), integration beside the rest
+	@bash scripts/all_tiers.sh
 
 fast: $(STAMP)                 ## the pure tests: no tools, no bash node scenarios
 	@bash scripts/pytest.sh -q $(XDIST) -m "not slow and not integration" tests/unit
