@@ -135,6 +135,24 @@ def _dra_gates(s: Settings) -> Iterator[Problem]:
     yield from gate_problems(s, installed(s))
 
 
+def _dra_manager(s: Settings) -> Iterator[Problem]:
+    """gpuStack.draManagedBy operator on the add-ons this stack installs: the GPU Operator runs the DRA
+    driver (its GPUCluster), so it must be installed and the standalone chart must not (docs/adr/0048)."""
+    if s.gpu_stack.dra_managed_by != "operator":
+        return
+    names = installed(s)
+    if "gpu-operator" not in names:
+        explicit = s.gpu_stack.addons.gpu_operator.enabled is False
+        yield ((f"{ROOT}.gpuStack.addons.gpuOperator.enabled" if explicit else f"{ROOT}.gpuStack.draManagedBy"),
+               "draManagedBy operator needs the GPU Operator, which runs the DRA driver through its GPUCluster: "
+               + ("it is switched off" if explicit else f"platform {s.platform} does not install it by default; set "
+                  "gpuStack.addons.gpuOperator.enabled true, or draManagedBy chart"))
+    if "dra-driver" in names:
+        yield (f"{ROOT}.gpuStack.addons.draDriver.enabled",
+               "on with draManagedBy operator: the GPUCluster runs the DRA driver, and a second one would publish "
+               "the same GPUs as gpu.nvidia.com (leave draDriver.enabled unset, or draManagedBy chart)")
+
+
 def _aws_launch(s: Settings) -> Iterator[Problem]:
     """AWS's rules for the pools' launches: EFA interfaces, placement groups, reserved capacity and
     zones (components/aws/launch_rules.py): RunInstances would refuse them inside the group, late."""
@@ -213,7 +231,8 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
     limit_problems, _addon_credentials,
-    _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, _dra_gates, _aws_names, _aws_launch,
+    _dra_manager, _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, _dra_gates, _aws_names,
+    _aws_launch,
     endpoint_problems, _topology, case_problems,
     _graph, _platform, _smoke_plan,
 )

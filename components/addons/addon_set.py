@@ -31,7 +31,15 @@ from .catalog import BY_NAME, WIRED_VALUES
 from .cluster_policy_ready import ClusterPolicyReady
 from .crds import BY_CHART
 from .crds_first import CrdsFirst
-from .gpu_operator import CLUSTER_POLICY, expected_gpu_nodes, later_gpu_nodes, operator_digest
+from .gpu_cluster_ready import GpuClusterReady
+from .gpu_operator import (
+    CLUSTER_POLICY,
+    GPU_CLUSTER,
+    expected_gpu_nodes,
+    later_gpu_nodes,
+    manages_dra,
+    operator_digest,
+)
 from .graph import AddonGraphError, InstallGraph, contexts, install_graph
 
 PSA = "pod-security.kubernetes.io"
@@ -242,11 +250,8 @@ class AddonSet(pulumi.ComponentResource):
             )
             self.releases[addon.name] = release
             self.ready[addon.name] = release
-            if addon.readiness == "cluster-policy":
-                self.ready[addon.name] = ClusterPolicyReady(
-                    f"{name}-{addon.name}-cluster-policy-ready",
-                    cluster.kubeconfig,
-                    object_name=CLUSTER_POLICY,
+            if addon.readiness == "operator":
+                gate = dict(
                     operator_namespace=addon.namespace,
                     min_gpu_nodes=expected_gpu_nodes(settings),
                     # Capacity Block pools count from their block's start, judged when the gate runs.
@@ -256,6 +261,13 @@ class AddonSet(pulumi.ComponentResource):
                     trigger=operator_digest(ctx.version, redacted(release_values(addon, ctx))),
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
                 )
+                if manages_dra(settings):  # docs/adr/0048: the GPUCluster instead of a ClusterPolicy
+                    self.ready[addon.name] = GpuClusterReady(
+                        f"{name}-{addon.name}-gpu-cluster-ready", cluster.kubeconfig, object_name=GPU_CLUSTER, **gate)
+                else:
+                    self.ready[addon.name] = ClusterPolicyReady(
+                        f"{name}-{addon.name}-cluster-policy-ready", cluster.kubeconfig, object_name=CLUSTER_POLICY,
+                        **gate)
 
         # The smoke test runs after every release and gate on the GPU path: it is what an upgrade is
         # judged by. Monitoring and backups install beside it (docs/adr/0019): nothing it checks

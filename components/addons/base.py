@@ -29,7 +29,9 @@ CAPABILITIES: tuple[Capability, ...] = get_args(ClusterCapability)
 
 # How the set knows an add-on is ready: Helm's own wait (Deployments/DaemonSets/Jobs ready), or
 # that plus the GPU Operator's ClusterPolicy reporting `ready` (driver and toolkit rolled out).
-Readiness = Literal["helm", "cluster-policy"]
+# operator: the GPU Operator's custom resource reconciled onto the GPU nodes (its ClusterPolicy, or its
+# GPUCluster with gpuStack.draManagedBy operator), judged by the gates of components/addons.
+Readiness = Literal["helm", "operator"]
 
 # Pod Security admission level of the add-on's namespace: NVIDIA operands load kernel modules and
 # mount host paths, node exporters read the host, so those namespaces must be privileged.

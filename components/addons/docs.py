@@ -46,7 +46,10 @@ def _default(a: Addon, platform: str) -> str:
 def _provides(a: Addon) -> str:
     dra = set(a.provides(parse_settings({"platform": "kind"})))
     plugin = set(a.provides(parse_settings({"platform": "kind", "gpuStack": {"allocation": "device-plugin"}})))
+    operator = set(a.provides(parse_settings({"platform": "kind", "gpuStack": {
+        "draManagedBy": "operator", "driver": "host", "toolkit": "host"}})))
     out = [f"`{c}`" for c in sorted(dra & plugin)] + [f"`{c}` (allocation dra)" for c in sorted(dra - plugin)]
+    out += [f"`{c}` (draManagedBy operator)" for c in sorted(operator - dra)]
     return ", ".join(out) or "-"
 
 
@@ -70,7 +73,7 @@ def render() -> str:
     for a in ADDONS:
         chart, repo, version = _chart(a)
         needs = ", ".join([*(f"`{n}`" for n in a.needs), *(f"`{n}` (at run time)" for n in a.uses)]) or "-"
-        gate = " + ClusterPolicy reconciled on the GPU nodes" if a.readiness == "cluster-policy" else ""
+        gate = " + ClusterPolicy (or GPUCluster) reconciled on the GPU nodes" if a.readiness == "operator" else ""
         timeout = f"{a.timeout_seconds // 60} min{gate}"
         cells = [f"`{a.name}`", chart, version, repo, f"`{a.namespace}` ({a.pod_security})", needs,
                  _provides(a), timeout, *(_default(a, p) for p in PLATFORMS)]

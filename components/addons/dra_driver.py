@@ -26,7 +26,7 @@ from ..tables.labels import DRA_NODE_LABEL
 from .base import Addon, AddonContext, Capability, Default
 from .dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
 from .dra_driver_gates import feature_gates, partition_problems, problems
-from .gpu_operator import driver_root
+from .gpu_operator import GPU_CLUSTER_DRA_DRIVER, driver_root, manages_dra
 from .image_refs import Entry, ImageRef
 
 # Upstream's documented namespace; the chart refuses `default` (templates/validation.yaml).
@@ -97,6 +97,9 @@ def gate_problems(settings: Settings, installed: Collection[str]) -> Iterator[Pr
     yield from partition_problems(settings)
     if ADDON.name in installed:
         yield from problems(settings, ADDON.version(settings))
+    elif manages_dra(settings) and "gpu-operator" in installed:
+        # The GPUCluster runs the same driver release with the gates this stack would hand it.
+        yield from problems(settings, GPU_CLUSTER_DRA_DRIVER)
 
 
 # --- Images: DRA driver 0.5.0 ------------------------------------------------------------------------
@@ -117,8 +120,11 @@ IMAGES: tuple[Entry, ...] = (
 
 
 def _default(settings: Settings) -> Default:
-    """on with allocation dra or computeDomains"""
+    """on with allocation dra or computeDomains, off with draManagedBy operator"""
     # GPUs through DRA, or ComputeDomains next to the device plugin; otherwise nothing to serve.
+    # Under a GPUCluster the operator runs the driver (docs/adr/0048).
+    if manages_dra(settings):
+        return "off"
     return "on" if settings.gpu_stack.allocation == "dra" or compute_domains_on(settings) else "off"
 
 

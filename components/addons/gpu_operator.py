@@ -12,10 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..facts.nodes import gpu_tolerations
+from ..settings.facts import compute_domains_on
 from ..settings.model import NodePoolSettings, Settings
 from ..tables import pins
 from ..tables.labels import DRA_NODE_LABEL
 from .base import Addon, AddonContext, Capability
+from .dra_driver_gates import feature_gates
 from .image_refs import NODE_OS_TAG, Entry, ImageRef, always, never
 
 NAMESPACE = "gpu-operator"
@@ -124,6 +126,38 @@ def _mig_manager_on(s: Settings) -> bool:
     return s.gpu_stack.mig_strategy != "none"
 
 
+def manages_dra(s: Settings) -> bool:
+    """gpuStack.draManagedBy operator: the GPUCluster, not a ClusterPolicy (docs/adr/0048)."""
+    return s.gpu_stack.dra_managed_by == "operator"
+
+
+def _policy_operand(on: Callable[[Settings], bool]) -> Callable[[Settings], bool]:
+    """An operand only a ClusterPolicy deploys (controllers/state_manager.go): none runs under a GPUCluster."""
+    return lambda s: on(s) and not manages_dra(s)
+
+
+GPU_CLUSTER = "gpu-cluster"  # the singleton's name (crds/nvidia.com_gpuclusters.yaml, a CEL rule)
+
+
+def gpu_cluster_values(ctx: AddonContext) -> dict[str, Any]:
+    """The chart's GPUCluster (templates/gpucluster.yaml at v26.7.0) instead of its ClusterPolicy:
+    the two may not coexist (templates/validations.yaml fails the render; each controller refuses the
+    other). The DRA driver takes the knobs the standalone chart takes: feature gates (rendered as
+    FEATURE_GATES), ComputeDomains; its kubelet plugin is scheduled by the operator's own node label
+    (`nvidia.com/gpu.deploy.dra-driver`) with `daemonsets.tolerations`. A host driver is at `/`
+    (hostPaths.driverInstallDir; the template's default is the driver container's /run/nvidia/driver)."""
+    s = ctx.settings
+    dra: dict[str, Any] = {"computeDomains": {"enabled": compute_domains_on(s)}}
+    if gates := feature_gates(s):
+        dra["featureGates"] = gates
+    return {
+        "clusterPolicy": {"deployCR": False},
+        "gpuCluster": {"deployCR": True},
+        "draDriver": dra,
+        "hostPaths": {"driverInstallDir": driver_root(s)},
+    }
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     dra = s.gpu_stack.allocation == "dra"
@@ -159,6 +193,8 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # hook applies the new version's CRDs before the upgrade (templates/upgrade_crd.yaml).
         # The chart's default, set so that no later default can turn it off unseen.
         "operator": {"upgradeCRD": True},
+        # Only with draManagedBy operator: a chart-mode stack keeps exactly the values it had.
+        **(gpu_cluster_values(ctx) if manages_dra(s) else {}),
     }
 
 
@@ -173,8 +209,9 @@ def toolkit_values(s: Settings) -> dict[str, Any]:
     return {"enabled": True, "env": [{"name": k, "value": v} for k, v in K8S_SNAP_TOOLKIT_ENV]}
 
 
-def _provides(_settings: Settings) -> tuple[Capability, ...]:
-    return ("gpu-driver",)
+def _provides(settings: Settings) -> tuple[Capability, ...]:
+    # Under a GPUCluster the operator's DRA driver publishes the GPUs (DeviceClass gpu.nvidia.com).
+    return ("gpu-driver", "dra-gpus") if manages_dra(settings) else ("gpu-driver",)
 
 
 # --- Images: NVIDIA GPU Operator v26.7.0 -----------------------------------------------------------
@@ -218,15 +255,18 @@ IMAGES: tuple[Entry, ...] = (
     # same release, so the tag is derived from that one pin (tests/unit/addons/test_image_catalog.py
     # checks it against the chart's default).
     _nv("container-toolkit", "toolkit", "nvidia/k8s/container-toolkit", f"v{pins.NVIDIA_CONTAINER_TOOLKIT.version}",
-        runs=_toolkit_on),
+        runs=_policy_operand(_toolkit_on)),
     # The device plugin, and the MPS control daemon (state-mps-control-daemon) with the same image.
-    _nv("device-plugin", "devicePlugin", "nvidia/k8s-device-plugin", "v0.20.0", runs=_device_plugin_on),
+    _nv("device-plugin", "devicePlugin", "nvidia/k8s-device-plugin", "v0.20.0",
+        runs=_policy_operand(_device_plugin_on)),
     _nv("dcgm-exporter", "dcgmExporter", "nvidia/k8s/dcgm-exporter", "4.6.0-4.8.3-distroless"),
-    # GPU feature discovery ships in the device plugin's image: it runs in DRA mode too.
-    _nv("gfd", "gfd", "nvidia/k8s-device-plugin", "v0.20.0"),
-    _nv("mig-manager", "migManager", "nvidia/cloud-native/k8s-mig-manager", "v0.15.0", runs=_mig_manager_on),
+    # GPU feature discovery ships in the device plugin's image: it runs in DRA mode too, under a
+    # ClusterPolicy (a GPUCluster deploys none).
+    _nv("gfd", "gfd", "nvidia/k8s-device-plugin", "v0.20.0", runs=_policy_operand(always)),
+    _nv("mig-manager", "migManager", "nvidia/cloud-native/k8s-mig-manager", "v0.15.0",
+        runs=_policy_operand(_mig_manager_on)),
     # Off at the chart's defaults and ours (dcgm.enabled, nodeStatusExporter, gds, gdrcopy,
-    # sandbox workloads, GPUCluster): rendered, never run.
+    # sandbox workloads): rendered, never run.
     _nv("dcgm", "dcgm", "nvidia/cloud-native/dcgm", "4.6.0-1-ubuntu24.04", runs=never),
     _nv("node-status-exporter", "nodeStatusExporter", "nvidia/gpu-operator", _GPU_OP_TAG, runs=never),
     _nv("gds", "gds", "nvidia/cloud-native/nvidia-fs", "2.29.4", runs=never),
@@ -243,7 +283,8 @@ IMAGES: tuple[Entry, ...] = (
     _nv("kata-sandbox-device-plugin", "kataSandboxDevicePlugin", "nvidia/cloud-native/nvidia-sandbox-device-plugin",
         "v0.0.5", runs=never),
     _nv("cc-manager", "ccManager", "nvidia/cloud-native/k8s-cc-manager", "v0.4.3", runs=never),
-    _nv("gpucluster-dra-driver", "draDriver", "nvidia/dra-driver-nvidia-gpu", "v0.5.0", runs=never),
+    # The GPUCluster's DRA driver (draManagedBy operator): the same 0.5.0 the standalone chart runs.
+    _nv("gpucluster-dra-driver", "draDriver", "nvidia/dra-driver-nvidia-gpu", "v0.5.0", runs=manages_dra),
     # NFD subchart 0.19.0 (nfd.enabled): one image for master, worker and gc, tag its appVersion
     # (deployments/gpu-operator/charts/node-feature-discovery/{values,Chart}.yaml at v26.7.0).
     Entry("gpu-operator", "node-feature-discovery",
@@ -254,6 +295,10 @@ IMAGES: tuple[Entry, ...] = (
           mirror=(("node-feature-discovery.image.repository", "nfd/node-feature-discovery"),)),
 )
 
+
+# The DRA driver release the GPUCluster runs (values draDriver.version at v26.7.0, L582-584): the
+# one its feature gates are checked against (components/addons/dra_driver.py gate_problems).
+GPU_CLUSTER_DRA_DRIVER = next(e for e in IMAGES if e.name == "gpucluster-dra-driver").image.tag.removeprefix("v")
 
 ADDON = Addon(
     name="gpu-operator",
@@ -268,7 +313,7 @@ ADDON = Addon(
     provides=_provides,
     after_crds_of=("monitoring-crds",),  # its DCGM ServiceMonitor (values: serviceMonitor.enabled)
     conflicts=("fake-gpu-operator",),
-    readiness="cluster-policy",
+    readiness="operator",
     # NVIDIA asks for it with operator.upgradeCRD. pulumi-kubernetes passes it to Helm on install
     # only (provider/pkg/provider/helm_release.go, helmCreate; helmUpdate does not set it), and
     # it is moot on upgrades anyway: with an API server that does field validation (1.27+)

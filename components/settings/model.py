@@ -28,6 +28,12 @@ DriverMode = Literal["operator", "precompiled", "host"]
 # toolkit DaemonSet installs it and restarts containerd; `host` the node image carries it and the
 # node script hooks it into k8s-snap's containerd before containerd first starts (toolkit.enabled=false).
 ToolkitMode = Literal["operator", "host"]
+# Who installs the NVIDIA DRA driver (docs/adr/0048): `chart`, its own release of
+# kubernetes-sigs/dra-driver-nvidia-gpu beside the GPU Operator's ClusterPolicy; `operator`, the GPU
+# Operator's GPUCluster (nvidia.com/v1alpha1, v26.7.0+), which manages the DRA driver,
+# ComputeDomains, the DCGM exporter and a DRA validator, and deploys no device plugin, toolkit, GFD
+# or MIG manager (api/nvidia/v1alpha1/gpucluster_types.go, internal/state/manager.go at v26.7.0).
+DraManager = Literal["chart", "operator"]
 MigStrategy = Literal["none", "single", "mixed"]
 CapacityType = Literal["on-demand", "spot"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -321,6 +327,7 @@ class GpuStackSettings(_Model):
     allocation: Allocation = "dra"
     driver: DriverMode = "operator"
     toolkit: ToolkitMode = "operator"
+    dra_managed_by: DraManager = "chart"
     mig_strategy: MigStrategy = "none"
     # NVIDIA ComputeDomains (multi-node NVLink, IMEX) from the DRA driver. null: on where a pool
     # has multi-node NVLink (GB200-class: components/tables/instance_types.py), off elsewhere.

@@ -32,6 +32,7 @@ VPC_ENDPOINTS = "ck8s-gpu:index:VpcEndpoints"
 # --- This package's dynamic resources (the SDK's `pulumi-python:dynamic/<module>:<name>` of each class)
 DYNAMIC_API_READY = "pulumi-python:dynamic/ck8s-gpu:ApiReady"
 DYNAMIC_CLUSTER_POLICY_READY = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyReady"
+DYNAMIC_GPU_CLUSTER_READY = "pulumi-python:dynamic/ck8s-gpu:GpuClusterReady"
 DYNAMIC_CRDS_FIRST = "pulumi-python:dynamic/ck8s-gpu:CrdsFirst"
 DYNAMIC_NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
 DYNAMIC_POOL_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade"

@@ -1,4 +1,5 @@
-"""Settings rules: the GPU stack: driver and toolkit modes, add-on versions and repositories, MIG."""
+"""Settings rules: the GPU stack: driver and toolkit modes, who manages DRA, add-on versions and
+repositories, MIG."""
 
 from __future__ import annotations
 
@@ -64,6 +65,40 @@ def _toolkit(s: Settings) -> Iterator[Problem]:
         # /run/nvidia/driver, which the node script does not do.
         yield (f"{ROOT}.gpuStack.toolkit", f"host needs gpuStack.driver host (is {s.gpu_stack.driver}): the GPU "
                                            "node image carries driver and toolkit together (docs/adr/0046)")
+
+
+# Kubernetes pkg/features/kube_features.go: DRAAdminAccess alpha (off) from 1.32, beta and on by default
+# from 1.34. The GPUCluster's DRA validator and DCGM exporter claim GPUs with `adminAccess: true`
+# (gpu-operator v26.7.0 manifests/state-dra-validation/0400_resourceclaimtemplate.yaml,
+# state-dcgm-exporter/0400_resourceclaimtemplate.yaml); with the gate off the API server drops the
+# field, and each becomes an ordinary claim holding a GPU of every node for good.
+ADMIN_ACCESS_DEFAULT_ON_MINOR = 34
+
+
+def _dra_manager(s: Settings) -> Iterator[Problem]:
+    """gpuStack.draManagedBy operator: what a GPUCluster cannot do (docs/adr/0048). GPU Operator
+    v26.7.0 api/nvidia/v1alpha1/gpucluster_types.go and internal/state/manager.go: it manages the DRA
+    driver, ComputeDomains, DCGM, the DCGM exporter and a DRA validator, nothing else."""
+    g = s.gpu_stack
+    if g.dra_managed_by != "operator":
+        return
+    mode = f"{ROOT}.gpuStack.draManagedBy is operator"
+    if g.allocation != "dra":
+        yield (f"{ROOT}.gpuStack.allocation", f"{g.allocation} needs the device plugin, which only the ClusterPolicy "
+                                              f"deploys; {mode} (a GPUCluster), which allocates GPUs through DRA only")
+    if g.toolkit != "host":
+        yield (f"{ROOT}.gpuStack.toolkit", f"{g.toolkit}: a GPUCluster installs no container toolkit ({mode}); the GPU "
+                                           "node image must carry it and configure containerd for CDI: toolkit host "
+                                           "(docs/adr/0046)")
+    if g.mig_strategy != "none":
+        yield (f"{ROOT}.gpuStack.migStrategy", f"{g.mig_strategy}: a GPUCluster deploys no MIG manager ({mode}); "
+                                               "MIG layouts need the ClusterPolicy (draManagedBy chart)")
+    track = pins.SNAP_TRACKS.get(s.kubernetes.track)  # an unknown track: the kubernetes rule says so
+    if track is not None and (minor := track.minor) < ADMIN_ACCESS_DEFAULT_ON_MINOR:
+        yield (f"{ROOT}.kubernetes.track", f"{s.kubernetes.track}: {mode}, and a GPUCluster's DRA validator and DCGM "
+                                           f"exporter claim GPUs with adminAccess, which Kubernetes 1.{minor} drops "
+                                           "(DRAAdminAccess is alpha and off before 1.34): each would hold a GPU "
+                                           "of every node. Use 1.34-classic or newer")
 
 
 def _precompiled(values: dict[str, object], base: str) -> Iterator[Problem]:
