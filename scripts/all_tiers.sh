@@ -17,7 +17,7 @@ xdist="-n $(nproc 2>/dev/null || echo 2)"
 log=$(mktemp -t ck8s-integration.XXXXXX)
 
 set -m  # the background tier gets its own process group: an interrupt stops all of it
-bash scripts/pytest.sh -p no:cacheprovider -m integration >"$log" 2>&1 &
+bash scripts/pytest.sh -p no:cacheprovider --durations=25 -m integration >"$log" 2>&1 &
 integration=$!
 set +m
 trap 'kill -- -"$integration" 2>/dev/null; rm -f "$log"; exit 130' INT TERM
@@ -28,7 +28,7 @@ if [ $# -gt 0 ]; then
   nice -n 10 "$@" || failed+=("$*")
 fi
 # shellcheck disable=SC2086
-nice -n 10 bash scripts/pytest.sh $xdist -m "not integration" || failed+=("the pure and slow tiers")
+nice -n 10 bash scripts/pytest.sh $xdist --durations=25 -m "not integration" || failed+=("the pure and slow tiers")
 wait "$integration" || failed+=("the integration tier")
 echo "----- the integration tier (it ran beside the above) -----"
 cat "$log"
