@@ -31,6 +31,7 @@ from .catalog import BY_NAME, WIRED_VALUES
 from .cluster_policy_ready import ClusterPolicyReady
 from .crds import BY_CHART
 from .crds_first import CrdsFirst
+from .dra_mode_guard import DraModeGuard
 from .gpu_cluster_ready import GpuClusterReady
 from .gpu_operator import (
     CLUSTER_POLICY,
@@ -214,6 +215,11 @@ class AddonSet(pulumi.ComponentResource):
                     f"{name}-{addon.name}-crds", cluster.kubeconfig, **pull,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.ready]),
                 )
+        # A deployed stack cannot switch who runs DRA in one `up` (docs/adr/0048): the guard's check
+        # fails the preview, and both DRA-bearing releases wait for it, so nothing has moved by then.
+        guard = (DraModeGuard(f"{name}-dra-mode", settings.gpu_stack.dra_managed_by,
+                              opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster.ready]))
+                 if "gpu-operator" in graph.names else None)
         for addon in graph.order:  # dependencies first: their ready gates exist already
             ctx = ctxs[addon.name]
             args = release_args(addon, ctx)
@@ -227,6 +233,7 @@ class AddonSet(pulumi.ComponentResource):
             depends += [self.ready[d] for d in graph.edges[addon.name]]
             depends += extra_dependencies.get(addon.name, ())
             depends += [crds[addon.name]] if addon.name in crds else []
+            depends += [guard] if guard is not None and addon.name in ("gpu-operator", "dra-driver") else []
             for provider in graph.crd_edges.get(addon.name, ()):
                 if provider not in crds:  # a catalog error: tests/unit/addons keep it from happening
                     raise pulumi.RunError(f"{addon.name} waits for the CRDs of {provider}, whose chart applies "

@@ -265,6 +265,9 @@ DURATIONS: dict[str, Duration] = {
     "api-ready-existing": Duration(0, 1, "API readiness gate (cluster already up)", _LOCAL),
     "upgrade-noop": Duration(0, 1, "node upgrade gate (no-op on create)",
                              "code: components/upgrade/resources.py (create records state only: no node is touched)"),
+    "dra-mode-guard": Duration(0, 0, "who-runs-DRA guard (inputs only)",
+                               "zero: components/addons/dra_mode_guard.py (its check compares inputs; create "
+                               "records them, no API call)"),
     "crds-first": Duration(1, 15, "chart CRDs applied before the release",
                            "code: components/addons/crds_first.py (one chart archive download, tens of KB, then "
                            "one server-side apply per CRD; Helm's own pull and the API server's PATCH)"),

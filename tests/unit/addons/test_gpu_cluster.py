@@ -278,3 +278,34 @@ def test_aws_dev_in_operator_mode_plans_and_passes_the_policy_pack() -> None:
     assert not any(name.endswith("-dra-driver") for name in releases), sorted(releases)
     (operator,) = [r for n, r in releases.items() if n.endswith("-gpu-operator")]
     assert operator.inputs["values"]["gpuCluster"] == {"deployCR": True}
+
+
+# ------------------------------------------------------------------------------- the switch guard
+
+
+def test_a_switch_is_refused_by_the_guards_check_and_nothing_else_is() -> None:
+    from components.addons.dra_mode_guard import _DraModeGuardProvider
+
+    guard = _DraModeGuardProvider()
+    for before, after in (("chart", "operator"), ("operator", "chart")):
+        (failure,) = guard.check({"mode": before}, {"mode": after}).failures
+        assert failure.property == "mode" and f"changes from {before} to {after}" in failure.reason
+        assert "Switching who manages DRA" in failure.reason
+    assert guard.check({}, {"mode": "operator"}).failures == []  # created: no state yet
+    assert guard.check({"mode": "chart"}, {"mode": "chart"}).failures == []
+
+
+def test_the_dra_releases_wait_for_the_guard_and_only_gpu_operator_stacks_have_one() -> None:
+    def program(s: Settings) -> Any:
+        def run() -> None:
+            AddonSet("gpu", s, StandInCluster(s))
+        return by_name(run_program(run, {}, stack="test"))
+
+    for s in (settings("aws"), operator_mode()):
+        res = program(s)
+        guard = res["gpu-dra-mode"]
+        assert guard.inputs["mode"] == s.gpu_stack.dra_managed_by
+        for release in ("gpu-gpu-operator", "gpu-dra-driver"):
+            if release in res:
+                assert guard.urn in res[release].dependencies, release
+    assert "gpu-dra-mode" not in program(settings("kind"))  # no GPU Operator there
