@@ -9,7 +9,7 @@ one line and exits 0.
         --gpu-operator-src ~/src/gpu-operator --gpu-operator-git ~/mirror/gpu-operator.git \\
         --gpu-operator-bin ~/src/gpu-operator/bin/gpu-operator \\
         --kai-src ~/src/KAI-Scheduler --kai-git ~/mirror/KAI-Scheduler.git --kai-bin-dir ~/src/KAI-Scheduler/bin \\
-        [--out docs/compatibility.md] [--runs 20] [--work DIR] [--only gpu-operator|kai]
+        [--out docs/compatibility.md] [--runs 20] [--work DIR] [--only gpu-operator|gpu-cluster|kai]
 
 A tree is a checkout (or `git archive <tag> | tar -x`) of the pinned tag. `--*-git` names a git dir
 holding the tag: the script then checks the tree equals the tag and records its commit (a
@@ -26,6 +26,10 @@ Against a loopback control plane with KWOK GPU nodes (tools/localcluster.py, bin
   mount namespace: nothing is written to the host's /opt); scenarios no NFD labels, NFD labelled,
   spec change and tainted pool, each judged by the project's gate
   (components.addons.cluster_policy_ready.check_cluster_policy).
+* GPU Operator in GPUCluster mode (gpuStack.draManagedBy operator): the GPUCluster the chart
+  renders from the same values with that setting, the operator with its chart's env; scenarios a
+  ClusterPolicy beside it, no GPU node, NFD labelled with GPUs published, each judged by
+  components.addons.gpu_cluster_ready.check_gpu_cluster.
 * KAI: CRDs, the chart's PriorityClasses, the project's queues (charts/kai-queues), simulated DRA
   slices (tools/dra_publisher.py), scheduler + binder + podgrouper + queue controller; then
   `ck8s-gpu smoke --scheduler kai` `--runs` times, with the claims left allocated after each run,
@@ -80,6 +84,11 @@ NFD_LABELS = {
 CUSTOM_TAINT = ("dedicated", "training", "NoSchedule")
 DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 OPERATOR_CRDS = ("nvidia.com_clusterpolicies.yaml", "nvidia.com_nvidiadrivers.yaml", "nvidia.com_gpuclusters.yaml")
+# The GPUCluster's controller also watches ComputeDomains (the chart's crds/ at v26.7.0 has them).
+GPU_CLUSTER_CRDS = (*OPERATOR_CRDS, "resource.nvidia.com_computedomains.yaml",
+                    "resource.nvidia.com_computedomaincliques.yaml")
+GPU_CLUSTER = "gpu-cluster"
+PARTS = ("gpu-operator", "gpu-cluster", "kai")
 KAI_BINARIES = ("scheduler", "binder", "podgrouper", "queuecontroller")
 
 Obj = dict[str, Any]
@@ -454,6 +463,24 @@ def run_gate(kubeconfig: Path, *, min_gpu_nodes: int, timeout: float, settle: fl
     return True, f"passed: {out}", time.monotonic()
 
 
+def run_cluster_gate(kubeconfig: Path, *, min_gpu_nodes: int, timeout: float,
+                     settle: float) -> tuple[bool, str, float]:
+    """The GPUCluster gate (components/addons/gpu_cluster_ready.py), as the program runs it."""
+    from components.addons.gpu_cluster_ready import check_gpu_cluster
+    from components.kube.wait import WaitTimeout
+
+    t0 = time.monotonic()
+    try:
+        out = check_gpu_cluster(kubeconfig.read_text(), name=GPU_CLUSTER, namespace=OPERATOR_NS,
+                                min_gpu_nodes=min_gpu_nodes, timeout_seconds=timeout, settle_seconds=settle)
+    except WaitTimeout as exc:
+        return False, f"WaitTimeout: {exc}", time.monotonic()
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {exc}", time.monotonic()
+    log(f"gate passed after {time.monotonic() - t0:.0f}s")
+    return True, f"passed: {out}", time.monotonic()
+
+
 def status_writes(w: TimedWatch, since: float) -> list[tuple[float, Obj]]:
     """Watch events after `since` whose status differs from the previous event's (status writes)."""
     prev: str | None = None
@@ -733,6 +760,189 @@ def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitS
     ok5 = bool(tainted_variant) and landed[tainted_variant[0]]
     c5.done(ok5, "; ".join(f"{k}: {'lands on' if v else 'does not land on'} the tainted node"
                            for k, v in landed.items()))
+    op.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# GPU Operator, GPUCluster mode (gpuStack.draManagedBy operator, docs/adr/0048)
+
+DRA_CAPABILITY = '(.Capabilities.APIVersions.Has "resource.k8s.io/v1/DeviceClass")'
+
+
+def chart_with_dra_capability(chart: Path, work: Path) -> Path:
+    """A copy of the chart whose one capability test (templates/validations.yaml: is a resource.k8s.io
+    DeviceClass API served) answers true, as the loopback API server does (checked where it is used):
+    helm_python's render takes no --api-versions. No manifest template is touched."""
+    copy = work / "chart"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(chart, copy)
+    v = copy / "templates" / "validations.yaml"
+    text = v.read_text()
+    if DRA_CAPABILITY not in text:
+        raise RuntimeError(f"{v}: the capability test {DRA_CAPABILITY} is not there: re-read the chart")
+    v.write_text(text.replace(DRA_CAPABILITY, "true"))
+    return copy
+
+
+def cluster_status(o: Obj | None) -> str:
+    return policy_status(o)
+
+
+def operator_env(objs: list[Obj]) -> dict[str, str]:
+    """The literal env the chart gives the operator's container (templates/operator.yaml at v26.7.0:
+    DRIVER_MANAGER_IMAGE, VALIDATOR_IMAGE, operator.env): the GPUCluster's states take the validator
+    image from it (internal/state/dra_driver.go), not from the custom resource."""
+    deployments = [d for d in of_kind(objs, "Deployment") if d["metadata"]["name"] == "gpu-operator"]
+    if len(deployments) != 1:
+        raise RuntimeError(f"the chart rendered {len(deployments)} gpu-operator Deployment(s)")
+    containers = deployments[0]["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: str(e["value"]) for c in containers for e in c.get("env") or [] if "value" in e}
+
+
+def gpu_cluster_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, tools_bin: Path) -> None:
+    import dra_publisher
+    from localcluster import LocalCluster
+
+    upstream_chart = part.src / "deployments" / "gpu-operator"
+    work = a.work / "gpu-cluster"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "logs").mkdir(parents=True)
+    c1 = part.check("render-gpucluster", "GPUCluster rendered by the upstream chart from the project's values with "
+                                         "draManagedBy operator, applied with the CRDs")
+    c2 = part.check("clusterpolicy-beside", "A ClusterPolicy beside it: PrerequisiteNotMet, the gate refuses with the "
+                                            "operator's message")
+    c3 = part.check("no-gpu-nodes", "No NFD labels: the DRA kubelet plugin targets no node; the gate refuses")
+    c4 = part.check("reconciled", "NFD labelled, GPUs published: the DRA kubelet plugin on every GPU node, the gate "
+                                  "passes")
+
+    def operator_mode(config: Obj) -> None:
+        settings = config["ck8s-gpu:settings"]
+        settings["gpuStack"] = {**(settings.get("gpuStack") or {}), "draManagedBy": "operator"}
+
+    values, release, how = project_release_values(a.stack, "gpu-operator", operator_mode)
+    chart_values, _, _ = project_release_values(a.stack, "gpu-operator")
+    chart = chart_with_dra_capability(upstream_chart, work)
+    c1.say(f"values: {how} with gpuStack.draManagedBy operator; release name {release}")
+    c1.say(f"values gpuCluster={values.get('gpuCluster')} clusterPolicy={values.get('clusterPolicy')} "
+           f"draDriver={values.get('draDriver')} hostPaths={values.get('hostPaths')}")
+    objs = render_chart(chart, values, name=release, namespace=OPERATOR_NS)
+    clusters, policies = of_kind(objs, "GPUCluster"), of_kind(objs, "ClusterPolicy")
+    if len(clusters) != 1 or policies:
+        c1.done(False, f"the chart rendered {len(clusters)} GPUCluster(s) and {len(policies)} ClusterPolicy(ies)")
+        return
+    gc = clusters[0]
+    c1.say(f"rendered {len(objs)} objects; GPUCluster {gc['metadata']['name']} spec: {json.dumps(gc['spec'])[:700]}")
+
+    log("GPUCluster: starting the local control plane")
+    cl = LocalCluster(work / "cluster", nodes=2, instance_type="g6.xlarge", bin_dir=tools_bin, name="compat-gc")
+    stack.callback(cl.down)
+    cl.up()
+    nodes = cl.node_names
+    served = cl.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name")
+    if "deviceclasses.resource.k8s.io" not in served.split():
+        c1.done(False, f"the API server serves no DeviceClass: {served!r}")
+        return
+    c1.say("the API server serves deviceclasses.resource.k8s.io (the capability the render was given)")
+    cl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NS}})
+    try:
+        names = apply_crds(cl, [upstream_chart / "crds" / f for f in GPU_CLUSTER_CRDS])
+        cl.apply(gc)
+    except Exception as exc:
+        c1.done(False, f"applying the CRDs or the GPUCluster failed: {short(exc, 800)}")
+        return
+    c1.done(True, f"chart rendered with {how} and draManagedBy operator: GPUCluster {GPU_CLUSTER}, no ClusterPolicy; "
+                  f"CRDs {', '.join(names)} and the GPUCluster accepted by kube-apiserver "
+                  f"{json.loads(cl.kubectl('version', '-o', 'json')).get('serverVersion', {}).get('gitVersion')}")
+
+    # --- 2. a ClusterPolicy beside it ----------------------------------------------------------
+    beside = of_kind(render_chart(chart, chart_values, name=release, namespace=OPERATOR_NS), "ClusterPolicy")[0]
+    cl.apply(beside)
+    watch = TimedWatch(str(tools_bin / "kubectl"), cl.kubeconfig, "gpuclusters.nvidia.com")
+    stack.callback(watch.stop)
+    opt = stage_opt(part.src, work)
+    binary = Path(part.builds[0]["path"])
+    metrics, probes = free_port(), free_port()
+    chart_env = operator_env(objs)
+    c2.say(f"the operator's env from the chart's Deployment: {chart_env}")
+    env = {**os.environ, **chart_env, "OPERATOR_NAMESPACE": OPERATOR_NS, "WATCH_NAMESPACE": "",
+           "KUBECONFIG": str(cl.kubeconfig)}
+    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /opt && exec "$@"',
+            str(opt), str(binary), f"--metrics-bind-address={LOOPBACK}:{metrics}",
+            f"--health-probe-bind-address={LOOPBACK}:{probes}", f"--kubeconfig={cl.kubeconfig}", "--zap-log-level=info"]
+    op = Controller("gpu-operator", argv, env, work / "logs")
+    stack.callback(op.stop)
+    part.notes.append("The operator runs with the literal env of the chart's gpu-operator Deployment "
+                      "(DRIVER_MANAGER_IMAGE, VALIDATOR_IMAGE): a GPUCluster takes the validator image from it.")
+    part.notes.append("The same binary and /opt staging as the ClusterPolicy run above; the chart is rendered from a "
+                      "copy whose one capability test (templates/validations.yaml, a resource.k8s.io DeviceClass API "
+                      "served) answers true, as the loopback API server does: helm_python takes no --api-versions.")
+    t_start = time.monotonic()
+    try:
+        wait_until("the GPUCluster's first status", lambda: (not op.alive() and "exited") or (
+            (cl.get_json("gpucluster", GPU_CLUSTER).get("status") or {}).get("conditions")), timeout=180)
+    except TimeoutError as exc:
+        c2.done(False, f"{exc}; operator log: {short(op.tail(), 800)}")
+        return
+    if not op.alive():
+        c2.done(False, f"the operator exited (rc {op.proc.returncode}): {short(op.tail(), 1200)}")
+        return
+    ok, msg, _ = run_cluster_gate(cl.kubeconfig, min_gpu_nodes=len(nodes), timeout=a.gate_timeout_refuse, settle=10)
+    for t, obj in status_writes(watch, t_start):
+        c2.say(f"+{t - t_start:5.1f}s status write: {cluster_status(obj)}")
+    c2.say(f"gate: {msg}")
+    c2.done(not ok and "PrerequisiteNotMet" in msg and "may not exist at the same time" in msg,
+            f"operator wrote {cluster_status(cl.get_json('gpucluster', GPU_CLUSTER))}; the gate "
+            + ("passed (WRONG)" if ok else "refused" + ("" if "PrerequisiteNotMet" in msg else
+                                                        " but without the operator's reason")))
+
+    # --- 3. no GPU node -----------------------------------------------------------------------
+    cl.kubectl("delete", "clusterpolicy", beside["metadata"]["name"], "--wait=true", "--timeout=60s")
+    t3 = time.monotonic()
+    # PrerequisiteNotMet requeues after a minute (controllers/gpucluster_controller.go): wait that out.
+    def prerequisite_gone() -> bool:
+        conds = (cl.get_json("gpucluster", GPU_CLUSTER).get("status") or {}).get("conditions")
+        return "PrerequisiteNotMet" not in json.dumps(conds)
+
+    with contextlib.suppress(TimeoutError):
+        wait_until("the GPUCluster reconciled without the ClusterPolicy", prerequisite_gone, timeout=150)
+    time.sleep(5)
+    gc_now = cl.get_json("gpucluster", GPU_CLUSTER)
+    old = (gc_now.get("status") or {}).get("state") == "ready"
+    ok, msg, _ = run_cluster_gate(cl.kubeconfig, min_gpu_nodes=len(nodes), timeout=a.gate_timeout_refuse, settle=10)
+    for t, obj in status_writes(watch, t3):
+        c3.say(f"+{t - t3:5.1f}s status write: {cluster_status(obj)}")
+    c3.say(f"DaemonSets in {OPERATOR_NS}: {daemonsets(cl, OPERATOR_NS) or 'none'}")
+    for line in node_labels(cl):
+        c3.say(f"node {line}")
+    c3.say(f"gate: {msg}")
+    reconciled = "Reconciled" in json.dumps((gc_now.get("status") or {}).get("conditions"))
+    c3.done(not ok and "0 GPU node(s)" in msg and reconciled,
+            f"operator wrote {cluster_status(gc_now)}; the gate {'passed (WRONG)' if ok else 'refused'}; the "
+            f"state-only check {'would have passed' if old else 'would also wait'}")
+
+    # --- 4. NFD labelled, GPUs published ------------------------------------------------------
+    t4 = time.monotonic()
+    cl.kubectl("label", "node", *nodes, *(f"{k}={v}" for k, v in NFD_LABELS.items()), "--overwrite")
+    # What the DRA kubelet plugin would publish on a real node (KWOK runs no container): the
+    # validator's and the DCGM exporter's adminAccess claims allocate from these.
+    cl.apply([dra_publisher.resource_slice_manifest(n, 1) for n in nodes])
+    c4.say(f"labelled {', '.join(nodes)} with {', '.join(NFD_LABELS)}; published one gpu.nvidia.com device per node")
+    ok, msg, t_done = run_cluster_gate(cl.kubeconfig, min_gpu_nodes=len(nodes), timeout=a.gate_timeout, settle=10)
+    for t, obj in status_writes(watch, t4):
+        c4.say(f"+{t - t4:5.1f}s status write: {cluster_status(obj)}")
+    for line in node_labels(cl, ("nvidia.com/gpu.present", "nvidia.com/gpu.deploy")):
+        c4.say(f"node {line}")
+    for line in daemonsets(cl, OPERATOR_NS):
+        c4.say(f"DaemonSet {line}")
+    pods = cl.get_json("pods", "-n", OPERATOR_NS)["items"]
+    c4.say(f"{len(pods)} operand pod(s): " + ", ".join(sorted(
+        f"{p['metadata']['name'].rsplit('-', 1)[0]}@{p['spec'].get('nodeName', '?')}={p.get('status', {}).get('phase')}"
+        for p in pods))[:1500])
+    classes = [d["metadata"]["name"] for d in cl.get_json("deviceclasses")["items"]]
+    c4.say(f"DeviceClasses: {', '.join(sorted(classes))}")
+    c4.say(f"gate after {t_done - t4:.0f}s: {msg}")
+    c4.done(ok, f"final {cluster_status(cl.get_json('gpucluster', GPU_CLUSTER))}; gate "
+                f"{'passed' if ok else 'refused'}: {short(msg, 400)}")
     op.stop()
 
 
@@ -1110,13 +1320,13 @@ def write_page(out: Path, parts: list[Part]) -> None:
     head, rest = text.split(BEGIN, 1)
     body, tail = rest.split(END, 1)
     blocks: dict[str, str] = {}
-    for key in ("gpu-operator", "kai"):
+    for key in PARTS:
         m = re.search(rf"<!-- compat:{key}:begin -->.*?<!-- compat:{key}:end -->", body, re.S)
         if m:
             blocks[key] = m.group(0)
     for part in parts:
         blocks[part.key] = render_part(part)
-    new_body = "\n" + "\n\n".join(blocks[k] for k in ("gpu-operator", "kai") if k in blocks) + "\n"
+    new_body = "\n" + "\n\n".join(blocks[k] for k in PARTS if k in blocks) + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
     tmp.write_text(head + BEGIN + new_body + END + tail)
@@ -1138,7 +1348,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "docs" / "compatibility.md")
     p.add_argument("--runs", type=int, default=20, help="smoke runs in a row with KAI (default 20)")
     p.add_argument("--work", type=Path, default=None, help="work dir (default: a fresh temporary dir, removed)")
-    p.add_argument("--only", choices=("gpu-operator", "kai"), default=None)
+    p.add_argument("--only", choices=PARTS, default=None)
     p.add_argument("--stack", default="aws-dev", help="stack whose values the charts get (default aws-dev)")
     p.add_argument("--gate-timeout", type=float, default=240, help="gate budget where it should pass (s)")
     p.add_argument("--gate-timeout-refuse", type=float, default=60, help="gate budget where it should refuse (s)")
@@ -1148,7 +1358,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.runs < 1 or a.smoke_timeout < 60:
         p.error("--runs must be >= 1 and --smoke-timeout >= 60")
-    if a.gpu_operator_src and not a.gpu_operator_bin and a.only in (None, "gpu-operator"):
+    if a.gpu_operator_src and not a.gpu_operator_bin and a.only in (None, "gpu-operator", "gpu-cluster"):
         p.error("--gpu-operator-src needs --gpu-operator-bin (the binary built from that tree)")
     if a.kai_src and not a.kai_bin_dir and a.only in (None, "kai"):
         p.error("--kai-src needs --kai-bin-dir (KAI's binaries built from that tree)")
@@ -1159,8 +1369,8 @@ def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     from components.tables import pins
 
-    wanted = [k for k in ("gpu-operator", "kai") if a.only in (None, k)]
-    srcs = {"gpu-operator": a.gpu_operator_src, "kai": a.kai_src}
+    wanted = [k for k in PARTS if a.only in (None, k)]
+    srcs = {"gpu-operator": a.gpu_operator_src, "gpu-cluster": a.gpu_operator_src, "kai": a.kai_src}
     given = {k: srcs[k] for k in wanted if srcs[k] is not None and Path(srcs[k]).is_dir()}
     if not given:
         print("compat_controllers: no upstream source tree given (--gpu-operator-src/--kai-src): nothing checked")
@@ -1180,6 +1390,9 @@ def main(argv: list[str] | None = None) -> int:
     if "gpu-operator" in given:
         parts.append(Part("gpu-operator", "NVIDIA GPU Operator", pins.CHARTS["gpu-operator"].version,
                           Path(given["gpu-operator"]).resolve()))
+    if "gpu-cluster" in given:
+        parts.append(Part("gpu-cluster", "NVIDIA GPU Operator, GPUCluster mode", pins.CHARTS["gpu-operator"].version,
+                          Path(given["gpu-cluster"]).resolve()))
     if "kai" in given:
         parts.append(Part("kai", "KAI scheduler", pins.CHARTS["kai-scheduler"].version, Path(given["kai"]).resolve()))
 
@@ -1195,11 +1408,14 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.ExitStack() as stack:
                 try:
                     part.tree_hash = tree_hash(part.src)
-                    identify(part, a.gpu_operator_git if part.key == "gpu-operator" else a.kai_git, part.pin)
+                    identify(part, a.kai_git if part.key == "kai" else a.gpu_operator_git, part.pin)
                     log(f"{part.key}: {part.src} commit {part.commit} ({part.commit_note}), hash {part.tree_hash[:16]}")
                     if part.key == "gpu-operator":
                         binary_info("gpu-operator", part, a.gpu_operator_bin)
                         gpu_operator_part(a, part, stack, tools_bin)
+                    elif part.key == "gpu-cluster":
+                        binary_info("gpu-operator", part, a.gpu_operator_bin)
+                        gpu_cluster_part(a, part, stack, tools_bin)
                     else:
                         for binary in KAI_BINARIES:
                             binary_info(binary, part, a.kai_bin_dir / binary)
