@@ -76,8 +76,18 @@ def plan_regions(
     # batch with BrokenProcessPool instead of leaving map() waiting for ever.
     pool = ProcessPoolExecutor(max_workers=parallel, mp_context=context, max_tasks_per_child=1,
                                initializer=_ignore_sigint)
+    # A terminal's Ctrl-C reaches the whole process group. The initializer runs only once a worker
+    # has started, and one caught earlier, still importing, died printing a traceback. So SIGINT is
+    # blocked while the workers and the executor's manager thread (which spawns the replacements
+    # max_tasks_per_child asks for) come into being: both inherit the mask, a spawned worker keeps
+    # it across exec, and only this thread unblocks it again, to take Ctrl-C for all of them.
     try:
-        outcomes = list(pool.map(_plan, jobs))
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            futures = [pool.submit(_plan, job) for job in jobs]
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a Ctrl-C held meanwhile lands here
+        outcomes = [f.result() for f in futures]
     except BrokenProcessPool as exc:  # a worker was killed: every region of the batch is reported failed
         why = f"a planning worker died ({exc}); out of memory? re-run with --parallel 1"
         outcomes = [(False, 0, {}, why) for _ in jobs]

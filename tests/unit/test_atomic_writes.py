@@ -99,6 +99,7 @@ def test_ctrl_c_during_stamp_offline_exits_130_and_stops_every_worker(tmp_path: 
 def test_a_killed_planning_worker_fails_the_batch_instead_of_hanging(monkeypatch: pytest.MonkeyPatch) -> None:
     """multiprocessing.Pool waits for ever when a worker dies mid-task; ProcessPoolExecutor raises
     BrokenProcessPool, which stamp reports as a failed batch (components/stamping/offline.py)."""
+    from concurrent.futures import Future
     from concurrent.futures.process import BrokenProcessPool
     from typing import Any
 
@@ -108,8 +109,10 @@ def test_a_killed_planning_worker_fails_the_batch_instead_of_hanging(monkeypatch
         def __init__(self, *_a: Any, **_k: Any) -> None:
             pass
 
-        def map(self, *_a: Any) -> Any:
-            raise BrokenProcessPool("A process in the process pool was terminated abruptly")
+        def submit(self, *_a: Any) -> Any:  # a dead worker fails every pending future so
+            future: Future[Any] = Future()
+            future.set_exception(BrokenProcessPool("A process in the process pool was terminated abruptly"))
+            return future
 
         def shutdown(self, *_a: Any, **_k: Any) -> None:
             pass
