@@ -296,6 +296,29 @@ IMAGES: tuple[Entry, ...] = (
 )
 
 
+# Every image-bearing component of the chart's values (deployments/gpu-operator/values.yaml at
+# v26.7.0: the `image:` keys at L60, 74, 153, 201, 232, 244, 291, 303, 362, 373, 436, 447, 457, 467,
+# 475, 489, 502, 510, 530, 543, 556, 583). The chart renders each one's fields into its custom
+# resource whether the component is on or not (templates/clusterpolicy.yaml, gpucluster.yaml), so
+# under a mirror each is either an entry of IMAGES (repository rewritten) or UNPUBLISHED (blanked).
+CHART_IMAGE_KEYS = (
+    "operator", "validator", "driver", "driver.manager", "toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd",
+    "migManager", "nodeStatusExporter", "gds", "gdrcopy", "vgpuManager", "vgpuManager.driverManager",
+    "vgpuDeviceManager", "vfioManager", "vfioManager.driverManager", "sandboxDevicePlugin", "kataSandboxDevicePlugin",
+    "ccManager", "draDriver",
+)
+# vgpuManager: repository "" and version "" at the chart's defaults (values.yaml L464-468), so the
+# ClusterPolicy gets a bare `image: vgpu-manager`, a name the runtime would look up on Docker Hub.
+# No registry publishes it: the vGPU manager image is built by the customer from NVIDIA's vGPU
+# driver (GPU Operator docs, "Using NVIDIA vGPU": build and push the vGPU Manager image). Under a
+# mirror its `image` is blanked, and the template then writes none (`if .Values.vgpuManager.image`);
+# a stack that runs vGPU names its own image in `values`, which merge over this.
+UNPUBLISHED_IMAGES = ("vgpuManager",)
+
+
+def _mirror_unpublished(_settings: Settings, _mirror: str) -> dict[str, Any]:
+    return {key: {"image": ""} for key in UNPUBLISHED_IMAGES}
+
 # The DRA driver release the GPUCluster runs (values draDriver.version at v26.7.0, L582-584): the
 # one its feature gates are checked against (components/addons/dra_driver.py gate_problems).
 GPU_CLUSTER_DRA_DRIVER = next(e for e in IMAGES if e.name == "gpucluster-dra-driver").image.tag.removeprefix("v")
@@ -310,6 +333,7 @@ ADDON = Addon(
     values=values,
     chart_pin="gpu-operator",
     images=IMAGES,
+    mirror_extra=_mirror_unpublished,
     provides=_provides,
     after_crds_of=("monitoring-crds",),  # its DCGM ServiceMonitor (values: serviceMonitor.enabled)
     conflicts=("fake-gpu-operator",),

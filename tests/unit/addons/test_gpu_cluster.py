@@ -309,3 +309,23 @@ def test_the_dra_releases_wait_for_the_guard_and_only_gpu_operator_stacks_have_o
             if release in res:
                 assert guard.urn in res[release].dependencies, release
     assert "gpu-dra-mode" not in program(settings("kind"))  # no GPU Operator there
+
+
+# ------------------------------------------------------------------------------- mirrored images
+
+
+def test_under_a_mirror_every_image_the_chart_renders_is_rewritten_or_blanked() -> None:
+    """The class, not vgpuManager alone: each image-bearing key of the chart's values
+    (gpu_operator.CHART_IMAGE_KEYS, read at the pin) is under the mirror or blanked, in both modes."""
+    from components.addons.gpu_operator import CHART_IMAGE_KEYS, UNPUBLISHED_IMAGES
+    from components.settings.facts import nested
+
+    mirror = "registry.example.internal:5000/mirror"
+    for s in (settings("aws", images={"mirror": mirror}), operator_mode(images={"mirror": mirror})):
+        values = final_values(GPU_OPERATOR, s)
+        for key in CHART_IMAGE_KEYS:
+            repository, image = nested(values, f"{key}.repository"), nested(values, f"{key}.image")
+            if key in UNPUBLISHED_IMAGES:
+                assert image == "" and not repository, (key, image, repository)  # the template writes none
+            else:
+                assert str(repository).startswith(f"{mirror}/"), (key, repository)
