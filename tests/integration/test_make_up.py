@@ -128,6 +128,12 @@ def test_up_and_down_refuse_while_another_node_tier_runs(tmp_path: Path, capsys:
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
                               f"{preflight.NODE_TIER_MARK}0123456789/0/containerd/config.toml"])
     try:
+        # The precondition first, so that a failure below is the product's: the other tier is visible.
+        # (Once, in a cold CI run under load, teardown saw no such process: a late /proc entry?)
+        deadline = time.monotonic() + 10
+        while other.pid not in preflight.other_node_tiers("/nonexistent") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert other.pid in preflight.other_node_tiers("/nonexistent"), (other.poll(), other.pid)
         state = tmp_path / "state"
         state.mkdir()
         assert down.teardown(Layout(state)) == 3
