@@ -509,6 +509,38 @@ def stage_opt(src: Path, work: Path) -> Path:
     return opt
 
 
+def start_operator(part: Part, work: Path, cl: Any, stack: contextlib.ExitStack,
+                   chart_env: dict[str, str] | None = None) -> Controller:
+    """The operator binary on the host against the loopback API server, as the admin user, no leader
+    election, its image's /opt (stage_opt) bind-mounted in a private mount namespace."""
+    opt = stage_opt(part.src, work)
+    binary = Path(part.builds[0]["path"])
+    metrics, probes = free_port(), free_port()
+    env = {**os.environ, **(chart_env or {}), "OPERATOR_NAMESPACE": OPERATOR_NS, "WATCH_NAMESPACE": "",
+           "KUBECONFIG": str(cl.kubeconfig)}
+    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /opt && exec "$@"',
+            str(opt), str(binary), f"--metrics-bind-address={LOOPBACK}:{metrics}",
+            f"--health-probe-bind-address={LOOPBACK}:{probes}", f"--kubeconfig={cl.kubeconfig}", "--zap-log-level=info"]
+    op = Controller("gpu-operator", argv, env, work / "logs")
+    stack.callback(op.stop)
+    return op
+
+
+def first_status(cl: Any, resource: str, name: str, op: Controller, check: Check) -> bool:
+    """Wait for the operator's first status on its custom resource; False (the check failed, saying
+    why: a timeout or the operator's exit, with its log) when none comes."""
+    try:
+        wait_until(f"the operator's first {resource} status", lambda: (not op.alive() and "exited") or (
+            (cl.get_json(resource, name).get("status") or {}).get("conditions")), timeout=180)
+    except TimeoutError as exc:
+        check.done(False, f"{exc}; operator log: {short(op.tail(), 800)}")
+        return False
+    if not op.alive():
+        check.done(False, f"the operator exited (rc {op.proc.returncode}): {short(op.tail(), 1200)}")
+        return False
+    return True
+
+
 def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, tools_bin: Path) -> None:
     from localcluster import LocalCluster
 
@@ -567,29 +599,14 @@ def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitS
 
     watch = TimedWatch(kubectl, cl.kubeconfig, "clusterpolicies.nvidia.com")
     stack.callback(watch.stop)
-    opt = stage_opt(part.src, work)
-    binary = Path(part.builds[0]["path"])
-    metrics, probes = free_port(), free_port()
-    env = {**os.environ, "OPERATOR_NAMESPACE": OPERATOR_NS, "WATCH_NAMESPACE": "", "KUBECONFIG": str(cl.kubeconfig)}
-    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /opt && exec "$@"',
-            str(opt), str(binary), f"--metrics-bind-address={LOOPBACK}:{metrics}",
-            f"--health-probe-bind-address={LOOPBACK}:{probes}", f"--kubeconfig={cl.kubeconfig}", "--zap-log-level=info"]
-    op = Controller("gpu-operator", argv, env, work / "logs")
-    stack.callback(op.stop)
+    op = start_operator(part, work, cl, stack)
     part.notes.append("The operator binary runs on the host against the loopback API server, as the admin user, no "
                       "leader election; its image's /opt (assets/, manifests/, validator/manifests/ of the tree) is "
                       "bind-mounted in a private mount namespace (`unshare --mount`): the host's /opt is untouched.")
 
     # --- 2. no NFD labels --------------------------------------------------------------------
     t_start = time.monotonic()
-    try:
-        wait_until("the operator's first ClusterPolicy status", lambda: (not op.alive() and "exited") or (
-            (cl.get_json("clusterpolicy", POLICY).get("status") or {}).get("conditions")), timeout=180)
-    except TimeoutError as exc:
-        c2.done(False, f"{exc}; operator log: {short(op.tail(), 800)}")
-        return
-    if not op.alive():
-        c2.done(False, f"the operator exited (rc {op.proc.returncode}): {short(op.tail(), 1200)}")
+    if not first_status(cl, "clusterpolicy", POLICY, op, c2):
         return
     time.sleep(5)  # node labelling runs beside it
     lst = listeners(op.proc.pid)
@@ -859,32 +876,16 @@ def gpu_cluster_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitSt
     cl.apply(beside)
     watch = TimedWatch(str(tools_bin / "kubectl"), cl.kubeconfig, "gpuclusters.nvidia.com")
     stack.callback(watch.stop)
-    opt = stage_opt(part.src, work)
-    binary = Path(part.builds[0]["path"])
-    metrics, probes = free_port(), free_port()
     chart_env = operator_env(objs)
     c2.say(f"the operator's env from the chart's Deployment: {chart_env}")
-    env = {**os.environ, **chart_env, "OPERATOR_NAMESPACE": OPERATOR_NS, "WATCH_NAMESPACE": "",
-           "KUBECONFIG": str(cl.kubeconfig)}
-    argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", 'mount --bind "$0" /opt && exec "$@"',
-            str(opt), str(binary), f"--metrics-bind-address={LOOPBACK}:{metrics}",
-            f"--health-probe-bind-address={LOOPBACK}:{probes}", f"--kubeconfig={cl.kubeconfig}", "--zap-log-level=info"]
-    op = Controller("gpu-operator", argv, env, work / "logs")
-    stack.callback(op.stop)
+    op = start_operator(part, work, cl, stack, chart_env)
     part.notes.append("The operator runs with the literal env of the chart's gpu-operator Deployment "
                       "(DRIVER_MANAGER_IMAGE, VALIDATOR_IMAGE): a GPUCluster takes the validator image from it.")
     part.notes.append("The same binary and /opt staging as the ClusterPolicy run above; the chart is rendered from a "
                       "copy whose one capability test (templates/validations.yaml, a resource.k8s.io DeviceClass API "
                       "served) answers true, as the loopback API server does: helm_python takes no --api-versions.")
     t_start = time.monotonic()
-    try:
-        wait_until("the GPUCluster's first status", lambda: (not op.alive() and "exited") or (
-            (cl.get_json("gpucluster", GPU_CLUSTER).get("status") or {}).get("conditions")), timeout=180)
-    except TimeoutError as exc:
-        c2.done(False, f"{exc}; operator log: {short(op.tail(), 800)}")
-        return
-    if not op.alive():
-        c2.done(False, f"the operator exited (rc {op.proc.returncode}): {short(op.tail(), 1200)}")
+    if not first_status(cl, "gpucluster", GPU_CLUSTER, op, c2):
         return
     ok, msg, _ = run_cluster_gate(cl.kubeconfig, min_gpu_nodes=len(nodes), timeout=a.gate_timeout_refuse, settle=10)
     for t, obj in status_writes(watch, t_start):

@@ -125,10 +125,10 @@ def daemonset_problem(ds: Obj) -> str:
     return ""
 
 
-def judge(seen: Seen, name: str, min_gpu_nodes: int) -> Observation:
-    """The verdict on one poll, before freshness: every reason it is not ready, in one line."""
-    if seen.policy is None:
-        return Observation(False, f"ClusterPolicy {name} does not exist (yet)")
+def status_problems(seen: Seen, min_gpu_nodes: int) -> tuple[list[str], list[str]]:
+    """(problems, GPU nodes) of an operator's custom resource that exists (a ClusterPolicy or a
+    GPUCluster: the same state, Ready condition and reasons), before its DaemonSets are judged."""
+    assert seen.policy is not None
     st = seen.policy.get("status") or {}
     state, cond = st.get("state") or "", ready_condition(seen.policy)
     problems = []
@@ -144,6 +144,14 @@ def judge(seen: Seen, name: str, min_gpu_nodes: int) -> Observation:
     if len(found) < min_gpu_nodes:
         problems.append(f"{len(found)} GPU node(s) labelled {GPU_PRESENT_LABEL}=true, expected at least "
                         f"{min_gpu_nodes}" + (f" ({', '.join(found[:10])})" if found else ""))
+    return problems, found
+
+
+def judge(seen: Seen, name: str, min_gpu_nodes: int) -> Observation:
+    """The verdict on one poll, before freshness: every reason it is not ready, in one line."""
+    if seen.policy is None:
+        return Observation(False, f"ClusterPolicy {name} does not exist (yet)")
+    problems, found = status_problems(seen, min_gpu_nodes)
     problems += [p for ds in seen.daemonsets if owned_by_policy(ds, seen.policy) and (p := daemonset_problem(ds))]
     if problems:
         return Observation(False, "; ".join(problems))
@@ -178,23 +186,25 @@ class Freshness:
                                   f"for the operator to react ({held:.0f}s so far)")
 
 
-def timeout_message(name: str, endpoint: str, elapsed: float, attempts: int, last: Observation) -> str:
+def timeout_message(what: str, endpoint: str, elapsed: float, attempts: int, last: Observation) -> str:
+    """`what`: the object the gate waits for, as `<Kind> <name>`."""
     verb = "gave up" if last.permanent or last.fatal else "timed out"
-    return (f"GPU Operator not ready: ClusterPolicy {name} on {endpoint}: {verb} after {elapsed:.0f}s and "
+    return (f"GPU Operator not ready: {what} on {endpoint}: {verb} after {elapsed:.0f}s and "
             f"{attempts} attempts; last seen: {last.detail}")
 
 
 # --------------------------------------------------------------------------------------------
-# I/O
+# I/O: the operator's custom resource (ClusterPolicy, or GPUCluster: gpu_cluster_ready.py), the
+# nodes, the operator namespace's DaemonSets
 
 
-def _read(get: Callable[[str], str | ApiFailure], name: str, namespace: str) -> Seen | Observation:
+def read_seen(get: Callable[[str], str | ApiFailure], object_path: str, namespace: str) -> Seen | Observation:
     answers: dict[str, Any] = {}
-    for key, path in (("policy", f"/apis/{API}/clusterpolicies/{name}"), ("nodes", "/api/v1/nodes"),
+    for key, path in (("object", object_path), ("nodes", "/api/v1/nodes"),
                       ("daemonsets", f"/apis/apps/v1/namespaces/{namespace}/daemonsets")):
         answer = get(path)
         if isinstance(answer, ApiFailure):
-            if answer.status == 404 and key == "policy":
+            if answer.status == 404 and key == "object":
                 answers[key] = None
                 continue
             return Observation.failed(answer, f"GET {path}: ")
@@ -202,44 +212,53 @@ def _read(get: Callable[[str], str | ApiFailure], name: str, namespace: str) -> 
             answers[key] = json.loads(answer)
         except ValueError:
             return Observation(False, f"GET {path}: answer is not JSON: {answer[:200]!r}")
-    return Seen(answers["policy"], list((answers["nodes"] or {}).get("items") or []),
+    return Seen(answers["object"], list((answers["nodes"] or {}).get("items") or []),
                 list((answers["daemonsets"] or {}).get("items") or []))
 
 
-def check_cluster_policy(kubeconfig: str, *, name: str, namespace: str, min_gpu_nodes: int, timeout_seconds: float,
-                         settle_seconds: float = SETTLE_SECONDS, clock: Callable[[], float] = time.monotonic,
-                         sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
-    """Poll until the ClusterPolicy is ready by `judge` on a fresh status. Returns the outputs."""
+def poll_fresh(kubeconfig: str, *, what: str, object_path: str, namespace: str, judge: Callable[[Seen], Observation],
+               timeout_seconds: float, settle_seconds: float, clock: Callable[[], float],
+               sleep: Callable[[float], None]) -> dict[str, Any]:
+    """Poll until `judge` says ready on a fresh status (Freshness). Returns the outputs."""
     from ..kube.client import api_client, http_get  # the kubernetes client is slow to import
 
     endpoint = kubeconfig_endpoint(kubeconfig)
     try:
         api = api_client(kubeconfig)
     except Exception as exc:  # malformed kubeconfig: waiting cannot fix it
-        raise WaitTimeout(f"GPU Operator not ready: ClusterPolicy {name} on {endpoint}: unusable kubeconfig: "
-                          f"{exc}") from None
+        raise WaitTimeout(f"GPU Operator not ready: {what} on {endpoint}: unusable kubeconfig: {exc}") from None
     fresh: list[Freshness] = []
 
     def probe() -> Observation:
-        seen = _read(lambda p: http_get(api, p), name, namespace)
+        seen = read_seen(lambda p: http_get(api, p), object_path, namespace)
         if isinstance(seen, Observation):
             return seen
         if not fresh:
             fresh.append(Freshness(status_fingerprint(seen.policy), settle_seconds, clock))
-        return fresh[0].observe(seen, judge(seen, name, min_gpu_nodes))
+        return fresh[0].observe(seen, judge(seen))
 
     try:
         last, _ = poll(probe, timeout_seconds=timeout_seconds, clock=clock, sleep=sleep,
-                       describe_timeout=lambda e, n, obs: timeout_message(name, endpoint, e, n, obs))
+                       describe_timeout=lambda e, n, obs: timeout_message(what, endpoint, e, n, obs))
     finally:
         api.close()
     return {"gpuNodes": int(last.value), "observed": last.detail}
 
 
+def check_cluster_policy(kubeconfig: str, *, name: str, namespace: str, min_gpu_nodes: int, timeout_seconds: float,
+                         settle_seconds: float = SETTLE_SECONDS, clock: Callable[[], float] = time.monotonic,
+                         sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Poll until the ClusterPolicy is ready by `judge` on a fresh status. Returns the outputs."""
+    return poll_fresh(kubeconfig, what=f"ClusterPolicy {name}", object_path=f"/apis/{API}/clusterpolicies/{name}",
+                      namespace=namespace, judge=lambda seen: judge(seen, name, min_gpu_nodes),
+                      timeout_seconds=timeout_seconds, settle_seconds=settle_seconds, clock=clock, sleep=sleep)
+
+
 # --------------------------------------------------------------------------------------------
 # the dynamic resource
 
-_KEYS = ("objectName", "operatorNamespace", "minGpuNodes", "laterGpuNodes", "trigger")
+# The inputs whose change runs a gate again (both gates: this one and gpu_cluster_ready.py).
+GATE_KEYS = ("objectName", "operatorNamespace", "minGpuNodes", "laterGpuNodes", "trigger")
 
 
 def nodes_due(min_gpu_nodes: int, later: Sequence[Sequence[Any]] | None, now: datetime) -> int:
@@ -253,25 +272,72 @@ def nodes_due(min_gpu_nodes: int, later: Sequence[Sequence[Any]] | None, now: da
     return due
 
 
-class _ClusterPolicyReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
+GateCheck = Callable[..., dict[str, Any]]
+
+
+def run_gate(props: dict[str, Any], check: GateCheck) -> dict[str, Any]:
+    """A gate's create/update: `check` (check_cluster_policy or check_gpu_cluster) on the inputs,
+    the Capacity Block pools counted by the time it runs; the outputs recorded with the inputs."""
+    due = nodes_due(int(props["minGpuNodes"]), props.get("laterGpuNodes"), datetime.now(UTC))
+    outs = check(str(props["kubeconfig"]), name=str(props["objectName"]), namespace=str(props["operatorNamespace"]),
+                 min_gpu_nodes=due, timeout_seconds=float(props["timeoutSeconds"]),
+                 settle_seconds=float(props.get("settleSeconds") or SETTLE_SECONDS))
+    return {**{k: props.get(k) for k in GATE_KEYS}, **outs, "timeoutSeconds": props["timeoutSeconds"],
+            "settleSeconds": props.get("settleSeconds"), "kubeconfigSha256": sha256(str(props["kubeconfig"]))}
+
+
+def gate_props(gate: str, name: str, kubeconfig: pulumi.Input[str], *, object_name: str, operator_namespace: str,
+               min_gpu_nodes: int, timeout_seconds: int, trigger: pulumi.Input[str], settle_seconds: int,
+               later_gpu_nodes: Sequence[tuple[int, str]]) -> dict[str, Any]:
+    """The inputs of a gate resource (`gate`: its class name, for the message), checked."""
+    if timeout_seconds <= 0 or settle_seconds < 0 or min_gpu_nodes < 1:
+        raise ValueError(f"{gate} {name}: timeout_seconds must be positive, settle_seconds >= 0 "
+                         f"and min_gpu_nodes >= 1 (got {timeout_seconds}, {settle_seconds}, {min_gpu_nodes})")
+    props = {
+        "kubeconfig": pulumi.Output.secret(kubeconfig),
+        "objectName": object_name,
+        "operatorNamespace": operator_namespace,
+        "minGpuNodes": min_gpu_nodes,
+        "timeoutSeconds": timeout_seconds,
+        "settleSeconds": settle_seconds,
+        "trigger": trigger,
+        "gpuNodes": None,
+        "observed": None,
+        "kubeconfigSha256": None,
+    }
+    if later_gpu_nodes:  # only then: a stack without Capacity Block pools keeps its inputs as they were
+        props["laterGpuNodes"] = [[n, t] for n, t in later_gpu_nodes]
+    return props
+
+
+class OperatorGateProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
+    """The provider of an operator gate: `id_prefix` names its resources, `check` polls its custom
+    resource (a subclass per gate: each is pickled into the state by its own name)."""
+
+    id_prefix = "gate"
+
+    def check(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        due = nodes_due(int(props["minGpuNodes"]), props.get("laterGpuNodes"), datetime.now(UTC))
-        outs = check_cluster_policy(str(props["kubeconfig"]), name=str(props["objectName"]),
-                                    namespace=str(props["operatorNamespace"]), min_gpu_nodes=due,
-                                    timeout_seconds=float(props["timeoutSeconds"]),
-                                    settle_seconds=float(props.get("settleSeconds") or SETTLE_SECONDS))
-        return {**{k: props.get(k) for k in _KEYS}, **outs, "timeoutSeconds": props["timeoutSeconds"],
-                "settleSeconds": props.get("settleSeconds"), "kubeconfigSha256": sha256(str(props["kubeconfig"]))}
+        return run_gate(props, self.check)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        return pulumi.dynamic.CreateResult(f"clusterpolicy-{uuid.uuid4().hex[:12]}", self._run(props))
+        return pulumi.dynamic.CreateResult(f"{self.id_prefix}-{uuid.uuid4().hex[:12]}", self._run(props))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
         # The state of the WaitFor this gate replaced has no minGpuNodes: that alone re-checks once.
-        return pulumi.dynamic.DiffResult(changes=inputs_changed(olds, news, _KEYS))
+        return pulumi.dynamic.DiffResult(changes=inputs_changed(olds, news, GATE_KEYS))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
         return pulumi.dynamic.UpdateResult(self._run(news))
+
+
+class _ClusterPolicyReadyProvider(OperatorGateProvider):
+    id_prefix = "clusterpolicy"
+
+    def check(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
+        return check_cluster_policy(kubeconfig, **kwargs)
 
 
 class ClusterPolicyReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="ClusterPolicyReady"):  # type: ignore[misc,call-arg]
@@ -286,23 +352,10 @@ class ClusterPolicyReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="Clust
                  min_gpu_nodes: int, timeout_seconds: int, trigger: pulumi.Input[str],
                  settle_seconds: int = SETTLE_SECONDS, later_gpu_nodes: Sequence[tuple[int, str]] = (),
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        if timeout_seconds <= 0 or settle_seconds < 0 or min_gpu_nodes < 1:
-            raise ValueError(f"ClusterPolicyReady {name}: timeout_seconds must be positive, settle_seconds >= 0 "
-                             f"and min_gpu_nodes >= 1 (got {timeout_seconds}, {settle_seconds}, {min_gpu_nodes})")
-        props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
-            "objectName": object_name,
-            "operatorNamespace": operator_namespace,
-            "minGpuNodes": min_gpu_nodes,
-            "timeoutSeconds": timeout_seconds,
-            "settleSeconds": settle_seconds,
-            "trigger": trigger,
-            "gpuNodes": None,
-            "observed": None,
-            "kubeconfigSha256": None,
-        }
-        if later_gpu_nodes:  # only then: a stack without Capacity Block pools keeps its inputs as they were
-            props["laterGpuNodes"] = [[n, t] for n, t in later_gpu_nodes]
+        props = gate_props("ClusterPolicyReady", name, kubeconfig, object_name=object_name,
+                           operator_namespace=operator_namespace, min_gpu_nodes=min_gpu_nodes,
+                           timeout_seconds=timeout_seconds, trigger=trigger, settle_seconds=settle_seconds,
+                           later_gpu_nodes=later_gpu_nodes)
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
             additional_secret_outputs=["kubeconfig"], aliases=[pulumi.Alias(type_=PREVIOUS_TYPE)]))
         super().__init__(_ClusterPolicyReadyProvider(), name, props, opts)

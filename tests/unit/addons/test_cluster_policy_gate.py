@@ -10,8 +10,6 @@ few GPU nodes, a stale `ready` right after a change, and a values-only change th
 from __future__ import annotations
 
 import importlib
-import itertools
-import threading
 import time
 from typing import Any
 
@@ -23,6 +21,7 @@ from components.kube import wait
 from components.plan.mockengine import run_program
 from components.settings import Settings
 from tests.fakes.gpu_operator.clusterpolicy import GPU_PCI_LABELS, OperatorStandIn, Store, routes
+from tests.fakes.gpu_operator.runner import Clock, Reconciler
 from tests.unit.addons.helpers import StandInCluster, by_name, settings
 from tests.unit.platforms.fake_api import FakeApi
 
@@ -47,50 +46,9 @@ def backoff_seconds() -> float:
     return 0.02
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = itertools.count()
-
-    def now(self) -> str:
-        return f"2026-12-01T21:{next(self.t) % 60:02d}:00Z"
-
-
-class Operator:
-    """Runs the stand-in as the operator's work queue does: a generation change is reconciled
-    after `delay` seconds (the watch), a requeue when due; `on_reconcile` hooks what the real
-    operator's state loop does to its operands."""
-
-    def __init__(self, store: Store, delay: float = 0.0) -> None:
-        self.op = OperatorStandIn(store, Clock())
-        self.store, self.delay = store, delay
-        self.on_reconcile: Any = None
-        self._stop = threading.Event()
-        self._due: float | None = None
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        noticed: float | None = None
-        while not self._stop.wait(0.01):
-            now = time.monotonic()
-            if self.op.pending():
-                noticed = now if noticed is None else noticed
-                if now - noticed < self.delay:
-                    continue
-                noticed = None
-            elif self._due is None or now < self._due:
-                continue
-            if self.on_reconcile:
-                self.on_reconcile(self.store)
-            after = self.op.reconcile()
-            self._due = None if after is None else now + min(after, 0.05)
-
-    def __enter__(self) -> Operator:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(2)
+def Operator(store: Store, delay: float = 0.0) -> Reconciler:
+    """The ClusterPolicy stand-in, run as the operator's work queue runs it (tests/fakes/gpu_operator/runner.py)."""
+    return Reconciler(OperatorStandIn(store, Clock()), delay)
 
 
 def registered_gate(s: Settings) -> tuple[Any, dict[str, Any]]:

@@ -9,8 +9,6 @@ the program registers, run against a stand-in of the GPUCluster controller's sta
 from __future__ import annotations
 
 import importlib
-import itertools
-import threading
 import time
 from typing import Any
 
@@ -26,6 +24,7 @@ from components.settings import Settings
 from components.validate import parse
 from tests.fakes.gpu_operator.clusterpolicy import GPU_PCI_LABELS
 from tests.fakes.gpu_operator.gpucluster import KUBELET_PLUGIN, GpuClusterStandIn, Store, routes
+from tests.fakes.gpu_operator.runner import Clock, Reconciler
 from tests.unit.addons.helpers import POOL_AMI, StandInCluster, by_name, final_values, settings
 from tests.unit.helpers import joined_by_path, raised_problems, settings_problems
 from tests.unit.platforms.fake_api import FakeApi
@@ -134,38 +133,8 @@ def test_a_gpu_cluster_switched_on_by_values_beside_the_chart_is_two_dra_drivers
 # ------------------------------------------------------------------------------- the gate
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = itertools.count()
-
-    def now(self) -> str:
-        return f"2026-12-04T21:{next(self.t) % 60:02d}:00Z"
-
-
-class Controller:
-    """The stand-in reconciling on its own thread: a generation change at once, requeues when due."""
-
-    def __init__(self, store: Store) -> None:
-        self.op = GpuClusterStandIn(store, Clock())
-        self._stop = threading.Event()
-        self._due: float | None = 0.0
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.01):
-            now = time.monotonic()
-            if not self.op.pending() and (self._due is None or now < self._due):
-                continue
-            after = self.op.reconcile()
-            self._due = None if after is None else now + min(after, 0.05)
-
-    def __enter__(self) -> Controller:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(2)
+def Controller(store: Store) -> Reconciler:
+    return Reconciler(GpuClusterStandIn(store, Clock()))
 
 
 def registered_gate(s: Settings) -> tuple[Any, dict[str, Any]]:
