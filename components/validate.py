@@ -135,7 +135,7 @@ def _dra_gates(s: Settings) -> Iterator[Problem]:
     yield from gate_problems(s, installed(s))
 
 
-def _dra_manager(s: Settings) -> Iterator[Problem]:
+def _dra_manager_addons(s: Settings) -> Iterator[Problem]:
     """gpuStack.draManagedBy operator on the add-ons this stack installs: the GPU Operator runs the DRA
     driver (its GPUCluster), so it must be installed and the standalone chart must not (docs/adr/0048)."""
     if s.gpu_stack.dra_managed_by != "operator":
@@ -231,12 +231,16 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
     limit_problems, _addon_credentials,
-    _dra_manager, _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, _dra_gates, _aws_names,
-    _aws_launch,
+    _dra_manager_addons, _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, _dra_gates,
+    _aws_names, _aws_launch,
     endpoint_problems, _topology, case_problems,
     _graph, _platform, _smoke_plan,
 )
-TWO_ADVERTISERS = "two GPU advertisers"  # components/addons/advertisers.py problems(): the graph's wording
+# The graph's summaries (components/addons/advertisers.py problems()) and the words of the rule that
+# names the field behind the same fact: where that rule spoke, the summary goes.
+TWO_ADVERTISERS = "two GPU advertisers"
+TWO_DRA_DRIVERS = "two DRA drivers"
+SAID_BY_A_FIELD = ((TWO_ADVERTISERS, "handed out twice"), (TWO_DRA_DRIVERS, "would publish the same GPUs"))
 
 
 def validate(settings: Settings) -> list[Problem]:
@@ -252,9 +256,10 @@ def validate(settings: Settings) -> list[Problem]:
             if found:
                 continue
             raise
-    if any(path.startswith(f"{ROOT}.gpuStack.addons.") and "handed out twice" in why for path, why in found):
-        # One fact, one message: the override's own path says it better than the graph's summary.
-        found = [(path, why) for path, why in found if not why.startswith(TWO_ADVERTISERS)]
+    for summary, specific in SAID_BY_A_FIELD:
+        if any(path.startswith(f"{ROOT}.gpuStack.addons.") and specific in why for path, why in found):
+            # One fact, one message: the override's own path says it better than the graph's summary.
+            found = [(path, why) for path, why in found if not why.startswith(summary)]
     return found
 
 

@@ -319,9 +319,11 @@ UNPUBLISHED_IMAGES = ("vgpuManager",)
 def _mirror_unpublished(_settings: Settings, _mirror: str) -> dict[str, Any]:
     return {key: {"image": ""} for key in UNPUBLISHED_IMAGES}
 
+
 # The DRA driver release the GPUCluster runs (values draDriver.version at v26.7.0, L582-584): the
 # one its feature gates are checked against (components/addons/dra_driver.py gate_problems).
 GPU_CLUSTER_DRA_DRIVER = next(e for e in IMAGES if e.name == "gpucluster-dra-driver").image.tag.removeprefix("v")
+
 
 ADDON = Addon(
     name="gpu-operator",

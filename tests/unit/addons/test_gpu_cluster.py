@@ -115,6 +115,8 @@ def test_a_second_dra_driver_or_no_operator_is_refused() -> None:
     on = raw_operator_mode(addons={"draDriver": {"enabled": True}})
     reason = settings_problems(on)["settings.gpuStack.addons.draDriver.enabled"]
     assert "a second one would publish the same GPUs" in reason
+    # One fact, one message: the graph's summary of the same two drivers is not said again.
+    assert "two DRA drivers" not in " ".join(why for _, why in raised_problems(parse, on))
     off = raw_operator_mode(addons={"gpuOperator": {"enabled": False}})
     assert "it is switched off" in settings_problems(off)["settings.gpuStack.addons.gpuOperator.enabled"]
     local = {"platform": "local", "gpuStack": {**OPERATOR_MODE}, "smokeTest": {"scheduler": "default"},
