@@ -40,8 +40,16 @@ containerd_pkg=github.com/containerd/containerd/v2
 containerd_ldflags="-X $containerd_pkg/version.Version=$containerd_version -X $containerd_pkg/version.Revision=$containerd_revision -X $containerd_pkg/version.Package=$containerd_pkg"
 # containerd's Makefile: a static build adds these tags; the shim always has no_grpc (ttrpc only).
 containerd_tags="urfave_cli_no_docs osusergo netgo static_build"
+# The NVIDIA Container Toolkit (tools/mod/nvidia-container-toolkit): the version the GPU node image
+# carries (components/tables/pins.py NVIDIA_CONTAINER_TOOLKIT). Its Makefile's flags: the version in
+# internal/info, and cgo with NVML's symbols left for dlopen (EXTLDFLAGS): go-nvml and internal/cuda
+# are cgo only.
+ctk_version=1.20.0
+ctk_info=github.com/NVIDIA/nvidia-container-toolkit/internal/info
+ctk_ldflags="-X $ctk_info.version=$ctk_version '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy'"
 
-# name|module dir|package|ldflags[|build tags] (in build order: cheapest first)
+# name|module dir|package|ldflags[|build tags[|cgo]] (in build order: cheapest first); `cgo` builds
+# with CGO_ENABLED=1 (everything else is static, CGO_ENABLED=0)
 targets=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|"
   "kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|"
@@ -60,6 +68,15 @@ targets=(
   "ck8s-gpu-kubelet-plugin|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-gpu-kubelet-plugin|"
   "ck8s-sim-nvidia-smi|simgpu|ck8s-gpu.local/tools/simgpu/cmd/nvidia-smi|"
   "ck8s-sim-compute-domain|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-sim-compute-domain|"
+  # The node tier's GPU runtimes: the node script's nvidia-ctk chain and the three handlers the GPU
+  # Operator's RuntimeClasses name (tests/integration/test_node_tier.py).
+  "nvidia-ctk|nvidia-container-toolkit|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk|$ctk_ldflags||cgo"
+  "nvidia-container-runtime|nvidia-container-toolkit|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime|$ctk_ldflags||cgo"
+  "nvidia-container-runtime.cdi|nvidia-container-toolkit|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime.cdi|$ctk_ldflags||cgo"
+  "nvidia-container-runtime.legacy|nvidia-container-toolkit|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime.legacy|$ctk_ldflags||cgo"
+  # legacy mode adds this prestart hook to every container (internal/modifier/stable.go); it exits at
+  # once for a container that asks for no GPU (cmd/nvidia-container-runtime-hook doPrestart)
+  "nvidia-container-runtime-hook|nvidia-container-toolkit|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-container-runtime-hook|$ctk_ldflags||cgo"
   "pulumi|pulumi|github.com/pulumi/pulumi/pkg/v3/cmd/pulumi|-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$pulumi_version"
   "pulumi-language-python|langhost|ck8s-gpu.local/tools/langhost|-X main.version=$langhost_version"
   # After the CLI: the YAML host shares its third-party dependency versions (Go build cache).
@@ -235,7 +252,7 @@ PY
 failed=()
 total_start=$(date +%s)
 for t in "${wanted[@]}"; do
-  IFS='|' read -r name dir pkg flags tags <<<"$t"
+  IFS='|' read -r name dir pkg flags tags cgo <<<"$t"
   [[ -x "$bin/$name" ]] && continue
   out=$(builddir "$dir")
   mkdir -p "$out"
@@ -245,7 +262,7 @@ for t in "${wanted[@]}"; do
     start=$(date +%s)
     src="$mods/$dir"
     if [[ "$pkg" == STAGED ]]; then src=$(stage_provider "$dir" "$out") || { failed+=("$name"); continue; }; pkg=.; fi
-    if (cd "$src" && "$GO" build -trimpath -tags "$tags" -ldflags "-s -w $flags" -o "$out/.$name.partial" "$pkg") \
+    if (cd "$src" && CGO_ENABLED=$([[ "$cgo" == cgo ]] && echo 1 || echo 0) "$GO" build -trimpath -tags "$tags" -ldflags "-s -w $flags" -o "$out/.$name.partial" "$pkg") \
         >"$out/build-$name.log" 2>&1; then
       mv -f "$out/.$name.partial" "$out/$name"
       secs=$(( $(date +%s) - start ))

@@ -40,6 +40,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -55,9 +56,17 @@ import compute_domain_sim
 import probe_image
 from localcluster import LOOPBACK, free_port, tools_bin_dir
 
+#: The NVIDIA Container Toolkit of a GPU node image (tools/mod/nvidia-container-toolkit, the pinned
+#: version): nvidia-ctk, the three runtimes the GPU Operator's RuntimeClasses name, and the prestart
+#: hook the legacy one adds (found on containerd's PATH, the bin dir first).
+TOOLKIT_BINARIES = ("nvidia-ctk", "nvidia-container-runtime", "nvidia-container-runtime.cdi",
+                    "nvidia-container-runtime.legacy", "nvidia-container-runtime-hook")
 #: Binaries of the tools cache this tier needs (tools/build.sh).
 REQUIRED_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "ck8s-gpu-kubelet-plugin",
-                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY)
+                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY, *TOOLKIT_BINARIES)
+#: The EC2 node script: its host_toolkit function configures a host-toolkit node's containerd here too.
+NODE_SCRIPT = Path(__file__).resolve().parents[1] / "components" / "aws" / "scripts" / "ck8s-node.sh"
+TOOLKIT_UNIT = "snap.k8s.containerd.service.d/10-ck8s-gpu-nvidia-runtime.conf"
 #: Host programs from Debian packages (scripts/install-debs.sh).
 RUNC = "/usr/sbin/runc"
 CNI_BIN_DIR = "/usr/lib/cni"
@@ -99,6 +108,10 @@ class NodeSpec:
     # The simulated Fabric Manager's partitions, id -> GPU module ids (dra_publisher.hgx_8gpu_partitions());
     # None: no NVSwitch fabric on the node.
     fabric_partitions: dict[int, list[int]] | None = None
+    # containerd gets the NVIDIA runtimes as an EC2 GPU worker of `gpuStack.toolkit: host` does on a CDI
+    # track: the node script's own host_toolkit writes the unit drop-in, its ExecStartPre lines run
+    # with the real nvidia-ctk before containerd starts (KubeletNode.configure_toolkit).
+    host_toolkit: bool = False
 
 
 # --- configuration files (pure) ---------------------------------------------------------------
@@ -419,6 +432,38 @@ class KubeletNode:
                              check=False).stdout
         return f" {node_ip(self.index)}/32 " in out
 
+    def configure_toolkit(self) -> list[str]:
+        """ck8s-node.sh host_toolkit with CK8S_HOST_TOOLKIT=cdi, its paths pointed at this node (the
+        script's own CK8S_* overrides; systemctl a no-op: no systemd here), then each ExecStartPre
+        line of the unit drop-in it wrote, in order, as systemd runs them before containerd starts
+        (systemd.service(5): a failing one fails the start). Returns the lines run."""
+        p, work = self.paths, self.paths.root / "toolkit"
+        stub = work / "bin"
+        stub.mkdir(parents=True, exist_ok=True)
+        (stub / "systemctl").write_text("#!/bin/sh\nexit 0\n")
+        (stub / "systemctl").chmod(0o755)
+        (work / "node.env").write_text("")
+        body, last = NODE_SCRIPT.read_text().rstrip("\n").rsplit("\n", 1)
+        if last != 'main "$@"':
+            raise NodeTierError(f"{NODE_SCRIPT} no longer ends with main \"$@\": cannot run host_toolkit alone")
+        env = {"PATH": f"{stub}:/usr/bin:/bin", "HOME": str(work), "CK8S_ROLE": "worker",
+               "CK8S_CONFIG_DIR": str(work), "CK8S_LOG_DIR": str(work), "CK8S_CONSOLE": str(work / "console"),
+               "CK8S_SYSTEMD_DIR": str(work / "units"), "CK8S_CONTAINERD_ETC": str(p.containerd),
+               "CK8S_NVIDIA_CTK": str(self.bin_dir / "nvidia-ctk"), "CK8S_NVIDIA_RUNTIME_DIR": str(self.bin_dir),
+               "CK8S_NVIDIA_RUNTIMES_WORK": str(work / "chain"), "CK8S_HOST_TOOLKIT": "cdi"}
+        res = subprocess.run(["bash", "-c", f"{body}\nhost_toolkit\n"], env=env, capture_output=True, text=True,
+                             timeout=60, check=False)
+        if res.returncode != 0:
+            raise NodeTierError(f"{self.name}: host_toolkit failed: {res.stderr.strip()}")
+        lines = [line.removeprefix("ExecStartPre=") for line in (work / "units" / TOOLKIT_UNIT).read_text().splitlines()
+                 if line.startswith("ExecStartPre=")]
+        for line in lines:
+            run = subprocess.run(shlex.split(line), capture_output=True, text=True, timeout=60, check=False,
+                                 env={"PATH": "/usr/bin:/bin"})
+            if run.returncode != 0:
+                raise NodeTierError(f"{self.name}: ExecStartPre={line} exited {run.returncode}: {run.stderr.strip()}")
+        return lines
+
     def start_containerd(self) -> None:
         self.containerd = _start([str(self.bin_dir / "containerd"), "--config",
                                   str(self.paths.containerd / "config.toml")],
@@ -662,6 +707,8 @@ class NodeTier:
                 node.write_configs(self.pause.name)
                 node.make_cgroups()
                 node.add_address()
+                if node.spec.host_toolkit:
+                    node.configure_toolkit()
                 node.start_containerd()
                 node.import_image(self.pause.archive)
                 node.import_image(self.probe.archive)

@@ -13,12 +13,13 @@ Sources, each rule beside what it models:
 - NVIDIA = NVIDIA/gpu-driver-container: the driver container starts Fabric Manager only on NVSwitch
   systems (`_assert_nvswitch_system`: /proc/driver/nvidia-nvswitch/devices not empty); its bootc
   images put `ConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices` on the unit.
-- CTK = NVIDIA/nvidia-container-toolkit v1.20.0: packaging/debian/control (four packages, each
+- CTK = NVIDIA/nvidia-container-toolkit v1.20.0: packaging/debian/control (the packages, each
   depending on the others at exactly its version), *.install (nvidia-ctk, nvidia-container-runtime,
-  nvidia-cdi-hook in /usr/bin; nvidia-container-runtime-hook; nvidia-container-cli from
+  nvidia-cdi-hook in /usr/bin; nvidia-container-runtime.cdi and .legacy from
+  -operator-extensions; nvidia-container-runtime-hook; nvidia-container-cli from
   libnvidia-container-tools), and its install guide "With apt": the repository
   nvidia.github.io/libnvidia-container/stable/deb/$(ARCH) (the image line's architecture written
-  out), its key /gpgkey, a versioned install of all four. The key's fingerprint: components/tables/pins.py
+  out), its key /gpgkey, a versioned install of all of them. The key's fingerprint: components/tables/pins.py
   NVIDIA_CONTAINER_TOOLKIT.
 - EFA = Amazon EC2 user guide, "Get started with EFA and NCCL" (efa-start-nccl.html, step "Install
   the EFA software"): the installer tarball at efa-installer.amazonaws.com, its detached GPG
@@ -129,7 +130,7 @@ def efa_build_steps() -> list[dict[str, Any]]:
 
 def toolkit_build_step(arch: str) -> dict[str, Any]:
     """CTK: the repository only with the key of the pinned fingerprint (a key swapped on the server
-    fails the build), then the four packages at the pinned version. The node script hooks it into
+    fails the build), then the packages at the pinned version. The node script hooks it into
     k8s-snap's containerd at boot where the stack says gpuStack.toolkit host (docs/adr/0046)."""
     pinned = " ".join(f"{p}={CTK.deb_version}" for p in CTK.packages)
     return _bash("InstallNvidiaContainerToolkit",
@@ -152,13 +153,14 @@ def toolkit_build_step(arch: str) -> dict[str, Any]:
 
 def toolkit_validate_step() -> dict[str, Any]:
     """The pinned toolkit and the binaries the node's containerd drop-in and the operator's
-    operands name (/usr/bin: CTK *.install; nvidia-cdi-hook for CDI specs)."""
+    operands name (/usr/bin: CTK *.install; nvidia-cdi-hook for CDI specs; the .cdi and .legacy
+    runtimes behind the operator's nvidia-cdi and nvidia-legacy RuntimeClasses)."""
     return _bash("ContainerToolkitInstalled",
                  "version=$(nvidia-ctk --version | sed -n 1p)",  # sed reads it all: no SIGPIPE under pipefail
                  f"case \"$version\" in *' version {CTK.version}') echo \"$version\" ;; "
                  f"*) echo \"nvidia-ctk is '$version', want {CTK.version}\" >&2; exit 1 ;; esac",
-                 "for f in nvidia-container-runtime nvidia-container-runtime-hook nvidia-cdi-hook "
-                 "nvidia-container-cli; do",
+                 "for f in nvidia-container-runtime nvidia-container-runtime.cdi nvidia-container-runtime.legacy "
+                 "nvidia-container-runtime-hook nvidia-cdi-hook nvidia-container-cli; do",
                  "  [ -x \"/usr/bin/$f\" ] || { echo \"/usr/bin/$f is missing\" >&2; exit 1; }",
                  "done")
 

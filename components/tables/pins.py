@@ -194,7 +194,9 @@ EFA_INSTALLER = SignedDownload("1.51.0", "https://efa-installer.amazonaws.com",
 # The NVIDIA Container Toolkit a GPU node image carries for `gpuStack.toolkit: host`
 # (components/images/document.py, docs/adr/0046): NVIDIA's apt repository, its signing key's
 # fingerprint (the long key id apt names, DDCAE044F796ECB0, is its tail), and the version of all
-# four packages. 1.20.0, the toolkit image the GPU Operator pin deploys otherwise: its catalog entry
+# five packages (nvidia-container-toolkit-operator-extensions: the .cdi and .legacy runtimes the
+# operator's nvidia-cdi and nvidia-legacy RuntimeClasses name, components/aws/scripts/ck8s-node.sh
+# host_toolkit). 1.20.0, the toolkit image the GPU Operator pin deploys otherwise: its catalog entry
 # (components/addons/gpu_operator.py container-toolkit) takes its tag from here, one toolkit either way.
 # Package names and their exact-version dependencies: NVIDIA/nvidia-container-toolkit v1.20.0
 # packaging/debian/control; the versioned install: its install guide, "With apt".
@@ -213,8 +215,8 @@ class AptRepository:
 
 NVIDIA_CONTAINER_TOOLKIT = AptRepository(
     "1.20.0", "1.20.0-1",
-    ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
-     "libnvidia-container1"),
+    ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "nvidia-container-toolkit-operator-extensions",
+     "libnvidia-container-tools", "libnvidia-container1"),
     "https://nvidia.github.io/libnvidia-container/gpgkey",
     "C95B321B61E88C1809C4F759DDCAE044F796ECB0",
     "deb [signed-by={keyring}] https://nvidia.github.io/libnvidia-container/stable/deb/{arch} /",

@@ -100,7 +100,10 @@ def node_specs(settings: dict[str, Any]) -> list[Any]:
             specs.append(nt.NodeSpec(
                 node, devices, labels={SIMULATED_POOL_LABEL: name, INSTANCE_TYPE_LABEL: itype},
                 compute_domains=domains and domain.scope == "multi-node",
-                feature_gates=kubelet, gpu_plugin_gates=driver_gates, fabric_partitions=fabric))
+                feature_gates=kubelet, gpu_plugin_gates=driver_gates, fabric_partitions=fabric,
+                # as the aws stacks' GPU workers (gpuStack.toolkit host on a CDI track): the runtimes
+                # behind every RuntimeClass the GPU Operator creates
+                host_toolkit=True))
     return specs
 
 

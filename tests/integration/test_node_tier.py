@@ -18,7 +18,9 @@ case crossing it (one base pod, plus that case) with the report naming it: the k
 stopped (prepare fails), a CDI spec the runtime refuses, the plugin exposing another GPU than
 allocated, the probe image absent, an NVLink partition split (the fabric changed under a stale
 slice), a device turning unhealthy while held, a container without its IMEX channel, the fallback
-taken while the preferred model was free -> `up` passes again -> destroy; the tier's processes,
+taken while the preferred model was free -> `up` passes again -> a pod starts with each RuntimeClass
+the GPU Operator creates, through the real NVIDIA runtimes the node script's host-toolkit chain
+registered (a class without a handler does not) -> destroy; the tier's processes,
 mounts, network namespaces, bridges and runc containers are gone, and the tier starts and stops
 cleanly a second time in the same directory.
 
@@ -38,11 +40,15 @@ from typing import Any
 import pytest
 import yaml
 
+from components.addons.gpu_operator import ADDON as GPU_OPERATOR
 from components.smoke.expectations import CASE_LABEL, RUN_LABEL
 from components.smoke.report import passed
+from tests.fakes.gpu_operator import runtime_classes
 from tests.helpers.node_tier import SETTINGS_KEY, kubelet_tier, stack_settings, start_kwok_pool
 from tests.helpers.tools import copy_project, skip_or_fail
 from tests.integration.conftest import EngineTools, inline_kubeconfig, load_tool
+from tests.unit.addons.helpers import final_values
+from tests.unit.aws.conftest import settings_for
 
 pytestmark = pytest.mark.integration
 
@@ -339,6 +345,52 @@ def test_up_passes_again_once_every_hop_is_mended(tier: Tier) -> None:
     tests = report_tests(report)
     for check in MUST_PASS:  # every case back on, each passing
         assert tests[check]["status"] == "passed", (check, tests[check])
+
+
+def _runtime_class_pod(name: str, node: str, runtime_class: str, image: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "runtimeClassName": runtime_class, "restartPolicy": "Never",
+                     "tolerations": [{"operator": "Exists"}],
+                     "containers": [{"name": "c", "image": image, "imagePullPolicy": "Never",
+                                     "command": ["bash", "-c", "exit 0"]}]}}
+
+
+def test_a_pod_starts_with_each_runtime_class_the_operator_creates(tier: Tier) -> None:
+    """gpuStack.toolkit host: the RuntimeClasses the operator creates for the aws stacks' values
+    (tests/fakes/gpu_operator/runtime_classes.py, from its source) each start a pod through the
+    real nvidia-container-runtime{,.cdi,.legacy} the node script's chain registered; a class whose
+    handler the node lacks (what nvidia-cdi and nvidia-legacy were before) never starts one."""
+    values = final_values(GPU_OPERATOR, settings_for("aws-dev"))
+    classes = runtime_classes.created(values)
+    assert set(classes) == {"nvidia", "nvidia-cdi", "nvidia-legacy"}
+    missing_handler = "nvidia-unregistered"
+    node, image = next(iter(tier.kubelet_nodes)), tier.nodes.probe.reference
+    objs = [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": n}, "handler": h}
+            for n, h in {**classes, missing_handler: missing_handler}.items()]
+    pods = {c: f"runtime-class-{c}" for c in classes}
+    try:
+        tier.cluster.apply(objs)
+        tier.cluster.create([_runtime_class_pod(pod, node, c, image) for c, pod in pods.items()]
+                            + [_runtime_class_pod("runtime-class-missing", node, missing_handler, image)])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            phases = {c: tier.cluster.get_json("pod", "-n", "default", pod)["status"].get("phase")
+                      for c, pod in pods.items()}
+            if all(p in ("Succeeded", "Failed") for p in phases.values()):
+                break
+            time.sleep(1)
+        why = {c: [e.get("message") for e in tier.cluster.get_json(
+                   "events", "-n", "default", "--field-selector", f"involvedObject.name={pods[c]}")["items"]]
+               for c, phase in phases.items() if phase != "Succeeded"}
+        assert phases == {c: "Succeeded" for c in classes}, (phases, why)
+        events = tier.cluster.get_json("events", "-n", "default",
+                                       "--field-selector", "involvedObject.name=runtime-class-missing")["items"]
+        assert any("no runtime for \"nvidia-unregistered\"" in e.get("message", "") for e in events), events
+        assert tier.cluster.get_json("pod", "-n", "default", "runtime-class-missing")["status"]["phase"] == "Pending"
+    finally:
+        tier.cluster.kubectl("delete", "pod", "-n", "default", *pods.values(), "runtime-class-missing",
+                             "--ignore-not-found", "--wait=false", check=False)
+        tier.cluster.kubectl("delete", "runtimeclass", *classes, missing_handler, "--ignore-not-found", check=False)
 
 
 def test_destroy_then_the_tier_leaves_nothing_and_starts_again(tier: Tier) -> None:

@@ -68,3 +68,18 @@ def test_gpu_workers_are_told_the_mode_and_control_planes_nothing() -> None:
 
     dev = settings_for("aws-dev", operator)
     assert ud.cluster_boot(dev, "arn:auth", "doc", addon_facts(dev)).host_toolkit == ""
+
+
+def test_the_node_tier_builds_the_toolkit_the_node_image_carries() -> None:
+    """One toolkit: the GPU node image's packages (pins), the tools module the node tier's
+    nvidia-ctk and runtimes are built from (go.mod), and the version they report (build.sh)."""
+    import re
+    from pathlib import Path
+
+    from components.tables import pins
+
+    root = Path(__file__).resolve().parents[2]
+    version = pins.NVIDIA_CONTAINER_TOOLKIT.version
+    go_mod = (root / "tools/mod/nvidia-container-toolkit/go.mod").read_text()
+    assert re.search(rf"^require github\.com/NVIDIA/nvidia-container-toolkit v{re.escape(version)}$", go_mod, re.M)
+    assert re.search(rf"^ctk_version={re.escape(version)}$", (root / "tools/build.sh").read_text(), re.M)

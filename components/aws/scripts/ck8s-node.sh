@@ -38,6 +38,8 @@ HOSTS_DIR=${CK8S_CONTAINERD_HOSTS_DIR:-/etc/containerd/hosts.d} # classic k8s-sn
 UNIT_DIR=${CK8S_SYSTEMD_DIR:-/etc/systemd/system}
 CONTAINERD_ETC=${CK8S_CONTAINERD_ETC:-/etc/containerd} # k8sd writes config.toml here at join, imports conf.d/*.toml
 NVIDIA_CTK=${CK8S_NVIDIA_CTK:-/usr/bin/nvidia-ctk}     # from the toolkit in the image (nvidia-container-toolkit-base)
+NVIDIA_RUNTIME_DIR=${CK8S_NVIDIA_RUNTIME_DIR:-/usr/bin} # nvidia-container-runtime{,.cdi,.legacy} (-base, -operator-extensions)
+NVIDIA_RUNTIMES_WORK=${CK8S_NVIDIA_RUNTIMES_WORK:-/run/ck8s-gpu-nvidia-runtimes} # scratch of the runtime chain
 SIDELOAD_WAIT=${CK8S_SIDELOAD_WAIT_SECONDS:-300}
 CONSOLE=${CK8S_CONSOLE:-/dev/console}
 LOG=${CK8S_LOG_DIR:-/var/log}/ck8s-gpu-$CK8S_ROLE.log
@@ -208,7 +210,7 @@ setup_mirror() {
 }
 
 # host_toolkit: gpuStack.toolkit host (docs/adr/0046). The image carries the NVIDIA Container
-# Toolkit; containerd must have its runtime from its first start, and k8sd writes config.toml only
+# Toolkit; containerd must have its runtimes from its first start, and k8sd writes config.toml only
 # at the join, just before it starts containerd. So systemd runs nvidia-ctk before every start of
 # k8s-snap's containerd: `runtime configure --config-source=file` reads the root config k8sd wrote
 # and writes conf.d/99-nvidia.toml with the whole CRI section copied (containerd 1.7 imports replace
@@ -216,18 +218,42 @@ setup_mirror() {
 # v1.20.0 pkg/config/engine/containerd). A refreshed snap's new root config carries over the same
 # way. CK8S_HOST_TOOLKIT: cdi (enable_cdi, nvidia a runtime class: the operator's CDI mode) or
 # default-runtime (no CDI: nvidia the default runtime, the toolkit's own default).
+#
+# Every RuntimeClass the operator creates needs a handler here: `nvidia` always, and with CDI
+# `nvidia-cdi` and `nvidia-legacy` too (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go
+# RuntimeClasses, assets/pre-requisites/02{0,1,2}0_runtime_class*.yaml), the three runtimes the
+# operator's own toolkit registers (cmd/nvidia-ctk-installer/container/operator/operator.go
+# GetRuntimes: nvidia-container-runtime, .cdi, .legacy). nvidia-ctk adds one runtime a run, and each
+# drop-in it writes is a copy of its source's CRI section, so two drop-ins would replace each other
+# on containerd 1.7. The mode runtimes are therefore added in a chain through scratch copies: each
+# run reads the drop-in the one before wrote (it carries `version`), and the last one, holding all
+# three, replaces 99-nvidia.toml. Checked with the real nvidia-ctk v1.20.0
+# (tests/data/nvidia-ctk-v1.20.0/chain.*) and on the node tier, a pod started with each class.
 host_toolkit() {
-  local d=$UNIT_DIR/snap.k8s.containerd.service.d mode
+  local d=$UNIT_DIR/snap.k8s.containerd.service.d mode drop=$CONTAINERD_ETC/conf.d/99-nvidia.toml
+  local w=$NVIDIA_RUNTIMES_WORK ctk
   case "$CK8S_HOST_TOOLKIT" in
   cdi) mode=--cdi.enabled ;;
   default-runtime) mode=--nvidia-set-as-default ;;
   *) die "CK8S_HOST_TOOLKIT is '$CK8S_HOST_TOOLKIT': expected cdi or default-runtime" ;;
   esac
   [ -x "$NVIDIA_CTK" ] || die "gpuStack.toolkit host, but the image has no $NVIDIA_CTK (build the pool's image with images/: docs/adr/0046)"
+  ctk="$NVIDIA_CTK --quiet runtime configure --runtime=containerd --config-source=file"
   mkdir -p "$d" || die "cannot create $d"
-  printf '[Service]\nExecStartPre=%s --quiet runtime configure --runtime=containerd --config=%s --drop-in-config=%s --config-source=file %s\n' \
-    "$NVIDIA_CTK" "$CONTAINERD_ETC/config.toml" "$CONTAINERD_ETC/conf.d/99-nvidia.toml" "$mode" >"$d/10-ck8s-gpu-nvidia-runtime.conf" ||
-    die "cannot write $d/10-ck8s-gpu-nvidia-runtime.conf"
+  {
+    printf '[Service]\n'
+    printf 'ExecStartPre=%s --config=%s --drop-in-config=%s --nvidia-runtime-path=%s %s\n' \
+      "$ctk" "$CONTAINERD_ETC/config.toml" "$drop" "$NVIDIA_RUNTIME_DIR/nvidia-container-runtime" "$mode"
+    if [ "$CK8S_HOST_TOOLKIT" = cdi ]; then
+      printf 'ExecStartPre=/usr/bin/rm -rf %s\nExecStartPre=/usr/bin/mkdir -p %s\n' "$w" "$w"
+      printf 'ExecStartPre=/usr/bin/cp %s %s\n' "$drop" "$w/nvidia.toml"
+      printf 'ExecStartPre=%s --config=%s --drop-in-config=%s --nvidia-runtime-name=nvidia-cdi --nvidia-runtime-path=%s %s\n' \
+        "$ctk" "$w/nvidia.toml" "$w/cdi/99-nvidia.toml" "$NVIDIA_RUNTIME_DIR/nvidia-container-runtime.cdi" "$mode"
+      printf 'ExecStartPre=%s --config=%s --drop-in-config=%s --nvidia-runtime-name=nvidia-legacy --nvidia-runtime-path=%s %s\n' \
+        "$ctk" "$w/cdi/99-nvidia.toml" "$w/legacy/99-nvidia.toml" "$NVIDIA_RUNTIME_DIR/nvidia-container-runtime.legacy" "$mode"
+      printf 'ExecStartPre=/usr/bin/mv %s %s\n' "$w/legacy/99-nvidia.toml" "$drop"
+    fi
+  } >"$d/10-ck8s-gpu-nvidia-runtime.conf" || die "cannot write $d/10-ck8s-gpu-nvidia-runtime.conf"
   quiet systemctl daemon-reload || die "systemctl daemon-reload failed"
 }
 

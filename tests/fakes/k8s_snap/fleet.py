@@ -158,6 +158,7 @@ class Fleet:
             "CK8S_CONTAINERD_HOSTS_DIR": str(root / "etc/containerd/hosts.d"),
             "CK8S_CONTAINERD_ETC": str(root / "etc/containerd"),  # containerd base dir = root (containerd.py)
             "CK8S_NVIDIA_CTK": str(root / "usr/bin/nvidia-ctk"),  # there if the image has it (node_media.toolkit)
+            "CK8S_NVIDIA_RUNTIMES_WORK": str(root / "run/ck8s-gpu-nvidia-runtimes"),
             "CK8S_SYSTEMD_DIR": str(root / "etc/systemd/system"),
             "CK8S_SIDELOAD_WAIT_SECONDS": "3",
             "CK8S_RETRY_BASE_SECONDS": "0",

@@ -67,7 +67,8 @@ def media(inst: Instance, ack: bool = True, skip: str = "", archives: dict[str, 
 
 def toolkit(inst: Instance) -> Instance:
     """The toolkit's packages in the image (NVIDIA/nvidia-container-toolkit v1.20.0 packaging/debian
-    *.install: nvidia-ctk and nvidia-container-runtime in /usr/bin), nvidia-ctk the fake of
+    *.install: nvidia-ctk and nvidia-container-runtime in /usr/bin, its .cdi and .legacy from
+    -operator-extensions), nvidia-ctk the fake of
     tests/fakes/nvidia_ctk.py."""
     bin_dir = inst.root / "usr/bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -75,7 +76,8 @@ def toolkit(inst: Instance) -> Instance:
     ctk = bin_dir / "nvidia-ctk"
     ctk.write_text(f"#!/bin/sh\nPYTHONPATH='{repo}' exec '{sys.executable}' -m tests.fakes.nvidia_ctk \"$@\"\n")
     ctk.chmod(0o755)
-    runtime = bin_dir / "nvidia-container-runtime"
-    runtime.write_text("#!/bin/sh\necho 'fake: containers do not run here' >&2\nexit 1\n")
-    runtime.chmod(0o755)
+    for name in ("nvidia-container-runtime", "nvidia-container-runtime.cdi", "nvidia-container-runtime.legacy"):
+        runtime = bin_dir / name
+        runtime.write_text("#!/bin/sh\necho 'fake: containers do not run here' >&2\nexit 1\n")
+        runtime.chmod(0o755)
     return inst

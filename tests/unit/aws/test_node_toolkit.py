@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from components.addons.gpu_operator import ADDON as GPU_OPERATOR
+from tests.fakes.gpu_operator import runtime_classes
 from tests.fakes.k8s_snap import containerd
+from tests.unit.addons.helpers import final_values
 from tests.unit.aws.cluster_sim import TRACKS, SimCluster, simulate
 from tests.unit.aws.test_node_scenarios import FAILED, control_planes, ok
 
@@ -41,11 +44,19 @@ def test_the_worker_starts_containerd_with_the_nvidia_runtime_and_k8s_snaps_sett
         assert exec_pre[0] == str(w.root / "usr/bin/nvidia-ctk") and "--config-source=file" in exec_pre
         assert "--cdi.enabled" in exec_pre and "--nvidia-set-as-default" not in exec_pre
         state = w.state["node"]["containerd"]
-        assert state["runtimes"] == {"runc": "runc", "nvidia": "/usr/bin/nvidia-container-runtime"}
+        # every RuntimeClass the operator creates for this stack's values has its handler here
+        classes = runtime_classes.created(final_values(GPU_OPERATOR, s.settings))
+        assert set(classes) == {"nvidia", "nvidia-cdi", "nvidia-legacy"}
+        assert set(classes.values()) <= set(state["runtimes"])
+        assert state["runtimes"] == {"runc": "runc", "nvidia": "/usr/bin/nvidia-container-runtime",
+                                     "nvidia-cdi": "/usr/bin/nvidia-container-runtime.cdi",
+                                     "nvidia-legacy": "/usr/bin/nvidia-container-runtime.legacy"}
         assert state["default_runtime"] == "runc" and state["enable_cdi"] is True  # the operator's CDI mode
         # the copied CRI section keeps what k8sd wrote (containerd replaces a plugin's section whole)
         assert state["sandbox_image"] == containerd.PAUSE_IMAGE
-        assert state["systemd_cgroup"] == {"runc": True, "nvidia": True}
+        assert state["systemd_cgroup"] == {"runc": True, "nvidia": True, "nvidia-cdi": True, "nvidia-legacy": True}
+        # one drop-in holds all three: the chain's scratch copies stay out of what containerd imports
+        assert [f.name for f in (w.root / "etc/containerd/conf.d").glob("*.toml")] == ["99-nvidia.toml"]
         assert (w.root / "etc/containerd/conf.d/99-nvidia.toml").exists()
         assert w.calls("systemctl") == ["systemctl daemon-reload"]  # no containerd restart
         # control planes run no GPU work: k8sd's runtime alone
@@ -82,7 +93,10 @@ def test_without_cdi_nvidia_is_the_default_runtime(tmp_path: Path) -> None:
         w = ok(s.worker())
         state = w.state["node"]["containerd"]
         assert state["default_runtime"] == "nvidia" and state["enable_cdi"] is False
-        assert state["runtimes"]["nvidia"] == "/usr/bin/nvidia-container-runtime"
+        # without CDI the operator creates only the `nvidia` RuntimeClass: no mode runtimes
+        no_cdi = final_values(GPU_OPERATOR, s.settings) | {"cdi": {"enabled": False}}
+        assert runtime_classes.created(no_cdi) == {"nvidia": "nvidia"}
+        assert state["runtimes"] == {"runc": "runc", "nvidia": "/usr/bin/nvidia-container-runtime"}
     finally:
         s.fleet.close()
 

@@ -4,7 +4,8 @@ tests/data/nvidia-ctk-v1.20.0/ holds what the real nvidia-ctk (built from NVIDIA
 toolkit tag v1.20.0) wrote for k8s-snap's root config as the fake k8sd writes it (base dir
 /tmp/ck8s-ctk-fixture/<case>), and its answer to an unknown flag. The merged views below are what
 the real containerd v1.7.34 (k8s-snap release-1.34's, built from its tag) printed with
-`containerd --config config.toml config dump` for the same files (docs/adr/0046)."""
+`containerd --config config.toml config dump` for the same files (docs/adr/0046). chain.out.* is
+the node script's CDI chain (ck8s-node.sh host_toolkit) run by the real nvidia-ctk v1.20.0 (2026-12-05)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,49 @@ def test_the_unit_drop_in_runs_before_containerd_and_a_missing_executable_fails_
     with pytest.raises(containerd.StartError, match="Failed to locate executable"):
         containerd.start({"now_offset": 0}, me)
     assert "containerd" not in me["node"]  # it never started
+
+
+def _chain(root: Path) -> None:
+    """The node script's CDI chain (components/aws/scripts/ck8s-node.sh host_toolkit), step by step
+    as the real nvidia-ctk ran it for chain.out.*: nvidia from k8sd's root config into
+    99-nvidia.toml, then nvidia-cdi and nvidia-legacy each from the drop-in the step before wrote."""
+    etc, w = root / "etc/containerd", root / "run/w"
+    drop = etc / "conf.d/99-nvidia.toml"
+    assert _configure(root, "--nvidia-runtime-path=/usr/bin/nvidia-container-runtime", "--cdi.enabled") == 0
+    w.mkdir(parents=True)
+    (w / "nvidia.toml").write_bytes(drop.read_bytes())
+    for src, mode in ((w / "nvidia.toml", "cdi"), (w / "cdi/99-nvidia.toml", "legacy")):
+        assert nvidia_ctk.main(["--quiet", "runtime", "configure", "--runtime=containerd", "--config-source=file",
+                                f"--config={src}", f"--drop-in-config={w}/{mode}/99-nvidia.toml",
+                                f"--nvidia-runtime-name=nvidia-{mode}",
+                                f"--nvidia-runtime-path=/usr/bin/nvidia-container-runtime.{mode}",
+                                "--cdi.enabled"]) == 0
+    (w / "legacy/99-nvidia.toml").replace(drop)
+
+
+def test_the_runtime_chain_writes_what_the_real_one_wrote(tmp_path: Path) -> None:
+    root = tmp_path / "chain"
+    containerd.write_config(root)
+    _chain(root)
+    for name in ("99-nvidia.toml", "config.toml"):
+        got = root / "etc/containerd" / ("conf.d/" + name if name.startswith("99") else name)
+        assert _as_recorded(got, tmp_path) == tomllib.loads((DATA / f"chain.out.{name}").read_text()), name
+    state = containerd.runtime_state(containerd.loaded_config(root))
+    assert state["runtimes"] == {"runc": "runc", "nvidia": "/usr/bin/nvidia-container-runtime",
+                                 "nvidia-cdi": "/usr/bin/nvidia-container-runtime.cdi",
+                                 "nvidia-legacy": "/usr/bin/nvidia-container-runtime.legacy"}
+    assert state["sandbox_image"] == containerd.PAUSE_IMAGE and state["enable_cdi"] is True
+
+
+def test_two_drop_ins_one_runtime_each_lose_the_first_on_containerd_1_7(tmp_path: Path) -> None:
+    """Why the node script chains: a second drop-in written from the root config replaces the
+    first's CRI section whole (mergeConfig), and `nvidia` is gone."""
+    root = tmp_path / "node"
+    containerd.write_config(root)
+    etc = root / "etc/containerd"
+    assert _configure(root, "--cdi.enabled") == 0
+    assert nvidia_ctk.main(["--quiet", "runtime", "configure", "--runtime=containerd", "--config-source=file",
+                            f"--config={etc}/config.toml", f"--drop-in-config={etc}/conf.d/99-nvidia.toml.d-cdi.toml",
+                            "--nvidia-runtime-name=nvidia-cdi", "--cdi.enabled"]) == 0
+    # the second file sorts after 99-nvidia.toml, so containerd imports it last
+    assert set(containerd.runtime_state(containerd.loaded_config(root))["runtimes"]) == {"runc", "nvidia-cdi"}

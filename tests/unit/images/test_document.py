@@ -232,4 +232,9 @@ def test_the_toolkit_check_wants_the_pinned_version_and_its_binaries(tmp_path: P
     for f in ("nvidia-container-runtime", "nvidia-container-runtime-hook", "nvidia-cdi-hook", "nvidia-container-cli"):
         (tmp_path / f).write_text("#!/bin/sh\n")
         (tmp_path / f).chmod(0o755)
+    # the runtimes behind the operator's nvidia-cdi and nvidia-legacy RuntimeClasses (-operator-extensions)
+    assert run().returncode == 1 and "nvidia-container-runtime.cdi is missing" in run().stderr
+    for f in ("nvidia-container-runtime.cdi", "nvidia-container-runtime.legacy"):
+        (tmp_path / f).write_text("#!/bin/sh\n")
+        (tmp_path / f).chmod(0o755)
     assert run().returncode == 0
