@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from ..settings.facts import gpu_pools, topology_levels
 from ..settings.model import QueueResource, QueueSettings, Settings
+from ..tables.instance_types import network_layer, network_topology_layers
 from .base import Addon, AddonContext
 from .kai_scheduler import FALLBACK_QUEUE, NAMESPACE
 
@@ -83,7 +85,8 @@ def topology_values(settings: Settings, installed: Collection[str]) -> list[dict
     t = settings.gpu_stack.topology
     if not topology_enabled(settings, installed):
         return []
-    levels = [{"nodeLabel": lv.node_label, **({"alias": lv.alias} if lv.alias else {})} for lv in t.levels]
+    levels = [{"nodeLabel": lv.node_label, **({"alias": lv.alias} if lv.alias else {})}
+              for lv in topology_levels(settings)]
     return [{"name": t.name, "levels": levels}]
 
 
@@ -93,13 +96,14 @@ def topology_problems(settings: Settings) -> Iterator[tuple[str, str]]:
     (pkg/admission/webhook/topologyhooks/topology_validator.go: aliases unique, no alias equal to a
     nodeLabel). Label syntax and lengths are the CRD's patterns (charts/kai-queues schema)."""
     path = "settings.gpuStack.topology.levels"
-    levels = settings.gpu_stack.topology.levels
+    levels = topology_levels(settings)
     labels = [lv.node_label for lv in levels]
     for i, lv in enumerate(levels):
         if labels.index(lv.node_label) != i:
             yield f"{path}[{i}].nodeLabel", f"'{lv.node_label}' is already level {labels.index(lv.node_label)}"
         if lv.node_label == HOSTNAME and i != len(levels) - 1:
             yield f"{path}[{i}].nodeLabel", f"{HOSTNAME} can only be the lowest (last) level"
+    yield from _network_layer_problems(settings)
     seen: set[str] = set()
     for i, lv in enumerate(levels):
         if not lv.alias:
@@ -109,6 +113,29 @@ def topology_problems(settings: Settings) -> Iterator[tuple[str, str]]:
         seen.add(lv.alias)
         if lv.alias in labels:
             yield f"{path}[{i}].alias", f"'{lv.alias}' is a level's nodeLabel (an alias must not equal one)"
+
+
+def _network_layer_problems(settings: Settings) -> Iterator[tuple[str, str]]:
+    """On aws, a level topology.k8s.aws/network-node-layer-N that some GPU pool's nodes never get:
+    the cloud controller manager writes layer N only for instance types whose EC2 instance topology
+    has N network nodes (components/tables/instance_types.py), and KAI leaves a node missing any
+    level's label out of the Topology, so that pool would silently fall out of every topology-aware
+    gang. Judged for any N, on explicit levels (null levels are derived to fit: facts.topology_levels)."""
+    levels = settings.gpu_stack.topology.levels
+    if settings.platform != "aws" or levels is None:
+        return
+    pools = gpu_pools(settings)
+    for i, lv in enumerate(levels):
+        n = network_layer(lv.node_label)
+        if n is None:
+            continue
+        short = [f"{p.name} ({p.instance_type}: {network_topology_layers(p.instance_type)})"
+                 for p in pools if network_topology_layers(p.instance_type) < n]
+        if short:
+            yield (f"settings.gpuStack.topology.levels[{i}].nodeLabel",
+                   f"no node of GPU pool {', '.join(short)} gets {lv.node_label}: EC2 returns fewer network layers "
+                   "for that instance type, and KAI leaves a node missing any level's label out of the Topology; "
+                   "drop the level, or leave levels unset to derive them from the pools")
 
 
 def values(ctx: AddonContext) -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tables.instance_types import GpuFacts, gpu_facts, nvlink_domain
-from .model import NodePoolSettings, Settings
+from ..tables.instance_types import GpuFacts, gpu_facts, network_layer, network_topology_layers, nvlink_domain
+from .model import AWS_TOPOLOGY_LEVELS, NodePoolSettings, Settings, TopologyLevelSettings
 
 
 def pool_gpus(pool: NodePoolSettings) -> GpuFacts | None:
@@ -79,3 +79,22 @@ def compute_domains_on(settings: Settings) -> bool:
     if explicit is not None:
         return explicit
     return any(nvlink_domain(p.instance_type).scope == "multi-node" for p in provided_pools(settings))
+
+
+def gpu_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:
+    """The provided pools whose nodes have GPUs (declared or from the instance-type table)."""
+    return tuple(p for p in provided_pools(settings) if pool_gpus(p) is not None)
+
+
+def topology_levels(settings: Settings) -> tuple[TopologyLevelSettings, ...]:
+    """gpuStack.topology.levels, or (null) the AWS levels whose labels every GPU node gets: zone and
+    hostname always, network layer N only where every GPU pool's instance type returns N network
+    nodes (components/tables/instance_types.py NETWORK_TOPOLOGY_LAYERS). KAI counts a node in a
+    Topology only when it has every level's label (v0.17.0 pkg/scheduler/plugins/topology/common.go
+    isNodePartOfTopology)."""
+    explicit = settings.gpu_stack.topology.levels
+    if explicit is not None:
+        return explicit
+    pools = gpu_pools(settings)
+    have = min((network_topology_layers(p.instance_type) for p in pools), default=0)
+    return tuple(lv for lv in AWS_TOPOLOGY_LEVELS if (n := network_layer(lv.node_label)) is None or n <= have)

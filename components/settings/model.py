@@ -320,7 +320,10 @@ class TopologySettings(_Model):
     # null: on with KAI on aws (the CCM writes the labels).
     enabled: bool | None = None
     name: str = Field(default="aws-network", pattern=DNS_LABEL)
-    levels: tuple[TopologyLevelSettings, ...] = Field(default=AWS_TOPOLOGY_LEVELS, min_length=1, max_length=16)
+    # null: AWS_TOPOLOGY_LEVELS less the network layers some GPU pool's instance type does not get
+    # (settings/facts.py topology_levels): KAI leaves a node missing any level's label out of the
+    # Topology, so a level only some nodes have would drop the others from every topology-aware gang.
+    levels: tuple[TopologyLevelSettings, ...] | None = Field(default=None, min_length=1, max_length=16)
 
 
 class GpuStackSettings(_Model):

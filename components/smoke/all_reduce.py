@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..facts.efa import efa_device_count, efa_enabled, efa_supported
-from ..settings.facts import pool_gpus
+from ..settings.facts import pool_gpus, topology_levels
 from ..settings.model import NodePoolSettings, Settings
 
 CASE = "all-reduce"
@@ -88,7 +88,7 @@ def topology_label(settings: Settings) -> str | None:
     """The node label of the Topology level topologyLevel names (by alias or label); None: no such level.
     KAI's TopologyConstraint takes the level as its node label (v0.17.0 podgroup_types.go)."""
     want = settings.smoke_test.all_reduce.topology_level
-    for level in settings.gpu_stack.topology.levels:
+    for level in topology_levels(settings):
         if want in (level.alias, level.node_label):
             return level.node_label
     return None

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from ..addons.kai_queues import topology_enabled
 from ..addons.selected import installed
 from ..facts.efa import efa_enabled
+from ..settings.facts import topology_levels
 from ..settings.model import Settings
 from ..settings.problems import ROOT, Problem, cut
 from ..settings.rules.queues import smoke_quota_problems
@@ -33,7 +34,7 @@ def all_reduce_problems(s: Settings) -> Iterator[Problem]:
     elif not topology_enabled(s, installed(s)):  # whether the program renders the Topology at all
         yield f"{path}.enabled", "needs the KAI Topology (settings.gpuStack.topology.enabled) its gang is placed in"
     if all_reduce.topology_label(s) is None:
-        levels = ", ".join(lv.alias or lv.node_label for lv in s.gpu_stack.topology.levels)
+        levels = ", ".join(lv.alias or lv.node_label for lv in topology_levels(s))
         yield (f"{path}.topologyLevel", f"'{cut(a.topology_level)}' is no level of Topology "
                                         f"'{s.gpu_stack.topology.name}' (gpuStack.topology.levels: {levels})")
     if all_reduce.size_bytes(a.min_bytes) > all_reduce.size_bytes(a.max_bytes):

@@ -118,6 +118,39 @@ def gpu_facts(instance_type: str) -> GpuFacts | None:
     return GPU_INSTANCE_TYPES.get(instance_type)
 
 
+# EC2 instance topology: the network nodes DescribeInstanceTopology returns for an instance, one per
+# layer, by instance type (EC2 User Guide, "Prerequisites for Amazon EC2 topology",
+# ec2-instance-topology-prerequisites.html, read 2026-12-05: "Returns 3 network nodes" and "Returns 4
+# network nodes"). The AWS cloud controller manager writes one node label per node of the answer,
+# topology.k8s.aws/network-node-layer-<1..N> (cloud-provider-aws pkg/providers/v1/
+# well_known_labels.go LabelNetworkNodePrefix, instances_v2.go getAdditionalLabels); a type not
+# listed gets no answer, so its nodes carry no such label at all.
+_TOPOLOGY_3_LAYERS = (
+    *(f"g6e.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "16xlarge", "24xlarge", "48xlarge")),
+    *(f"g7e.{s}" for s in ("2xlarge", "4xlarge", "8xlarge", "12xlarge", "24xlarge", "48xlarge")),
+    "hpc6a.48xlarge", "hpc6id.32xlarge", "hpc7g.4xlarge", "hpc7g.8xlarge", "hpc7g.16xlarge", "hpc7a.12xlarge",
+    "hpc7a.24xlarge", "hpc7a.48xlarge", "hpc7a.96xlarge", "hpc8a.96xlarge",
+    "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+    "p6e-gb200.36xlarge",
+    "trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge", "trn2u.48xlarge",
+)
+_TOPOLOGY_4_LAYERS = ("p6-b200.48xlarge", "p6-b300.48xlarge")
+NETWORK_TOPOLOGY_LAYERS: dict[str, int] = {**dict.fromkeys(_TOPOLOGY_3_LAYERS, 3),
+                                           **dict.fromkeys(_TOPOLOGY_4_LAYERS, 4)}
+NETWORK_LAYER_LABEL = re.compile(r"^topology\.k8s\.aws/network-node-layer-([1-9][0-9]*)$")
+
+
+def network_topology_layers(instance_type: str) -> int:
+    """How many topology.k8s.aws/network-node-layer-N labels a node of this type gets (0: none)."""
+    return NETWORK_TOPOLOGY_LAYERS.get(instance_type, 0)
+
+
+def network_layer(node_label: str) -> int | None:
+    """N of a topology.k8s.aws/network-node-layer-N label; None for any other label."""
+    m = NETWORK_LAYER_LABEL.match(node_label)
+    return int(m.group(1)) if m else None
+
+
 # The GPUs an NVLink fabric joins: none (PCIe only, or one GPU), the node's own (NVSwitch, or an NVLink
 # bridge between GPU pairs), or GPUs on several nodes (an NVL72 rack sold as an EC2 UltraServer).
 NvlinkScope = Literal["none", "single-node", "multi-node"]

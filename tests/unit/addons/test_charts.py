@@ -102,8 +102,10 @@ def test_queue_objects_follow_the_settings() -> None:
 
 
 def test_the_topology_follows_the_settings_broadest_level_first() -> None:
-    """On aws with KAI: one Topology of the levels the CCM labels; off, or elsewhere, none."""
-    objects = render("kai-queues", _stack_values("kai-queues", platform="aws", region="us-east-1"),
+    """On aws with KAI: one Topology of the levels the CCM labels (a p5.48xlarge pool: 3 network
+    layers); off, or elsewhere, none."""
+    objects = render("kai-queues", _stack_values("kai-queues", platform="aws", region="us-east-1",
+                                                 nodePools=[{"name": "train", "instanceType": "p5.48xlarge"}]),
                      release="kai-queues", namespace="kai-scheduler")
     [topology] = [o for o in objects if o["kind"] == "Topology"]
     assert topology["apiVersion"] == "kai.scheduler/v1alpha1" and topology["metadata"]["name"] == "aws-network"
