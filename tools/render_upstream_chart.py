@@ -13,7 +13,8 @@ settings, as tests/unit/addons/test_charts.py renders this repository's charts);
 the add-on on in a copy of the settings when the stack leaves it off. Problems, each printed:
 - the chart is not the add-on's (name) or not the pinned version;
 - a values key the chart does not have (Helm ignores it silently);
-- an object that fails strict Kubernetes schema validation at 1.34/1.35/1.36;
+- an object that fails strict Kubernetes schema validation at 1.34/1.35/1.36, a custom resource
+  one against its CRD's schema (the chart's crds/ or a rendered CRD), unknown fields refused;
 - what the policy pack judges in objects: unpinned images, GPU advertisers, Secret readers,
   secret material in pod specs and ConfigMaps;
 - pods that need a weaker Pod Security level than the add-on's namespace enforces, or a
@@ -57,6 +58,21 @@ def unknown_keys(values: Mapping[str, Any], defaults: Any, prefix: str = "") -> 
             yield from unknown_keys(value, defaults[key], f"{path}.")
 
 
+def chart_values(chart_dir: Path) -> dict[str, Any]:
+    """The chart's values.yaml with each bundled subchart's (charts/<dir>/) under its name, the
+    parent's own keys winning: the defaults Helm merges before it renders."""
+    values: dict[str, Any] = yaml.safe_load((chart_dir / "values.yaml").read_text()) or {}
+    subcharts = sorted((chart_dir / "charts").glob("*/Chart.yaml")) if (chart_dir / "charts").is_dir() else []
+    for sub in subcharts:
+        name = (yaml.safe_load(sub.read_text()) or {}).get("name")
+        sub_values = sub.parent / "values.yaml"
+        if name and sub_values.is_file():
+            own = values.get(name)
+            sub_defaults = yaml.safe_load(sub_values.read_text()) or {}
+            values[name] = {**sub_defaults, **(own if isinstance(own, Mapping) else {})}
+    return values
+
+
 def baseline_breaches(pod: Mapping[str, Any]) -> list[str]:
     """What in one pod spec the PSS `baseline` level forbids (empty: baseline admits it)."""
     out = [f"spec.{k}" for k in ("hostNetwork", "hostPID", "hostIPC") if pod.get(k) is True]
@@ -74,7 +90,7 @@ def baseline_breaches(pod: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _settings(stack: str, enable: bool, addon: Any) -> Any:
+def stack_settings(stack: str, enable: bool, addon: Any) -> Any:
     from components.plan.run import stack_file
     from components.settings.load import SETTINGS_KEY, read_stack_file
     from components.validate import from_config
@@ -93,6 +109,7 @@ def _settings(stack: str, enable: bool, addon: Any) -> Any:
 def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tuple[list[str], list[str]]:
     """(what was rendered, problems) for one add-on's upstream chart over one stack's values."""
     import helm_python
+    import kubernetes_validate
 
     from components.addons.catalog import BY_NAME
     from components.addons.graph import final_values, install_graph
@@ -102,11 +119,11 @@ def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tupl
     from components.policies.secrets import viewable_secret_problems
     from components.policies.workloads import gpu_advertisers, image_problems
     from components.settings.load import SettingsError
-    from tests.helpers.k8s_schema import VERSIONS, schema_errors
+    from tests.helpers.k8s_schema import VERSIONS, crd_schemas, custom_resource_errors, schema_errors
 
     addon = BY_NAME[addon_name]
     try:
-        settings = _settings(stack, enable, addon)
+        settings = stack_settings(stack, enable, addon)
     except SettingsError as exc:  # e.g. --enable where the add-on's own check refuses the stack
         return [], [exc.message]
     all_values = final_values(install_graph(settings), settings)
@@ -120,7 +137,7 @@ def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tupl
         out.append(f"chart is {meta.get('name')!r}, the add-on installs {addon.chart_name!r}")
     if str(meta.get("version")) != want:
         out.append(f"chart version {meta.get('version')} is not the pinned {want}")
-    defaults = yaml.safe_load((chart_dir / "values.yaml").read_text()) or {}
+    defaults = chart_values(chart_dir)
     out += [f"values key {k}: not in the chart's values.yaml (Helm ignores it)" for k in unknown_keys(values, defaults)]
 
     rendered = helm_python.Chart.load(chart_dir).render(copy.deepcopy(values), name=addon.release_name,
@@ -130,10 +147,22 @@ def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tupl
         if path.endswith((".yaml", ".yml", ".json")):
             docs += [d for d in yaml.safe_load_all(rendered[path]) if d]
     seen = [f"{d['kind']} {d['metadata'].get('name')}" for d in docs]
+    # A custom resource is judged against the CRD that defines it: the chart's crds/ (never
+    # rendered by Helm's templates) or one its templates render.
+    crd_docs = [d for f in sorted((chart_dir / "crds").rglob("*.y*ml")) if (chart_dir / "crds").is_dir()
+                for d in yaml.safe_load_all(f.read_text()) if d]
+    schemas = crd_schemas([*crd_docs, *docs])
     for d in docs:
         for version in VERSIONS:
-            if (why := schema_errors(d, version)) is not None:
+            try:
+                why = schema_errors(d, version)
+            except kubernetes_validate.SchemaNotFoundError:
+                why = custom_resource_errors(d, schemas)
+                version = "CRD"
+            if why is not None:
                 out.append(f"schema {version}: {why}")
+            if version == "CRD":
+                break
     urn = f"upstream:{addon.chart_name}@{meta.get('version')}"
     objs = [K8sObject(str(d["kind"]), d, urn) for d in docs]
     out += [f"policy workload-images-pinned: {m}" for _, m in image_problems(objs)]
