@@ -50,6 +50,11 @@ CONTAINERD_PATHS = ("/run/containerd", "/var/lib/containerd", "/etc/containerd")
 # First boot: unattended-upgrades may hold the lock; keep the image's own config files on upgrade.
 APT = "apt-get -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -y"
 FM_DROP_IN = "/etc/systemd/system/nvidia-fabricmanager.service.d/10-ck8s-gpu-nvswitch-only.conf"
+# Fabric Manager's config file and FABRIC_MODE values (NVIDIA Fabric Manager User Guide: the package
+# installs /usr/share/nvidia/nvswitch/fabricmanager.cfg; "FABRIC_MODE" 0 full passthrough, 1 shared
+# NVSwitch multitenancy). Read at every start of nvidia-fabricmanager.service.
+FM_CONFIG = "/usr/share/nvidia/nvswitch/fabricmanager.cfg"
+FABRIC_MODES = {"full-passthrough": 0, "shared-nvswitch": 1}
 # EFA: the installer release the image carries, where AWS publishes it, and the fingerprint its
 # signing key must have (a key swapped on the server fails the build, not just the signature):
 # components/tables/pins.py EFA_INSTALLER.
@@ -198,12 +203,22 @@ def driver_build_steps(s: ImageSettings) -> list[dict[str, Any]]:
         _bash("FabricManagerOnlyOnNvswitch",
               f"mkdir -p {FM_DROP_IN.rsplit('/', 1)[0]}",
               f"printf '[Unit]\\nConditionDirectoryNotEmpty=/proc/driver/nvidia-nvswitch/devices\\n' > {FM_DROP_IN}",
+              *fabric_mode_lines(s),
               "systemctl enable nvidia-fabricmanager.service nvidia-persistenced.service"),
         # Kernel, driver and toolkit change only with a new image: a userspace upgrade under a loaded
         # module breaks NVML ("Driver/library version mismatch"), a new kernel may boot without its
         # modules, and the toolkit stays at the pin its golden documents name.
         _bash("HoldKernelAndDriver", f"apt-mark hold {hold}"),
     ]
+
+
+def fabric_mode_lines(s: ImageSettings) -> tuple[str, ...]:
+    """FABRIC_MODE in Fabric Manager's config as the image settings say, and a check that the file
+    now holds exactly that one line (a package that renamed the key fails the build, not a node)."""
+    mode = FABRIC_MODES[s.fabric_manager_mode]
+    return (f"sed -i 's/^FABRIC_MODE=.*/FABRIC_MODE={mode}/' {FM_CONFIG}",
+            f"if [ \"$(grep -c '^FABRIC_MODE=' {FM_CONFIG})\" != 1 ] || ! grep -qx 'FABRIC_MODE={mode}' "
+            f"{FM_CONFIG}; then echo '{FM_CONFIG}: no single FABRIC_MODE={mode} line' >&2; exit 1; fi")
 
 
 def carried_checks(s: ImageSettings, images: Sequence[Any]) -> list[dict[str, Any]]:

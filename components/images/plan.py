@@ -29,6 +29,7 @@ AMI_TAG_SNAP_VERSION = "ck8s-gpu:k8s-snap-version"
 AMI_TAG_SNAP_REVISION = "ck8s-gpu:k8s-snap-revision"
 AMI_TAG_IMAGES = "ck8s-gpu:images"
 AMI_TAG_TOOLKIT = "ck8s-gpu:nvidia-container-toolkit"  # gpu-node: the toolkit's version (docs/adr/0046)
+AMI_TAG_FABRIC_MODE = "ck8s-gpu:fabric-manager-mode"  # gpu-node: FABRIC_MODE of its Fabric Manager
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def image_plan(s: ImageSettings) -> ImagePlan:
         regions=s.regions,
         ami_tags={AMI_TAG_ROLE: s.role, AMI_TAG_SNAP_VERSION: pin.version, AMI_TAG_SNAP_REVISION: str(pin.revision),
                   AMI_TAG_IMAGES: str(len(images)),
-                  **({AMI_TAG_TOOLKIT: pins.NVIDIA_CONTAINER_TOOLKIT.version} if s.role == "gpu-node" else {})},
+                  **({AMI_TAG_TOOLKIT: pins.NVIDIA_CONTAINER_TOOLKIT.version,
+                      AMI_TAG_FABRIC_MODE: s.fabric_manager_mode} if s.role == "gpu-node" else {})},
         root_volume_gib=s.root_volume,
         build_instance_type=s.build_instance,
     )

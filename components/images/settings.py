@@ -95,6 +95,12 @@ class ImageSettings(_Model):
     build_on_up: bool = True
     # None: 60 GiB for gpu-node, 40 for control-plane (the snaps and the image tars, ROOT_VOLUME_GIB).
     root_volume_gib: int | None = Field(default=None, ge=8, le=16384)
+    # Fabric Manager's FABRIC_MODE on NVSwitch nodes (NVIDIA Fabric Manager User Guide, "Fabric
+    # Manager config options": 0 full passthrough, the package's default; 1 shared NVSwitch
+    # multitenancy, where FM activates partitions on request instead of training the whole fabric).
+    # shared-nvswitch is what the DRA driver's FabricManagerPartitioning needs
+    # (gpuStack.nvlinkPartitions): ck8s-gpu preflight refuses that stack on an image without it.
+    fabric_manager_mode: Literal["full-passthrough", "shared-nvswitch"] = "full-passthrough"
     # Every image of the catalog (and k8s-snap's own) exported into the image, for containerd.
     preload: bool = True
     # Export from `<mirror>/<upstream host>/<repository>` instead of the public registry, and name
@@ -226,8 +232,10 @@ def _gpu_build_instance_rules(s: ImageSettings) -> Iterator[Problem]:
 
 
 def _control_plane_rules(s: ImageSettings) -> Iterator[Problem]:
-    """A control plane's image has no NVIDIA driver and no EFA: settings of those are mistakes."""
-    for name, key in (("driver_branch", "driverBranch"), ("kernel_modules", "kernelModules")):
+    """A control plane's image has no NVIDIA driver (nor its Fabric Manager) and no EFA: settings of
+    those are mistakes."""
+    for name, key in (("driver_branch", "driverBranch"), ("kernel_modules", "kernelModules"),
+                      ("fabric_manager_mode", "fabricManagerMode")):
         if name in s.model_fields_set:
             yield f"{ROOT}.{key}", "a control-plane image has no NVIDIA driver (role: control-plane)"
     if s.efa:

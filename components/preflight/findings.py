@@ -14,7 +14,7 @@ Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missin
                "cache-first-pull",
                # components/preflight/images.py: what the node images carry (their ck8s-gpu: tags)
                "image-snap-mismatch", "image-not-preloaded", "image-role", "image-untagged", "image-no-toolkit",
-               "image-toolkit-version"]
+               "image-toolkit-version", "image-fabric-manager-mode"]
 # info: reported, never fails (a Capacity Block's window); warning: reported, does not fail.
 Severity = Literal["error", "warning", "info"]
 

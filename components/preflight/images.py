@@ -16,6 +16,10 @@ promises, and who refuses a node whose image breaks the promise:
 - `ck8s-gpu:nvidia-container-toolkit` (gpu-node): the NVIDIA Container Toolkit's version in
   /usr/bin. With gpuStack.toolkit host a GPU worker stops at boot without /usr/bin/nvidia-ctk
   (ck8s-node.sh host_toolkit, docs/adr/0046).
+- `ck8s-gpu:fabric-manager-mode` (gpu-node): Fabric Manager's FABRIC_MODE in the image
+  (full-passthrough or shared-nvswitch, components/images/document.py). gpuStack.nvlinkPartitions
+  needs shared-nvswitch on NVSwitch nodes: in full passthrough FM trains the whole fabric at start
+  and the DRA driver's FabricManagerPartitioning finds no partition to activate.
 
 EC2 tags belong to the account that made them: an image shared from another account answers with
 none of its owner's tags, so such an image reads as untagged here.
@@ -30,7 +34,7 @@ from typing import Literal
 from ..aws.ami import ssm_parameter
 from ..settings.model import Settings
 from ..tables import pins
-from ..tables.instance_types import Arch, arch_for_instance_type
+from ..tables.instance_types import Arch, arch_for_instance_type, nvlink_domain
 from .facts import RegionFacts
 from .findings import Finding
 
@@ -41,6 +45,7 @@ TAG_SNAP_VERSION = f"{PREFIX}k8s-snap-version"
 TAG_SNAP_REVISION = f"{PREFIX}k8s-snap-revision"
 TAG_IMAGES = f"{PREFIX}images"
 TAG_TOOLKIT = f"{PREFIX}nvidia-container-toolkit"
+TAG_FABRIC_MODE = f"{PREFIX}fabric-manager-mode"
 BUILD = "`pulumi up -C images`, docs/images.md"
 
 
@@ -53,6 +58,7 @@ class NodeImage:
     role: Role
     arch: Arch
     own: bool  # named by the stack (`ami`), not Canonical's public parameter
+    instance_types: tuple[str, ...] = ()  # of the pools that boot it (none for control planes)
 
 
 def node_images(settings: Settings) -> list[NodeImage]:
@@ -64,9 +70,11 @@ def node_images(settings: Settings) -> list[NodeImage]:
            NodeImage(ssm_parameter(arch), "settings.controlPlane.instanceType", "control-plane", arch, False)]
     for i, pool in enumerate(settings.node_pools):
         arch = arch_for_instance_type(pool.instance_type)
-        out.append(NodeImage(pool.ami, f"settings.nodePools[{i}].ami", "gpu-node", arch, True)
+        types = (pool.instance_type,)
+        out.append(NodeImage(pool.ami, f"settings.nodePools[{i}].ami", "gpu-node", arch, True, types)
                    if pool.ami is not None else
-                   NodeImage(ssm_parameter(arch), f"settings.nodePools[{i}].instanceType", "gpu-node", arch, False))
+                   NodeImage(ssm_parameter(arch), f"settings.nodePools[{i}].instanceType", "gpu-node", arch, False,
+                             types))
     return out
 
 
@@ -135,6 +143,25 @@ def _toolkit(settings: Settings, n: NodeImage, tags: dict[str, str], what: str) 
                       f"toolkit version, components/tables/pins.py): rebuild it ({BUILD}) to run the pinned one")
 
 
+def _fabric_mode(settings: Settings, n: NodeImage, tags: dict[str, str], what: str) -> Iterator[Finding]:
+    """nvlinkPartitions on NVSwitch nodes (an NVSwitch fabric inside the node: nvlink_domain) with
+    the image's Fabric Manager. Under gpuStack.driver operator the driver container runs FM, not
+    the image: nothing here to judge."""
+    if not settings.gpu_stack.nvlink_partitions or n.role != "gpu-node" or settings.gpu_stack.driver != "host":
+        return
+    switched = sorted({t for t in n.instance_types if nvlink_domain(t).nvswitch and nvlink_domain(t).scope
+                       == "single-node"})
+    have = tags.get(TAG_FABRIC_MODE)
+    if not switched or have == "shared-nvswitch":
+        return
+    now = f"has {TAG_FABRIC_MODE}={have}" if have else f"has no {TAG_FABRIC_MODE} tag (built before the setting)"
+    yield Finding("image-fabric-manager-mode", "error", f"{n.path}, settings.gpuStack.nvlinkPartitions",
+                  f"{what} {now}: its Fabric Manager trains the whole NVSwitch fabric of {', '.join(switched)} "
+                  f"nodes at start, so the DRA driver's FabricManagerPartitioning has no partition to activate and "
+                  f"every claim fails at prepare: build the pool's image with fabricManagerMode: shared-nvswitch "
+                  f"({BUILD}) or turn gpuStack.nvlinkPartitions off")
+
+
 def _role(n: NodeImage, tags: dict[str, str], what: str) -> Iterator[Finding]:
     role = tags.get(TAG_ROLE)
     if role is None or role == n.role:
@@ -164,11 +191,12 @@ def check(settings: Settings, facts: RegionFacts) -> list[Finding]:
         tags = _tags(n, facts)
         if tags is None:
             continue
-        n = NodeImage(n.source, ", ".join(m.path for m in nodes), n.role, n.arch, n.own)
+        n = NodeImage(n.source, ", ".join(m.path for m in nodes), n.role, n.arch, n.own,
+                      tuple(t for m in nodes for t in m.instance_types))
         what = _named(n, facts)
         if settings.offline and not any(k.startswith(PREFIX) for k in tags):
             out.append(_untagged(n, what))
             continue  # what it lacks in particular says nothing more
         out += [*_snap(settings, n, tags, what), *_preloaded(settings, n, tags, what),
-                *_toolkit(settings, n, tags, what), *_role(n, tags, what)]
+                *_toolkit(settings, n, tags, what), *_fabric_mode(settings, n, tags, what), *_role(n, tags, what)]
     return out

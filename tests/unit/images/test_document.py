@@ -12,6 +12,7 @@ import yaml
 from components.images.document import (
     EFA_INSTALLER_VERSION,
     EFA_KEY_FINGERPRINT,
+    FM_CONFIG,
     component_document,
     component_documents,
     document_problems,
@@ -238,3 +239,35 @@ def test_the_toolkit_check_wants_the_pinned_version_and_its_binaries(tmp_path: P
         (tmp_path / f).write_text("#!/bin/sh\n")
         (tmp_path / f).chmod(0o755)
     assert run().returncode == 0
+
+
+@pytest.mark.parametrize(("mode", "line"), [("full-passthrough", "FABRIC_MODE=0"),
+                                            ("shared-nvswitch", "FABRIC_MODE=1")])
+def test_fabric_manager_gets_the_mode_the_image_settings_name(tmp_path: Path, mode: str, line: str) -> None:
+    s = parse_image_settings({"region": "eu-west-1", **PIN, "fabricManagerMode": mode}, "test")
+    step = _step(component_document(s), "FabricManagerOnlyOnNvswitch")
+    cfg = tmp_path / "fabricmanager.cfg"
+    script = "\n".join(step["inputs"]["commands"]).replace(FM_CONFIG, str(cfg))  # type: ignore[index]
+    script = script.replace("/etc/systemd/system", str(tmp_path)).replace("systemctl enable", "true")
+
+    def run(config: str) -> subprocess.CompletedProcess[str]:
+        cfg.write_text(config)
+        return subprocess.run(["bash", "-ec", script], capture_output=True, text=True, check=False)
+
+    # the package's file (FM user guide: FABRIC_MODE=0 and its comment lines around it)
+    assert run("# Fabric Manager\nLOG_LEVEL=4\n#FABRIC_MODE 0 = ...\nFABRIC_MODE=0\nBIND_INTERFACE_IP=127.0.0.1\n"
+               ).returncode == 0
+    assert line in cfg.read_text().splitlines() and "LOG_LEVEL=4" in cfg.read_text()
+    # a package that no longer has the key, or has it twice: the build fails, never a node
+    for broken in ("LOG_LEVEL=4\n", "FABRIC_MODE=0\nFABRIC_MODE=0\n"):
+        failed = run(broken)
+        assert failed.returncode == 1 and f"no single {line} line" in failed.stderr
+
+
+def test_a_control_plane_image_has_no_fabric_manager_to_set() -> None:
+    from components.settings.load import SettingsError
+
+    with pytest.raises(SettingsError) as err:
+        parse_image_settings({"region": "eu-west-1", **PIN, "role": "control-plane",
+                              "fabricManagerMode": "shared-nvswitch"}, "test")
+    assert "image.fabricManagerMode" in str(err.value)

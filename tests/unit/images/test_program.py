@@ -101,6 +101,7 @@ def test_the_committed_stack_plans_with_names_aws_accepts(path: Path) -> None:
         assert (tags["ck8s-gpu:k8s-snap-version"], tags["ck8s-gpu:k8s-snap-revision"]) == ("v1.34.4", "5325")
         assert int(tags["ck8s-gpu:images"]) > 10
         assert tags.get("ck8s-gpu:nvidia-container-toolkit") == ("1.20.0" if s.role == "gpu-node" else None)
+        assert tags.get("ck8s-gpu:fabric-manager-mode") == (s.fabric_manager_mode if s.role == "gpu-node" else None)
     pipeline = _one(run, "aws:imagebuilder/imagePipeline:ImagePipeline")
     assert pipeline.inputs["imageTestsConfiguration"]["imageTestsEnabled"] is True
     assert ("schedule" in pipeline.inputs) == (s.rebuild == "weekly")

@@ -256,3 +256,27 @@ def test_a_host_toolkit_needs_the_toolkit_in_the_gpu_image() -> None:
     # the operator's own toolkit: what the image has does not matter
     operator = _settings()
     assert check(operator, _facts(operator, {CP: _tags("control-plane"), GPU: without})) == []
+
+
+def _nvswitch_pool(**pool: object) -> dict[str, object]:
+    return {"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 2,
+            "ami": GPU, **pool}
+
+
+def test_nvlink_partitions_need_fabric_manager_in_shared_nvswitch_mode_in_the_image() -> None:
+    s = _settings(gpuStack={"driver": "host", "nvlinkPartitions": True}, nodePools=[_nvswitch_pool()])
+    cp = _tags("control-plane")
+    shared = {**_tags("gpu-node"), images.TAG_FABRIC_MODE: "shared-nvswitch"}
+    assert check(s, _facts(s, {CP: cp, GPU: shared})) == []
+    for tags, why in (({**shared, images.TAG_FABRIC_MODE: "full-passthrough"}, "fabric-manager-mode=full-passthrough"),
+                      (_tags("gpu-node"), "has no ck8s-gpu:fabric-manager-mode tag")):
+        [f] = check(s, _facts(s, {CP: cp, GPU: tags}))
+        assert (f.kind, f.severity, f.subject) == ("image-fabric-manager-mode", "error",
+                                                   "settings.nodePools[0].ami, settings.gpuStack.nvlinkPartitions")
+        assert why in f.message and "p5.48xlarge" in f.message and failed([f])
+    # not judged: partitions off; a PCIe pool (no NVSwitch); the operator's driver container runs FM
+    passthrough = {**shared, images.TAG_FABRIC_MODE: "full-passthrough"}
+    for other in (_settings(gpuStack={"driver": "host"}, nodePools=[_nvswitch_pool()]),
+                  _settings(gpuStack={"driver": "host", "nvlinkPartitions": True}),
+                  _settings(gpuStack={"driver": "operator", "nvlinkPartitions": True}, nodePools=[_nvswitch_pool()])):
+        assert check(other, _facts(other, {CP: cp, GPU: passthrough})) == []
