@@ -311,16 +311,17 @@ def gate_props(gate: str, name: str, kubeconfig: pulumi.Input[str], *, object_na
 
 
 class OperatorGateProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
-    """The provider of an operator gate: `id_prefix` names its resources, `check` polls its custom
-    resource (a subclass per gate: each is pickled into the state by its own name)."""
+    """The provider of an operator gate: `id_prefix` names its resources, `poll` polls its custom
+    resource (a subclass per gate: each is pickled into the state by its own name). Not `check`:
+    that is ResourceProvider's input hook, `check(olds, news)`, which the engine calls first."""
 
     id_prefix = "gate"
 
-    def check(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
+    def poll(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        return run_gate(props, self.check)
+        return run_gate(props, self.poll)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         return pulumi.dynamic.CreateResult(f"{self.id_prefix}-{uuid.uuid4().hex[:12]}", self._run(props))
@@ -336,7 +337,7 @@ class OperatorGateProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[mis
 class _ClusterPolicyReadyProvider(OperatorGateProvider):
     id_prefix = "clusterpolicy"
 
-    def check(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
+    def poll(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
         return check_cluster_policy(kubeconfig, **kwargs)
 
 

@@ -96,7 +96,7 @@ def check_gpu_cluster(kubeconfig: str, *, name: str, namespace: str, min_gpu_nod
 class _GpuClusterReadyProvider(OperatorGateProvider):
     id_prefix = "gpucluster"
 
-    def check(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
+    def poll(self, kubeconfig: str, **kwargs: Any) -> dict[str, Any]:
         return check_gpu_cluster(kubeconfig, **kwargs)
 
 

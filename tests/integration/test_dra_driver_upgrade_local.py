@@ -8,6 +8,11 @@ CrdsFirst step pulls 0.5.0 and applies its crds/ BEFORE Helm upgrades the releas
 upgrades crds/), the CRDs are Established, the release is at 0.5.0, the DeviceClasses are the
 chart's, the smoke test passes after each `up` (a GPU-path pin re-runs it) -> a preview changes
 nothing. The ResourceSlices are a test publisher's (no kubelet); the DeviceClass is the chart's.
+Then the switch to operator-managed DRA by its procedure (docs/components.md): one `up` without
+either driver, then operator mode from the GPU Operator chart's stand-in (tests/fakes/
+gpu_operator_chart) with the GPUCluster controller's stand-in beside the API server (tests/fakes/
+gpu_operator/live.py): GpuClusterReady passes and the smoke test allocates through the operator's
+DeviceClass; a one-step switch back fails at preview (DraModeGuard).
 Needs `bash tools/build.sh`; skips naming what is missing, fails under CK8S_GPU_REQUIRE_TOOLS=1.
 """
 
@@ -110,6 +115,7 @@ class Deployed:
     project: Path
     repository: str
     first_run: str
+    repository_dir: str
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +124,8 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
 
     work = tmp_path_factory.mktemp("dra-upgrade")
     exits = ExitStack()
-    repository = exits.enter_context(chart_repo.serve(dra_driver_chart.repository(work / "chart-mirror")))
+    mirror = dra_driver_chart.repository(work / "chart-mirror")
+    repository = exits.enter_context(chart_repo.serve(mirror))
     settings = settings_at(repository, OLD)
     pool = settings["nodePools"][0]
     nodes = {f"gpu-node-{i}": pool for i in range(pool["desiredSize"])}
@@ -150,7 +157,7 @@ def deployed(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory
         up = stack.up(on_output=print, color="never")
         report = up.outputs["smokeReport"].value
         assert passed(report), f"up at {OLD}: smoke test did not pass: {report['results']['summary']}"
-        yield Deployed(cluster, stack, project, repository, str(report["results"]["extra"]["runId"]))
+        yield Deployed(cluster, stack, project, repository, str(report["results"]["extra"]["runId"]), str(mirror))
     finally:
         try:
             if stack is not None:
@@ -212,3 +219,77 @@ def test_the_pin_upgrades_crds_first_then_the_release_and_a_preview_is_clean(dep
     again = deployed.stack.preview(on_output=print, color="never", diff=True)
     changes = {op: n for op, n in again.change_summary.items() if op != "same" and n}
     assert changes == {}, f"after the upgrade a preview wants changes: {changes}"
+
+
+# --- the switch to operator-managed DRA (docs/components.md "Switching who manages DRA") ---------
+
+GPU_OPERATOR_NS = "gpu-operator"
+
+
+def switch_step(repository: str) -> dict[str, Any]:
+    """Step 2 of the procedure: both drivers out for one `up` (and the smoke test, which needs one)."""
+    raw = settings_at(repository, None)
+    raw["gpuStack"] = {**raw["gpuStack"], "draManagedBy": "chart",
+                       "addons": {**raw["gpuStack"]["addons"], "draDriver": {"enabled": False},
+                                  "gpuOperator": {"enabled": False}}}
+    return {**raw, "smokeTest": {**raw.get("smokeTest", {}), "enabled": False}}
+
+
+def operator_mode(repository: str) -> dict[str, Any]:
+    """Step 3: the GPU Operator's GPUCluster runs the DRA driver; its chart from the loopback mirror
+    (the stand-in, tests/fakes/gpu_operator_chart). The node image's driver and toolkit are what the
+    mode requires (settings refuse it otherwise); on `local` no node boots an image."""
+    raw = dict(yaml.safe_load(STACK_FILE.read_text())["config"][SETTINGS_KEY])
+    gpu_stack = {**(raw.get("gpuStack") or {}), "draManagedBy": "operator", "driver": "host", "toolkit": "host",
+                 "addons": {"gpuOperator": {"enabled": True, "repository": repository}}}
+    return {**raw, "gpuStack": gpu_stack}
+
+
+def test_switching_to_operator_managed_dra_by_the_procedure_passes_the_smoke_test(deployed: Deployed) -> None:
+    """Chart mode -> step 2 (no driver) -> operator mode: the stand-in chart's GPUCluster, reconciled by
+    the stand-in controller beside the API server (the real DaemonSet controller and KWOK run its
+    kubelet plugin's DaemonSet), passes the GpuClusterReady gate, and the smoke test allocates
+    through the operator's DeviceClass. Then a one-step switch back is refused at preview."""
+    from pulumi import automation as auto
+
+    from tests.fakes import gpu_operator_chart
+    from tests.fakes.gpu_operator.clusterpolicy import GPU_PCI_LABELS
+    from tests.fakes.gpu_operator.live import LiveGpuCluster
+
+    c, stack = deployed.cluster, deployed.stack
+    mirror = Path(deployed.repository_dir)
+    gpu_operator_chart.repository(mirror)  # beside the DRA driver's archives; index.yaml holds both
+    write_settings(deployed.project, stack.name, switch_step(deployed.repository))
+    out = stack.up(on_output=print, color="never")
+    assert out.outputs["smokeReport"].value.get("status") == "disabled"
+    assert helm_revisions(c) == [], "step 2 leaves no DRA driver release"
+    assert "gpu.nvidia.com" not in device_classes(c)
+
+    for node in c.node_names:  # NFD's label on a node with an NVIDIA PCI device (no NFD worker on KWOK)
+        c.kubectl("label", "node", node, f"{GPU_PCI_LABELS[0]}=true", "--overwrite")
+    write_settings(deployed.project, stack.name, operator_mode(deployed.repository))
+    with LiveGpuCluster(c) as controller:
+        t = time.monotonic()
+        up = stack.up(on_output=print, color="never")
+        print(f"pulumi up (operator mode): {time.monotonic() - t:.1f}s")
+    report = up.outputs["smokeReport"].value
+    assert passed(report), f"operator mode: smoke test did not pass: {report['results']['summary']}"
+    assert controller.errors == [], controller.errors
+    cluster = c.get_json("gpuclusters.nvidia.com", "gpu-cluster")
+    assert cluster["status"]["state"] == "ready"
+    gate = [r for r in stack.export_stack().deployment["resources"] if r["type"].endswith(":GpuClusterReady")]
+    assert len(gate) == 1 and gate[0]["outputs"]["gpuNodes"] == len(c.node_names), gate
+    owners = {d["metadata"]["name"]: [o["kind"] for o in d["metadata"].get("ownerReferences") or []]
+              for d in c.get_json("deviceclasses")["items"]}
+    assert owners.get("gpu.nvidia.com") == ["GPUCluster"], owners  # the operator's, not a chart's
+    releases = c.get_json("secrets", "-n", GPU_OPERATOR_NS, "-l", "owner=helm,name=gpu-operator")["items"]
+    assert len(releases) == 1, "the GPU Operator's release, at the pin"
+
+    # A one-step switch back is refused before anything changes (DraModeGuard's check).
+    write_settings(deployed.project, stack.name, {**operator_mode(deployed.repository),
+                                                  "gpuStack": {**operator_mode(deployed.repository)["gpuStack"],
+                                                               "draManagedBy": "chart"}})
+    with pytest.raises(auto.CommandError) as refused:
+        stack.preview(on_output=print, color="never")
+    assert "gpuStack.draManagedBy changes from operator to chart on a deployed stack" in str(refused.value)
+    write_settings(deployed.project, stack.name, operator_mode(deployed.repository))
