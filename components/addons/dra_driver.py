@@ -22,7 +22,7 @@ from ..settings.facts import compute_domains_on
 from ..settings.model import Settings
 from ..settings.problems import Problem
 from ..tables import pins
-from ..tables.labels import DRA_NODE_LABEL
+from ..tables.labels import DRA_NODE_LABEL, GPU_CLIENT_LABEL
 from .base import Addon, AddonContext, Capability, Default
 from .dra_driver_gates import SHARING_FEATURE_GATES as SHARING_FEATURE_GATES
 from .dra_driver_gates import feature_gates, partition_problems, problems
@@ -60,6 +60,12 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # The label the operator's driver manager toggles to evict this plugin before a driver
         # reload (gpu_operator.values sets NODE_LABEL_FOR_GPU_POD_EVICTION to the same key).
         plugin["nodeSelector"] = {DRA_NODE_LABEL: "true"}
+        if "gpu-operator" in ctx.enabled:
+            # Beside a ClusterPolicy: also the operator's GPU-client label, the only one its MIG
+            # manager pauses, so a MIG change stops this plugin (which holds the GPUs) first and
+            # restarts it after (components/tables/labels.py GPU_CLIENT_LABEL). Without the operator
+            # nothing sets it, so it is asked for only here.
+            plugin["nodeSelector"][GPU_CLIENT_LABEL] = "true"
     extra: dict[str, Any] = {}
     if gates := feature_gates(s):
         extra["featureGates"] = gates

@@ -6,6 +6,14 @@ they live here once (pure; no imports).
 # The DRA kubelet plugin runs only on nodes carrying this label: the GPU Operator's driver manager
 # removes it to evict the plugin before a driver upgrade (NVIDIA's documented "Pattern A").
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+# The GPU Operator's label for third-party GPU clients: under a ClusterPolicy it sets it true on every
+# GPU node (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels), and its driver
+# manager (before a driver reload: k8s-driver-manager v0.12.0 evictAllGPUOperatorComponents) and its
+# MIG manager (before a MIG change: mig-parted v0.15.0 pkg/mig/reconfigure shutdownKubernetesGPUClients)
+# set it to paused-for-... and wait for every DaemonSet pod whose nodeSelector has the key to go.
+# The MIG manager knows no other label; under a GPUCluster the operator removes it
+# (devicePluginOnlyStateLabelKeys).
+GPU_CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
 # fake-gpu-operator assigns simulated GPUs by this label's value (its topology pool name).
 SIMULATED_POOL_LABEL = "run.ai/simulated-gpu-node-pool"
 

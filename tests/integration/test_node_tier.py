@@ -347,6 +347,54 @@ def test_up_passes_again_once_every_hop_is_mended(tier: Tier) -> None:
         assert tests[check]["status"] == "passed", (check, tests[check])
 
 
+def test_operator_managed_dra_passes_the_smoke_test_on_real_kubelets(tier: Tier) -> None:
+    """gpuStack.draManagedBy operator on local-kubelet: the GPU Operator chart's stand-in renders
+    the GPUCluster, the GPUCluster controller's stand-in reconciles it beside the API server
+    (tests/fakes/gpu_operator/live.py), its kubelet plugin DaemonSet runs on every GPU node (KWOK's
+    and the real kubelets', where the simulated plugin itself is the host process), GpuClusterReady
+    passes, and the smoke test's pod gets its GPU through DRA and CDI and proves it from inside.
+    No DRA chart is installed on this stack, so no switch procedure is needed; one case keeps it short."""
+    from tests.fakes import gpu_operator_chart
+    from tests.fakes.gpu_operator.clusterpolicy import GPU_PCI_LABELS
+    from tests.fakes.gpu_operator.live import LiveGpuCluster
+    from tests.helpers import chart_repo
+
+    stack_file = tier.project / f"Pulumi.{tier.stack.name}.yaml"
+    doc = yaml.safe_load(stack_file.read_text())
+    settings = doc["config"][SETTINGS_KEY]
+    container = {"name": "gpus", "image": tier.nodes.probe.reference, "imagePullPolicy": "Never",
+                 "command": ["sleep", "infinity"]}
+    nodes = [*tier.kubelet_nodes, *tier.kwok_nodes]
+    for node in nodes:  # NFD's label on a node with an NVIDIA PCI device (no NFD worker runs here)
+        tier.cluster.kubectl("label", "node", node, f"{GPU_PCI_LABELS[0]}=true", "--overwrite")
+    with chart_repo.serve(gpu_operator_chart.repository(tier.project.parent / "gpu-operator-mirror")) as repo, \
+            LiveGpuCluster(tier.cluster, container=container) as controller:
+        try:
+            settings["gpuStack"] = {**settings.get("gpuStack", {}), "draManagedBy": "operator", "driver": "host",
+                                    "toolkit": "host", "addons": {"gpuOperator": {"enabled": True,
+                                                                                  "repository": repo}}}
+            # gpuHealth stays on: gpu-0 of each kubelet node carries the health taint the tier put there
+            settings["smokeTest"] = {**settings["smokeTest"], **only_cases(tier, "gpuHealth"),
+                                     "trigger": "operator-mode"}
+            stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+            t = time.monotonic()
+            result = tier.stack.up(on_output=print, color="never")
+            print(f"pulumi up (operator mode): {time.monotonic() - t:.1f}s")
+            report = result.outputs["smokeReport"].value
+            assert passed(report), report["results"]["summary"]
+            tests = report_tests(report)
+            for check in ("pods-started", "container-device", "claims-released"):
+                assert tests[check]["status"] == "passed", (check, tests[check])
+            gate = [r for r in tier.stack.export_stack().deployment["resources"]
+                    if r["type"].endswith(":GpuClusterReady")]
+            assert len(gate) == 1 and gate[0]["outputs"]["gpuNodes"] == len(nodes), gate
+            plugin = tier.cluster.get_json("daemonset", "nvidia-dra-driver-kubelet-plugin", "-n", "gpu-operator")
+            assert plugin["status"]["numberAvailable"] == len(nodes), plugin["status"]
+            assert controller.errors == [], controller.errors
+        finally:
+            controller.remove()
+
+
 def _runtime_class_pod(name: str, node: str, runtime_class: str, image: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
             "spec": {"nodeName": node, "runtimeClassName": runtime_class, "restartPolicy": "Never",

@@ -54,7 +54,9 @@ def device_classes(cluster: Obj) -> list[Obj]:
             for name, kind in DEVICE_CLASSES.items()]
 
 
-def kubelet_plugin(cluster: Obj) -> Obj:
+def kubelet_plugin(cluster: Obj, container: Obj | None = None) -> Obj:
+    """`container`: what the pods run instead of the driver's image (on real kubelets, an image the
+    node has: the simulated plugin itself runs on the host, tools/nodetier.py)."""
     labels = {"app": KUBELET_PLUGIN}
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": KUBELET_PLUGIN, "namespace": NAMESPACE, "ownerReferences": _owner(cluster)},
@@ -63,13 +65,14 @@ def kubelet_plugin(cluster: Obj) -> Obj:
                      "template": {"metadata": {"labels": labels},
                                   "spec": {"nodeSelector": {DRA_DRIVER_LABEL: "true"},
                                            "tolerations": [{"operator": "Exists"}],
-                                           "containers": [{"name": "gpus", "image": PLUGIN_IMAGE}]}}}}
+                                           "containers": [container or {"name": "gpus", "image": PLUGIN_IMAGE}]}}}}
 
 
 class _Live(GpuClusterStandIn):
     """The stand-in whose state-dra-driver objects are the API server's."""
 
     cluster_api: Any = None
+    container: Obj | None = None
 
     def schedule_plugin(self) -> None:
         c = self.cluster_api
@@ -77,15 +80,15 @@ class _Live(GpuClusterStandIn):
         if not c.kubectl("get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "name").strip():
             self.store.daemonsets = {}  # the release has not made its namespace yet
             return
-        c.apply([*device_classes(self.store.cluster), kubelet_plugin(self.store.cluster)])
+        c.apply([*device_classes(self.store.cluster), kubelet_plugin(self.store.cluster, self.container)])
         self.store.daemonsets = {KUBELET_PLUGIN: c.get_json("daemonset", KUBELET_PLUGIN, "-n", NAMESPACE)}
 
 
 class LiveGpuCluster:
     """The controller loop in a thread (a context manager); `errors` keeps what a tick raised."""
 
-    def __init__(self, cluster: Any, interval: float = 1.0) -> None:
-        self.cluster, self.interval = cluster, interval
+    def __init__(self, cluster: Any, interval: float = 1.0, container: Obj | None = None) -> None:
+        self.cluster, self.interval, self.container = cluster, interval, container
         self.errors: list[str] = []
         self.reconciles = 0
         self._stop = threading.Event()
@@ -102,7 +105,7 @@ class LiveGpuCluster:
         nodes = {n["metadata"]["name"]: n for n in c.get_json("nodes")["items"]}
         store = Store(cluster=copy.deepcopy(cluster), nodes=copy.deepcopy(nodes))
         op = _Live(store, _Clock(), seen_generation=0)
-        op.cluster_api = c
+        op.cluster_api, op.container = c, self.container
         op.reconcile()
         self.reconciles += 1
         for name, node in store.nodes.items():
@@ -122,6 +125,12 @@ class LiveGpuCluster:
                 self.tick()
             except Exception as exc:  # a tick that failed is retried, and reported
                 self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def remove(self) -> None:
+        """What the chart's pre-delete hook does (cmd/cleanup-gpuclusters): the GPUCluster goes, and
+        with it (owner references) its operands."""
+        self.cluster.kubectl("delete", "gpuclusters.nvidia.com", NAME, "--ignore-not-found", "--wait=false")
+        self.cluster.kubectl("delete", "daemonset", KUBELET_PLUGIN, "-n", NAMESPACE, "--ignore-not-found")
 
     def __enter__(self) -> LiveGpuCluster:
         self._thread.start()

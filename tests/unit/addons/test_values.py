@@ -9,7 +9,7 @@ import pytest
 from components.addons import dra_driver, fake_gpu_operator, gpu_operator, kai_queues, kai_scheduler
 from components.facts.nodes import gpu_node_labels
 from components.tables import pins
-from components.tables.labels import DRA_NODE_LABEL, SIMULATED_POOL_LABEL
+from components.tables.labels import DRA_NODE_LABEL, GPU_CLIENT_LABEL, SIMULATED_POOL_LABEL
 from tests.unit.addons.helpers import DRIVER_MODES, TRACKS, final_values, settings, stack
 
 CELLS = list(itertools.product(TRACKS, DRIVER_MODES, ("dra", "device-plugin")))
@@ -63,7 +63,21 @@ def test_dra_driver_values(track: str, driver: str, allocation: str) -> None:
     assert v["gpuResourcesEnabledOverride"] is gpus
     assert v["resources"]["gpus"]["enabled"] is gpus
     assert v["resources"]["computeDomains"]["enabled"] is True
-    assert (v["kubeletPlugin"].get("nodeSelector") == {DRA_NODE_LABEL: "true"}) is gpus
+    # aws installs the GPU Operator (a ClusterPolicy): its GPU-client label too, which its MIG
+    # manager pauses before a MIG change (tests/integration/test_nfd_tolerations.py runs the pause)
+    want = {DRA_NODE_LABEL: "true", GPU_CLIENT_LABEL: "true"}
+    assert (v["kubeletPlugin"].get("nodeSelector") == want) is gpus
+
+
+def test_without_the_gpu_operator_the_plugin_waits_on_no_label_only_it_sets() -> None:
+    """Nothing but the operator sets nvidia.com/gpu.deploy.client: without it (its add-on off, or
+    kind's simulator) the plugin selects on the project's own label alone, or it would never run."""
+    own_driver = settings("aws", gpuStack={"addons": {"gpuOperator": {"enabled": False}},
+                                           "clusterProvides": ["gpu-driver"]})
+    for s in (own_driver, settings("existing", gpuStack={"addons": {"gpuOperator": {"enabled": False}},
+                                                         "clusterProvides": ["gpu-driver"]})):
+        v = final_values(dra_driver.ADDON, s)
+        assert v["kubeletPlugin"]["nodeSelector"] == {DRA_NODE_LABEL: "true"}, s.platform
 
 
 def test_service_monitor_only_with_monitoring_crds() -> None:
