@@ -1,11 +1,23 @@
-"""`offline-images`: an offline stack (settings.offline, docs/adr/0043) names no image on a public
-registry in anything it renders into the cluster: Helm values and Kubernetes objects.
+"""`offline-images`: an offline or mirrored stack (settings.offline, settings.images.mirror, docs/adr/0043)
+takes every image it renders into the cluster, Helm values and Kubernetes objects, from its mirror.
 
-An image reference is judged where it is: a string with a public host before its path
-(`nvcr.io/nvidia/...`) anywhere; at an image field (`image`, `repository`, `registry`, a key ending
-`Image`), also a reference without a host (Docker Hub, distribution/reference's default) and a bare
-public host (a chart's `registry: quay.io`). The stack's mirror (`images.mirror`) is what it must
-use instead. AWS objects are out of scope: a pull-through cache rule names its upstream by design.
+Judged by where a reference resolves, not by a list of known public hosts: any registry other than
+`images.mirror` is one the nodes may not reach (a vendor's, a regional one, a host with a port,
+another account's ECR, localhost) or one the stack did not choose. A reference resolves as
+distribution/reference reads it (github.com/distribution/reference normalize.go
+splitDockerDomain: the first path component is a registry when it has a `.` or a `:` or is
+`localhost`; otherwise, and with no component at all, the registry is docker.io).
+
+Where a string counts as a reference:
+- at an image field (`image`, `repository`, `registry`, `imageRepository`, a key ending `Image`):
+  a reference with or without a registry, and a bare registry (a chart's `registry: quay.io`);
+- anywhere: a full reference with a registry and a tag or digest (`host/path:tag`), or with a
+  registry on the known public list (kept as a second net for tag-less strings);
+- split over the keys of one mapping (`registry`/`repository`/`image`/`tag`/`version`, as charts and
+  custom resources such as the GPU Operator's ClusterPolicy carry them): composed as the consumer
+  composes it, so the part that names the registry is judged, and a mapping whose registry and
+  repository are empty resolves to docker.io through its `image`.
+AWS objects are out of scope: a pull-through cache rule names its upstream by design.
 """
 
 from __future__ import annotations
@@ -22,54 +34,77 @@ from .facts import facts_of
 from .props import is_unknown
 
 IMAGE_KEYS = frozenset({"image", "repository", "registry", "imagerepository"})
-_HOSTED = re.compile(r"^(?P<host>[a-z0-9-]+(?:\.[a-z0-9-]+)+(?::[0-9]+)?)/[a-z0-9]")
-_BARE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?$")
+SPLIT_KEYS = ("registry", "repository")  # the keys of a split reference that may carry its registry
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+# A registry: a name with a dot or a port, or localhost (splitDockerDomain); then the path.
+_REGISTRY = r"(?:[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+|localhost)"
+_HOSTED = re.compile(rf"^(?P<host>{_REGISTRY})/[a-z0-9]")
+_FULL = re.compile(rf"^(?P<host>{_REGISTRY})/{_COMPONENT}(?:/{_COMPONENT})*"
+                   r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$")
+_BARE_REGISTRY = re.compile(rf"^{_REGISTRY}$")
+_BARE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?"
+                   r"(?:@sha256:[0-9a-f]{64})?$")
 
 
 def _image_key(key: str) -> bool:
     return key.lower() in IMAGE_KEYS or key.endswith("Image")
 
 
-def public_reference(value: str, at_image_key: bool) -> str | None:
-    """The public registry `value` pulls from, or None."""
-    if is_unknown(value) or value.startswith("sha256:"):
+def registry_of(value: str, at_image_key: bool) -> str | None:
+    """The registry `value` pulls from when it is an image reference there; None when it is not one."""
+    if is_unknown(value) or value.startswith("sha256:") or not value:
         return None
     m = _HOSTED.match(value)
     if m is not None:
+        full = _FULL.match(value)
+        if at_image_key or (full is not None and (full.group("tag") or full.group("digest"))):
+            return m.group("host").lower()
         return m.group("host") if m.group("host") in PUBLIC_HOSTS else None
-    if not at_image_key or not value:
+    if not at_image_key:
         return None
-    if value in PUBLIC_HOSTS:
-        return value
-    if "/" in value:
-        first = value.split("/")[0]
-        if "." in first or ":" in first or first == "localhost":
-            return None  # a host of its own (a mirror), not Docker Hub
+    if _BARE_REGISTRY.match(value) and ("." in value or ":" in value or value == "localhost"):
+        return value.lower()  # a bare registry value (`registry: quay.io`, `registry: harbor:5000`)
     return "docker.io" if _BARE.match(value) and not re.fullmatch(r"[0-9.:]+", value) else None
 
 
-def path_piece(key: str, split: set[Any]) -> bool:
-    """Whether `key` holds only a piece of a reference split over its mapping's keys."""
-    low = key.lower()
-    return (low == "image" and bool(split)) or (low == "repository" and "registry" in {str(k).lower() for k in split})
+def public_reference(value: str, at_image_key: bool) -> str | None:
+    """The registry `value` pulls from when that registry is on the known public list (the second net
+    of `registry_of`, kept for callers that ask only about public registries)."""
+    host = registry_of(value, at_image_key)
+    return host if host in PUBLIC_HOSTS or host == "docker.io" else None
+
+
+def _under(value: str, host: str, mirror: str | None) -> bool:
+    if mirror is None:
+        return False
+    m = mirror.rstrip("/").lower()
+    return value.lower().startswith(m + "/") or host == m or value.lower() == m
 
 
 def findings(props: Any, mirror: str | None) -> Iterator[tuple[str, str, str]]:
-    """(path, value, public host) of every public image reference in `props`."""
+    """(path, value, registry) of every image reference in `props` that does not resolve to `mirror`."""
+    def judge(value: str, path: str, at_image_key: bool) -> Iterator[tuple[str, str, str]]:
+        host = registry_of(value, at_image_key)
+        if host is not None and not _under(value, host, mirror):
+            yield path, value, host
+
     def walk(node: Any, path: str, key: str) -> Iterator[tuple[str, str, str]]:
         if isinstance(node, str):
-            if mirror is not None and node.startswith(mirror.rstrip("/") + "/"):
-                return
-            host = public_reference(node, _image_key(key))
-            if host is not None:
-                yield path, node, host
+            yield from judge(node, path, _image_key(key))
         elif isinstance(node, Mapping):
-            # A reference split over keys (registry / repository / image / tag): the parts without
-            # a host are path pieces of the part that has one, judged there.
-            split = {k for k in node if str(k).lower() in ("registry", "repository")}
+            lower = {str(k).lower(): k for k in node}
+            carriers = [lower[k] for k in SPLIT_KEYS if k in lower and isinstance(node[lower[k]], str)]
+            named = [k for k in carriers if node[k]]
+            image = lower.get("image")
             for k, v in node.items():
-                part = path_piece(str(k), split) and isinstance(v, str) and _HOSTED.match(v) is None
-                yield from walk(v, f"{path}.{k}" if path else str(k), "" if part else str(k))
+                here = f"{path}.{k}" if path else str(k)
+                if isinstance(v, str) and carriers and k in (*carriers, image):
+                    # A split reference: the first non-empty registry/repository names the registry,
+                    # the other parts are path pieces; with none named, the image alone is the reference.
+                    if (named and k == named[0]) or (not named and k == image):
+                        yield from judge(v, here, True)
+                    continue
+                yield from walk(v, here, str(k))
         elif isinstance(node, list):
             for i, v in enumerate(node):
                 yield from walk(v, f"{path}[{i}]", key)
@@ -102,7 +137,7 @@ def unset_images(props: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
 
 def validate_offline_images(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     facts = facts_of(args)
-    if facts is None or not facts.offline or not args.resource_type.startswith("kubernetes:"):
+    if facts is None or not (facts.offline or facts.mirror) or not args.resource_type.startswith("kubernetes:"):
         return
     if args.resource_type == tokens.K8S_HELM_V3_RELEASE:
         for path, default in unset_images(args.props):
@@ -110,13 +145,14 @@ def validate_offline_images(args: ResourceValidationArgs, report_violation: Repo
                              "every image of a pinned chart under images.mirror (docs/adr/0043)", None)
     for path, value, host in findings(args.props, facts.mirror):
         where = f"under {facts.mirror}" if facts.mirror else "in the node images or under images.mirror"
-        report_violation(f"{path} = {value!r} pulls from {host}: offline stacks name every image {where} "
-                         "(docs/adr/0043)", None)
+        report_violation(f"{path} = {value!r} pulls from {host}, not the mirror: offline and mirrored stacks name "
+                         f"every image {where} (docs/adr/0043)", None)
 
 
 OFFLINE_IMAGES = ResourceValidationPolicy(
     name="offline-images",
-    description="An offline stack names no image on a public registry in any Helm value or Kubernetes object.",
+    description="An offline or mirrored stack takes every image in its Helm values and Kubernetes objects from its "
+                "mirror.",
     validate=validate_offline_images,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

@@ -1,6 +1,8 @@
-"""`offline-images` (issue 29, docs/adr/0043): an offline stack's Helm values and Kubernetes
-objects name no image on a public registry, in every spelling a chart or manifest uses; the
-mirror's own references, digests, addresses and words pass."""
+"""`offline-images` (issue 29, docs/adr/0043; by class: issue 45): an offline or mirrored stack's
+Helm values and Kubernetes objects take every image from its mirror, judged by where a reference
+resolves (any registry but the mirror's is refused: public, vendor, regional, with a port, another
+account's ECR, localhost, none at all), in every spelling a chart, manifest or custom resource uses;
+the mirror's own references, digests, addresses, URLs and words pass."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 
 from components.policies.facts import StackFacts
-from components.policies.offline_images import OFFLINE_IMAGES, public_reference
+from components.policies.offline_images import OFFLINE_IMAGES, public_reference, registry_of
 from tests.unit.policies.helpers import violations
 
 MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
@@ -19,11 +21,11 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
-def _facts(offline: bool = True) -> StackFacts:
+def _facts(offline: bool = True, mirror: str | None = MIRROR) -> StackFacts:
     base = StackFacts(environment="airgap", platform="aws", api_allow_list=(), control_plane_count=1, spot_pools=(),
                       gpu_pools=("l4",), dra=True, smoke_enabled=True, smoke_namespace="gpu-smoke-test", protect=False,
                       retain_on_delete=False, backup_region=None)
-    return replace(base, offline=offline, mirror=MIRROR)
+    return replace(base, offline=offline, mirror=mirror)
 
 
 def _release(values: dict[str, Any]) -> list[str]:
@@ -42,10 +44,28 @@ def _release(values: dict[str, Any]) -> list[str]:
     {"exporter": {"image": "public.ecr.aws/eks/aws-efa-k8s-device-plugin:v0.5.20"}},
     {"nfd": {"image": {"repository": "registry-1.docker.io/library/ubuntu"}}},
     {"dcgmImage": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3"},
+    # issue 45: registries no list of public hosts names
+    {"image": "harbor.internal:8443/mirror/nvcr.io/nvidia/gpu-operator:v26.7.0"},  # another registry, a port
+    {"image": "registry:5000/team/tool:1"},  # a port, no dot
+    {"image": "localhost:5000/x:1"},
+    {"image": {"repository": "localhost/x"}},
+    {"image": "us-docker.pkg.dev/project/repo/app:2.1"},  # a regional registry
+    {"image": "mcr.microsoft.com/oss/kubernetes/pause:3.9"},  # a vendor's
+    {"image": "987654321098.dkr.ecr.us-east-1.amazonaws.com/team/app:1"},  # another account's ECR
+    {"image": "123456789012.dkr.ecr.eu-west-1.amazonaws.com.evil.example/x:1"},  # the mirror's name as a prefix
+    {"image": {"registry": "Quay.IO", "repository": "prometheus/node-exporter"}},  # case
+    {"image": "ubuntu@sha256:" + "d" * 64},  # no registry, by digest
+    {"args": {"webhook": "registry.gitlab.com/group/webhook:v3"}},  # anywhere: a full reference with a tag
+    {"env": [{"name": "VALIDATOR_IMAGE", "value": "ghcr.io/nvidia/validator@sha256:" + "e" * 64}]},
+    # split references (chart values and custom resources such as the ClusterPolicy)
+    {"vgpuManager": {"repository": "", "image": "vgpu-manager", "version": ""}},  # nothing names a registry
+    {"driver": {"image": "driver", "version": "595"}},  # only the image: docker.io
+    {"toolkit": {"repository": "harbor.internal:8443/nvidia", "image": "container-toolkit", "version": "v1.20.0"}},
+    {"dcgm": {"registry": "", "repository": "nvidia/dcgm", "tag": "4"}},  # empty registry: the repository's
 ])
-def test_every_public_spelling_is_caught(values: dict[str, Any]) -> None:
+def test_every_spelling_outside_the_mirror_is_caught(values: dict[str, Any]) -> None:
     found = _release(values)
-    assert len(found) == 1 and "offline stacks name every image under " + MIRROR in found[0], found
+    assert len(found) == 1 and f"every image under {MIRROR}" in found[0] and "not the mirror" in found[0], found
 
 
 @pytest.mark.parametrize("values", [
@@ -54,17 +74,26 @@ def test_every_public_spelling_is_caught(values: dict[str, Any]) -> None:
     {"image": {"tag": "v1.2.3", "pullPolicy": "IfNotPresent"}},
     {"server": "https://kubernetes.default.svc:443", "api": "10.0.0.1:6443"},
     {"subject": {"organization": "system:masters"}, "mode": "dra:true", "note": "see quay.io docs"},
-    {"image": "harbor.internal:8443/mirror/nvcr.io/nvidia/gpu-operator:v26.7.0"},  # another mirror host
     {"repository": "https://helm.ngc.nvidia.com/nvidia"},  # a chart repository URL, not an image
+    # issue 45 look-alikes: the mirror in other spellings, and strings that are not references
+    {"image": f"{MIRROR.upper()}/registry.k8s.io/pause:3.10"},  # registry names are case-insensitive
+    {"image": {"registry": MIRROR, "repository": "docker.io/library/ubuntu", "tag": "24.04"}},
+    {"toolkit": {"repository": f"{MIRROR}/nvcr.io/nvidia", "image": "container-toolkit", "version": "v1.20.0"}},
+    {"vgpuManager": {"repository": f"{MIRROR}/nvcr.io/nvidia", "image": "", "version": ""}},  # blanked image
+    {"nodeSelector": {"nvidia.com/gpu.present": "true", "node.kubernetes.io/instance-type": "p5.48xlarge"}},
+    {"resources": {"limits": {"nvidia.com/gpu": "1"}}, "label": "topology.k8s.aws/network-node-layer-1"},
+    {"url": "https://registry.example.com/v2/", "endpoint": "s3.eu-west-1.amazonaws.com:443"},
+    {"command": ["sleep", "3600"], "tag": "v1.2.3", "version": "1.2.3"},
 ])
 def test_mirror_references_and_look_alikes_pass(values: dict[str, Any]) -> None:
     assert _release(values) == []
 
 
-def test_objects_are_judged_too_and_only_offline() -> None:
+def test_objects_are_judged_too_in_offline_or_mirrored_stacks_only() -> None:
     dep = {"spec": {"template": {"spec": {"containers": [{"name": "x", "image": "ghcr.io/a/b:1"}]}}}}
     assert len(violations(OFFLINE_IMAGES, DEPLOYMENT, dep, facts=_facts())) == 1
-    assert violations(OFFLINE_IMAGES, DEPLOYMENT, dep, facts=_facts(offline=False)) == []
+    assert len(violations(OFFLINE_IMAGES, DEPLOYMENT, dep, facts=_facts(offline=False))) == 1  # mirrored
+    assert violations(OFFLINE_IMAGES, DEPLOYMENT, dep, facts=_facts(offline=False, mirror=None)) == []
     # AWS objects name upstreams by design (a pull-through cache rule): out of scope.
     rule = {"ecrRepositoryPrefix": "quay.io", "upstreamRegistryUrl": "quay.io"}
     assert violations(OFFLINE_IMAGES, "aws:ecr/pullThroughCacheRule:PullThroughCacheRule", rule, facts=_facts()) == []
@@ -74,7 +103,9 @@ def test_public_reference_reads_hosts_as_distribution_does() -> None:
     assert public_reference("ubuntu:24.04", True) == "docker.io"
     assert public_reference("ubuntu:24.04", False) is None  # not at an image key: a word with a colon
     assert public_reference("nvcr.io/nvidia/cuda:12", False) == "nvcr.io"
-    assert public_reference("localhost:5000/x:1", True) is None
+    assert public_reference("localhost:5000/x:1", True) is None  # not public: registry_of judges it
+    assert registry_of("localhost:5000/x:1", True) == "localhost:5000"
+    assert registry_of("nvidia.com/gpu", False) is None  # a resource name, not a reference
     assert public_reference("sha256:" + "c" * 64, True) is None
 
 
