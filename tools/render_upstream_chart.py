@@ -38,10 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# Pod Security Standards "baseline" (kubernetes.io/docs/concepts/security/pod-security-standards):
-# what a pod may not do below `privileged`. Weakest first, as namespaces.LEVELS is strongest first.
-_BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-                  "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+# Pod Security levels, weakest first, as namespaces.LEVELS is strongest first.
 _RANK = {"privileged": 0, "baseline": 1, "restricted": 2}
 
 
@@ -73,23 +70,6 @@ def chart_values(chart_dir: Path) -> dict[str, Any]:
     return values
 
 
-def baseline_breaches(pod: Mapping[str, Any]) -> list[str]:
-    """What in one pod spec the PSS `baseline` level forbids (empty: baseline admits it)."""
-    out = [f"spec.{k}" for k in ("hostNetwork", "hostPID", "hostIPC") if pod.get(k) is True]
-    out += [f"hostPath volume {v.get('name')}" for v in pod.get("volumes") or [] if "hostPath" in v]
-    for lst in ("initContainers", "containers", "ephemeralContainers"):
-        for c in pod.get(lst) or []:
-            sc = c.get("securityContext") or {}
-            if sc.get("privileged") is True:
-                out.append(f"container {c.get('name')} privileged")
-            added = set((sc.get("capabilities") or {}).get("add") or []) - _BASELINE_CAPS
-            if added:
-                out.append(f"container {c.get('name')} adds {', '.join(sorted(added))}")
-            out += [f"container {c.get('name')} hostPort {p['hostPort']}" for p in c.get("ports") or []
-                    if p.get("hostPort")]
-    return out
-
-
 def stack_settings(stack: str, enable: bool, addon: Any) -> Any:
     from components.plan.run import stack_file
     from components.settings.load import SETTINGS_KEY, read_stack_file
@@ -114,6 +94,7 @@ def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tupl
     from components.addons.catalog import BY_NAME
     from components.addons.graph import final_values, install_graph
     from components.policies import namespaces
+    from components.policies.host_access import breaches as baseline_breaches
     from components.policies.k8s_objects import K8sObject, pod_spec
     from components.policies.rbac import reader_problems
     from components.policies.secrets import viewable_secret_problems

@@ -145,7 +145,7 @@ def opens_up(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+def rendered_objects(props: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     """Objects a release of one of THIS project's charts applies (rendered offline by the Helm
     library). Remote charts are not rendered: no network, and they are not ours to isolate."""
     ref = chart_ref(props)
@@ -174,7 +174,7 @@ def smoke_isolation_problem(resources: Iterable[tuple[str, Mapping[str, Any]]], 
         if rtype == NETWORK_POLICY and get(props, "metadata.namespace") == namespace:
             policies.append(props)
         if rtype in HELM_TYPES and props.get("namespace") == namespace:
-            policies += [obj for obj in _rendered_objects(props) if obj.get("kind") == "NetworkPolicy"]
+            policies += [obj for obj in rendered_objects(props) if obj.get("kind") == "NetworkPolicy"]
     for obj in policies:
         if (why := opens_up(obj)) is not None:
             name = get(obj, "metadata.name")

@@ -142,6 +142,6 @@ def test_smoke_isolation_follows_the_configured_namespace_and_switch() -> None:
 
 def test_real_chart_rendering_is_wired() -> None:
     # The offline renderer is the project's (helm-python-sdk): a real local chart renders through it.
-    objects = namespaces._rendered_objects({"name": "q", "chart": str(PROJECT_DIR / "charts" / "kai-queues"),
+    objects = namespaces.rendered_objects({"name": "q", "chart": str(PROJECT_DIR / "charts" / "kai-queues"),
                                             "namespace": "kai-scheduler", "values": {"queues": []}})
     assert isinstance(objects, list)
