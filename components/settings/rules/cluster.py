@@ -149,6 +149,32 @@ def _local(s: Settings) -> Iterator[Problem]:
             yield f"{path}[{i}]", f"'{pool}' is listed twice"
 
 
+# Tag keys the project writes itself (components/aws/tags.py): a stack tag of the same key would be
+# overwritten on some resources and kept on others, never reported. `ck8s-gpu/` is the project's
+# namespace (the join contract: nodes find their control planes by ck8s-gpu/cluster and /role), in
+# any case; `kubernetes.io/cluster/` is the cloud controller manager's ownership tag, which the
+# project puts on exactly one security group per instance; `Name` names every resource.
+RESERVED_TAG_PREFIXES = ("ck8s-gpu/", "kubernetes.io/cluster/")
+RESERVED_TAG_KEYS = ("Name",)
+
+
+def reserved_tag(key: str) -> str | None:
+    """Why the project reserves `key`, or None."""
+    low = key.strip().lower()
+    for prefix in RESERVED_TAG_PREFIXES:
+        if low.startswith(prefix):
+            return f"the prefix '{prefix}' is the project's own (it sets those tags itself)"
+    if key.strip() in RESERVED_TAG_KEYS:
+        return "the project names every resource itself"
+    return None
+
+
+def _reserved_tags(s: Settings) -> Iterator[Problem]:
+    for key in s.tags:
+        if why := reserved_tag(key):
+            yield f"{ROOT}.tags.{key}", f"'{cut(key)}' is reserved: {why}; a stack tag would be overwritten, not kept"
+
+
 def _platform(s: Settings) -> Iterator[Problem]:
     names = [p.name for p in s.node_pools]
     if s.kind.mirror_pool is not None and s.kind.mirror_pool not in names:
@@ -160,3 +186,8 @@ def _platform(s: Settings) -> Iterator[Problem]:
             yield f"{ROOT}.backup.region", "must differ from settings.region (a regional disaster takes both)"
         elif why := region_problem(s.backup.region):
             yield f"{ROOT}.backup.region", why
+        restore = s.backup.restore_from
+        if restore is not None and (why := region_problem(restore.region)):
+            # The pattern admits any region-shaped name; the rebuild reads a bucket there.
+            yield f"{ROOT}.backup.restoreFrom.region", why
+    yield from _reserved_tags(s)
