@@ -171,9 +171,95 @@ def public_problems(where: str, raw: Any, holds: str) -> list[str]:
     return problems
 
 
+# Identity policies: AWS refuses a Principal in them (IAM User Guide, "Principal": "You cannot use
+# the Principal element in an identity-based policy"), so they open nothing to anyone.
+IDENTITY_POLICY_TYPES = frozenset({"aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy",
+                                   "aws:iam/userPolicy:UserPolicy", "aws:iam/groupPolicy:GroupPolicy"})
+MAX_DEPTH = 8
+
+# Grants that make a resource public without a policy document: (type, field, public values, why).
+# Lambda AddPermission (Lambda Developer Guide, "Granting function access to other accounts": a
+# principal of `*` without SourceAccount/SourceArn/PrincipalOrgID is any account), layer
+# permissions (principal `*` without an organization), AMI launch permissions and Image Builder's
+# distribution (EC2 User Guide, "Make your AMI public": group `all`), RDS snapshot sharing
+# (`all` in the restore attribute: RDS User Guide, "Sharing a DB snapshot").
+PUBLIC_GRANTS: tuple[tuple[str, str, frozenset[str], tuple[str, ...], str], ...] = (
+    ("aws:lambda/permission:Permission", "principal", frozenset({"*"}),
+     ("sourceAccount", "sourceArn", "principalOrgId"), "function"),
+    ("aws:lambda/layerVersionPermission:LayerVersionPermission", "principal", frozenset({"*"}),
+     ("organizationId",), "layer"),
+    ("aws:ec2/amiLaunchPermission:AmiLaunchPermission", "group", frozenset({"all"}), (), "AMI"),
+    ("aws:rds/snapshot:Snapshot", "sharedAccounts", frozenset({"all"}), (), "DB snapshot"),
+    ("aws:rds/clusterSnapshot:ClusterSnapshot", "sharedAccounts", frozenset({"all"}), (), "DB cluster snapshot"),
+)
+
+
+def _is_policy_key(key: str) -> bool:
+    low = key.lower()
+    return low.endswith(("policy", "policies", "policydocument", "policytext"))
+
+
+def policy_documents(props: Any, path: str = "", depth: int = 0) -> list[tuple[str, Any, bool]]:
+    """(path, raw document, at a policy-named key) of every policy document in `props`, judged by
+    what it is: a mapping, or JSON text, with a `Statement`; at a key named like a policy, any text."""
+    out: list[tuple[str, Any, bool]] = []
+    if depth > MAX_DEPTH or not isinstance(props, Mapping):
+        return out
+    for key, value in props.items():
+        here = f"{path}.{key}" if path else str(key)
+        named = _is_policy_key(str(key))
+        if isinstance(value, str) and not is_unknown(value):
+            if named or ('"Statement"' in value and value.lstrip().startswith("{")):
+                out.append((here, value, named))
+        elif isinstance(value, Mapping):
+            if "Statement" in value:
+                out.append((here, value, named))
+            else:
+                out += policy_documents(value, here, depth + 1)
+        elif is_seq(value):
+            for i, item in enumerate(value):
+                out += policy_documents({f"{key}[{i}]": item}, path, depth + 1)
+    return out
+
+
+def _values(value: Any) -> list[str]:
+    return [v.lower() for v in _as_list(value) if isinstance(v, str)]
+
+
+def grant_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for rtype, fld, public, narrowing, holds in PUBLIC_GRANTS:
+        if resource_type != rtype or not (set(_values(props.get(fld))) & public):
+            continue
+        if any(props.get(n) not in (None, "") and not is_unknown(props.get(n)) for n in narrowing):
+            continue
+        out.append(f"{fld} {props.get(fld)!r} opens the {holds} to every AWS account"
+                   + (f" (no {', '.join(narrowing)} narrows it)" if narrowing else ""))
+    # Image Builder distribution: every Region's AMI launch permission.
+    if resource_type == "aws:imagebuilder/distributionConfiguration:DistributionConfiguration":
+        for i, d in enumerate(_as_list(props.get("distributions"))):
+            perm = d.get("amiDistributionConfiguration", {}).get("launchPermission") if isinstance(d, Mapping) else None
+            if isinstance(perm, Mapping) and "all" in _values(perm.get("userGroups")):
+                out.append(f"distributions[{i}].amiDistributionConfiguration.launchPermission.userGroups 'all' "
+                           "makes every AMI it builds public")
+    return out
+
+
 def resource_policy_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    holds = RESOURCE_POLICY_TYPES.get(resource_type)
-    return public_problems("policy", props.get("policy"), holds) if holds else []
+    """Every resource policy of an AWS resource, found by what it is, wherever the type keeps it, and
+    every grant that makes the resource public without one."""
+    if not resource_type.startswith("aws:") or resource_type in IDENTITY_POLICY_TYPES:
+        return []
+    holds = RESOURCE_POLICY_TYPES.get(resource_type) or resource_type.rsplit(":", 1)[-1]
+    out: list[str] = []
+    for where, raw, named in policy_documents(props):
+        if isinstance(raw, str) and not named:
+            try:
+                json.loads(raw)
+            except json.JSONDecodeError:
+                continue  # text that only mentions a Statement
+        out += public_problems(where, raw, holds)
+    return out + grant_problems(resource_type, props)
 
 
 def validate_no_public_resource_policy(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -183,8 +269,10 @@ def validate_no_public_resource_policy(args: ResourceValidationArgs, report_viol
 
 NO_PUBLIC_RESOURCE_POLICY = ResourceValidationPolicy(
     name="no-public-resource-policy",
-    description="No secret, KMS key, bucket, queue, topic or repository policy allows every AWS account "
-                "without a condition pinning the caller to this account or organisation.",
+    description="No AWS resource's policy (found wherever the type keeps it: bucket, key, secret, queue, "
+                "topic, repository, access point, role trust policy...) allows every AWS account without a "
+                "condition pinning the caller to this account or organisation, and no grant (Lambda and layer "
+                "permissions, AMI launch permissions, snapshot sharing) makes a resource public.",
     validate=validate_no_public_resource_policy,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

@@ -145,3 +145,65 @@ def test_the_committed_stacks_resource_policies_pass() -> None:
     assert any(r.type == "aws:s3/bucketPolicy:BucketPolicy" for r in policies)
     for r in policies:
         assert violations(NO_PUBLIC_RESOURCE_POLICY, r.type, dict(r.raw_inputs)) == [], r.name
+
+
+# --- issue 45: every resource type with a resource policy, found by what the document is -------------
+
+OPEN_DOC = doc(allow(action="*"))
+
+
+@pytest.mark.parametrize(("rtype", "props"), [
+    ("aws:s3/accessPoint:AccessPoint", {"policy": OPEN_DOC}),
+    ("aws:s3control/accessPointPolicy:AccessPointPolicy", {"policy": OPEN_DOC}),
+    ("aws:s3control/multiRegionAccessPointPolicy:MultiRegionAccessPointPolicy", {"details": {"policy": OPEN_DOC}}),
+    ("aws:s3control/objectLambdaAccessPointPolicy:ObjectLambdaAccessPointPolicy", {"policy": OPEN_DOC}),
+    ("aws:s3/directoryBucketPolicy:DirectoryBucketPolicy", {"policy": OPEN_DOC}),  # a type no list named
+    ("aws:efs/fileSystemPolicy:FileSystemPolicy", {"policy": OPEN_DOC}),
+    ("aws:opensearch/domain:Domain", {"accessPolicies": OPEN_DOC}),
+    ("aws:opensearch/domainPolicy:DomainPolicy", {"accessPolicies": OPEN_DOC}),
+    ("aws:glacier/vault:Vault", {"accessPolicy": OPEN_DOC}),
+    ("aws:cloudwatch/logResourcePolicy:LogResourcePolicy", {"policyDocument": OPEN_DOC}),
+    ("aws:cloudwatch/eventBusPolicy:EventBusPolicy", {"policy": OPEN_DOC}),
+    ("aws:apigateway/restApiPolicy:RestApiPolicy", {"policy": OPEN_DOC}),
+    ("aws:backup/vaultPolicy:VaultPolicy", {"policy": OPEN_DOC}),
+    ("aws:ecr/registryPolicy:RegistryPolicy", {"policy": OPEN_DOC}),
+    ("aws:iam/role:Role", {"assumeRolePolicy": doc(allow(action="sts:AssumeRole"))}),  # anyone may assume it
+    ("aws:dynamodb/resourcePolicy:ResourcePolicy", {"policy": {"Version": "2012-10-17", "Statement": [allow()]}}),
+    ("aws:codeartifact/repositoryPermissionsPolicy:RepositoryPermissionsPolicy", {"policyDocument": OPEN_DOC}),
+    ("aws:lambda/permission:Permission", {"principal": "*", "action": "lambda:InvokeFunction"}),
+    ("aws:lambda/layerVersionPermission:LayerVersionPermission", {"principal": "*",
+                                                                  "action": "lambda:GetLayerVersion"}),
+    ("aws:ec2/amiLaunchPermission:AmiLaunchPermission", {"imageId": "ami-1", "group": "all"}),
+    ("aws:rds/snapshot:Snapshot", {"sharedAccounts": ["111122223333", "all"]}),
+    ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", {"distributions": [
+        {"region": "eu-west-1", "amiDistributionConfiguration": {"launchPermission": {"userGroups": ["all"]}}}]}),
+])
+def test_a_public_grant_is_caught_on_every_type(rtype: str, props: dict[str, Any]) -> None:
+    found = violations(NO_PUBLIC_RESOURCE_POLICY, rtype, props)
+    assert len(found) == 1 and ("every AWS account" in found[0] or "public" in found[0]), found
+
+
+@pytest.mark.parametrize(("rtype", "props"), [
+    ("aws:iam/rolePolicy:RolePolicy", {"policy": OPEN_DOC}),  # an identity policy: AWS refuses a Principal there
+    ("aws:iam/role:Role", {"assumeRolePolicy": doc(allow({"Service": "ec2.amazonaws.com"}, action="sts:AssumeRole"))}),
+    ("aws:efs/fileSystemPolicy:FileSystemPolicy", {"policy": doc(allow(condition={
+        "StringEquals": {"aws:PrincipalAccount": "111122223333"}}))}),
+    ("aws:ec2/instance:Instance", {"tags": {"note": 'see the "Statement" in the runbook'}}),  # mentions, not a document
+    ("aws:lambda/permission:Permission", {"principal": "*", "sourceAccount": "111122223333"}),
+    ("aws:lambda/permission:Permission", {"principal": "s3.amazonaws.com", "sourceArn": "arn:aws:s3:::b"}),
+    ("aws:lambda/layerVersionPermission:LayerVersionPermission", {"principal": "*", "organizationId": "o-abc123"}),
+    ("aws:ec2/amiLaunchPermission:AmiLaunchPermission", {"imageId": "ami-1", "accountId": "111122223333"}),
+    ("aws:rds/snapshot:Snapshot", {"sharedAccounts": ["111122223333"]}),
+    ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", {"distributions": [
+        {"region": "eu-west-1", "amiDistributionConfiguration": {"launchPermission": {"userIds": ["111122223333"]}}}]}),
+])
+def test_look_alike_grants_pass(rtype: str, props: dict[str, Any]) -> None:
+    assert violations(NO_PUBLIC_RESOURCE_POLICY, rtype, props) == []
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-prod", "aws-airgap"])
+def test_no_resource_of_a_committed_stack_is_public(stack: str) -> None:
+    from components.plan.run import plan_stack
+
+    for r in plan_stack(stack).resources:
+        assert violations(NO_PUBLIC_RESOURCE_POLICY, r.type, dict(r.raw_inputs)) == [], (r.type, r.name)
