@@ -173,8 +173,8 @@ def public_problems(where: str, raw: Any, holds: str) -> list[str]:
 
 # Identity policies: AWS refuses a Principal in them (IAM User Guide, "Principal": "You cannot use
 # the Principal element in an identity-based policy"), so they open nothing to anyone.
-IDENTITY_POLICY_TYPES = frozenset({"aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy",
-                                   "aws:iam/userPolicy:UserPolicy", "aws:iam/groupPolicy:GroupPolicy"})
+IDENTITY_POLICY_TYPES = frozenset({tokens.AWS_IAM_POLICY, tokens.AWS_IAM_ROLE_POLICY, tokens.AWS_IAM_USER_POLICY,
+                                   tokens.AWS_IAM_GROUP_POLICY})
 MAX_DEPTH = 8
 
 # Grants that make a resource public without a policy document: (type, field, public values, why).
@@ -184,13 +184,13 @@ MAX_DEPTH = 8
 # distribution (EC2 User Guide, "Make your AMI public": group `all`), RDS snapshot sharing
 # (`all` in the restore attribute: RDS User Guide, "Sharing a DB snapshot").
 PUBLIC_GRANTS: tuple[tuple[str, str, frozenset[str], tuple[str, ...], str], ...] = (
-    ("aws:lambda/permission:Permission", "principal", frozenset({"*"}),
+    (tokens.AWS_LAMBDA_PERMISSION, "principal", frozenset({"*"}),
      ("sourceAccount", "sourceArn", "principalOrgId"), "function"),
-    ("aws:lambda/layerVersionPermission:LayerVersionPermission", "principal", frozenset({"*"}),
+    (tokens.AWS_LAMBDA_LAYER_VERSION_PERMISSION, "principal", frozenset({"*"}),
      ("organizationId",), "layer"),
-    ("aws:ec2/amiLaunchPermission:AmiLaunchPermission", "group", frozenset({"all"}), (), "AMI"),
-    ("aws:rds/snapshot:Snapshot", "sharedAccounts", frozenset({"all"}), (), "DB snapshot"),
-    ("aws:rds/clusterSnapshot:ClusterSnapshot", "sharedAccounts", frozenset({"all"}), (), "DB cluster snapshot"),
+    (tokens.AWS_EC2_AMI_LAUNCH_PERMISSION, "group", frozenset({"all"}), (), "AMI"),
+    (tokens.AWS_RDS_SNAPSHOT, "sharedAccounts", frozenset({"all"}), (), "DB snapshot"),
+    (tokens.AWS_RDS_CLUSTER_SNAPSHOT, "sharedAccounts", frozenset({"all"}), (), "DB cluster snapshot"),
 )
 
 
@@ -236,7 +236,7 @@ def grant_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
         out.append(f"{fld} {props.get(fld)!r} opens the {holds} to every AWS account"
                    + (f" (no {', '.join(narrowing)} narrows it)" if narrowing else ""))
     # Image Builder distribution: every Region's AMI launch permission.
-    if resource_type == "aws:imagebuilder/distributionConfiguration:DistributionConfiguration":
+    if resource_type == tokens.AWS_IMAGEBUILDER_DISTRIBUTION_CONFIGURATION:
         for i, d in enumerate(_as_list(props.get("distributions"))):
             perm = d.get("amiDistributionConfiguration", {}).get("launchPermission") if isinstance(d, Mapping) else None
             if isinstance(perm, Mapping) and "all" in _values(perm.get("userGroups")):
