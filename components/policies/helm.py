@@ -119,8 +119,12 @@ def advertisers(props: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         return [], []
     plugins: list[str] = []
     dra: list[str] = []
-    if ref.name == "gpu-operator" and _switch(values, "devicePlugin.enabled", True):
-        plugins.append("gpu-operator (devicePlugin.enabled)")
+    if ref.name == "gpu-operator":
+        if _switch(values, "devicePlugin.enabled", True):
+            plugins.append("gpu-operator (devicePlugin.enabled)")
+        # A GPUCluster runs the DRA driver (gpuCluster.deployCR, v26.7.0 templates/gpucluster.yaml).
+        if _switch(values, "gpuCluster.deployCR", False):
+            dra.append("gpu-operator (gpuCluster.deployCR)")
     elif ref.name in ("nvidia-device-plugin", "k8s-device-plugin"):
         plugins.append(f"{ref.name} chart")
     elif ref.name in ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu"):

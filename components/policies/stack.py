@@ -17,6 +17,7 @@ from .helm import HELM_TYPES, advertisers
 from .props import get
 
 SMOKE_TEST_TYPE = tokens.SMOKE_TEST
+SMOKE_RUN_TYPE = tokens.DYNAMIC_SMOKE_RUN
 CA_CERT = tokens.TLS_SELF_SIGNED_CERT
 PRIVATE_KEY = tokens.TLS_PRIVATE_KEY
 INSTANCE = tokens.AWS_EC2_INSTANCE
@@ -79,12 +80,55 @@ def smoke_scope(resources: Sequence[Res], facts: StackFacts | None) -> str | Non
     return "GPUs through the device plugin only" if plugins else "no GPU advertiser in this stack"
 
 
+def _depends_on(run: Res, by_urn: Mapping[str, Res]) -> set[str]:
+    """Every urn `run` waits for, directly or through what it waits for."""
+    seen: set[str] = set()
+    todo = list(run.dependencies)
+    while todo:
+        urn = todo.pop()
+        if urn in seen:
+            continue
+        seen.add(urn)
+        if urn in by_urn:
+            todo += by_urn[urn].dependencies
+    return seen
+
+
+def _pods(spec: Any) -> int:
+    cases = get(spec, "expectations.cases") if isinstance(spec, Mapping) else None
+    if not isinstance(cases, list):
+        return 0
+    return sum(c.get("pods") for c in cases if isinstance(c, Mapping) and isinstance(c.get("pods"), int)
+               and not isinstance(c.get("pods"), bool) and c.get("pods") > 0)
+
+
 def smoke_problems(resources: Sequence[Res], facts: StackFacts | None) -> list[str]:
+    """The smoke test is there, runs, and runs after the GPU stack: a SmokeTest component alone proves
+    nothing (its SmokeRun is what runs the pods and fails `up`); a run of no GPU pod allocates
+    nothing; a run that does not wait for a DRA advertiser's release may judge a cluster without it."""
     problems = []
     if facts is not None and not facts.smoke_enabled:
         problems.append("smokeTest.enabled is false: a DRA GPU stack must prove the allocation path on every up")
     if not any(r.type == SMOKE_TEST_TYPE for r in resources):
         problems.append(f"no {SMOKE_TEST_TYPE} resource: nothing proves GPUs are allocatable after deployment")
+        return problems
+    runs = [r for r in resources if r.type == SMOKE_RUN_TYPE]
+    if not runs:
+        problems.append(f"no {SMOKE_RUN_TYPE} under the {SMOKE_TEST_TYPE}: the component is there but nothing runs "
+                        "the pods or fails `up` when they do not get a GPU")
+        return problems
+    by_urn = {r.urn: r for r in resources}
+    gpu_stack = [r.urn for r in resources if r.type in HELM_TYPES and advertisers(r.props)[1]]
+    for run in runs:
+        spec = run.props.get("spec")
+        if isinstance(spec, Mapping) and _pods(spec) == 0:
+            problems.append(f"{run.urn.rsplit('::', 1)[-1]} runs no GPU pod (its cases ask for none): it proves "
+                            "nothing")
+        waits = _depends_on(run, by_urn)
+        missing = [u.rsplit("::", 1)[-1] for u in gpu_stack if u not in waits]
+        if missing:
+            problems.append(f"{run.urn.rsplit('::', 1)[-1]} does not wait for {', '.join(missing)}: it can judge the "
+                            "cluster before the DRA driver it proves is installed")
     return problems
 
 

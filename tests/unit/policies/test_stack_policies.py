@@ -10,21 +10,24 @@ from components.policies.stack import (
     PRIVATE_KEY,
     PROD_PROTECTS_DR_STATE,
     PROD_SINGLE_CONTROL_PLANE,
+    SMOKE_RUN_TYPE,
     SMOKE_TEST_REQUIRED,
     SMOKE_TEST_TYPE,
 )
 from tests.unit.policies.helpers import facts, res, stack_violations
 
-SMOKE = res(SMOKE_TEST_TYPE, {}, name="smoke")
+SMOKE_COMPONENT = res(SMOKE_TEST_TYPE, {}, name="smoke")
+RUN_SPEC = {"expectations": {"cases": [{"case": "gpus", "pods": 1, "device_class": "gpu.nvidia.com"}]}}
+SMOKE = [SMOKE_COMPONENT, res(SMOKE_RUN_TYPE, {"spec": RUN_SPEC}, name="smoke-run")]
 PROD = {"environment": "prod", "production": True, "controlPlane": {"count": 3}, "network": {"azCount": 3},
         "protection": {"protect": True, "retainOnDelete": True},
         "backup": {"region": "us-west-2"}}
 
 
 def test_dra_gpu_stacks_need_an_enabled_smoke_test() -> None:
-    assert stack_violations(SMOKE_TEST_REQUIRED, [SMOKE], facts()) == []
+    assert stack_violations(SMOKE_TEST_REQUIRED, SMOKE, facts()) == []
     assert "no ck8s-gpu:index:SmokeTest" in stack_violations(SMOKE_TEST_REQUIRED, [], facts())[0][0]
-    disabled = stack_violations(SMOKE_TEST_REQUIRED, [SMOKE], facts(smokeTest={"enabled": False}))
+    disabled = stack_violations(SMOKE_TEST_REQUIRED, SMOKE, facts(smokeTest={"enabled": False}))
     assert [m for m, _ in disabled] == ["smokeTest.enabled is false: a DRA GPU stack must prove the allocation "
                                         "path on every up"]
 
@@ -44,7 +47,9 @@ OPERATOR = {"chart": "gpu-operator", "repositoryOpts": {"repo": "https://x"}, "v
 def test_without_settings_the_releases_decide() -> None:
     dra = res(RELEASE, DRA_DRIVER, name="dra")
     assert stack_violations(SMOKE_TEST_REQUIRED, [dra])
-    assert stack_violations(SMOKE_TEST_REQUIRED, [dra, SMOKE]) == []
+    run = res(SMOKE_RUN_TYPE, {"spec": RUN_SPEC}, name="smoke-run")
+    run.dependencies = [dra]
+    assert stack_violations(SMOKE_TEST_REQUIRED, [dra, SMOKE_COMPONENT, run]) == []
     with pytest.raises(_NotApplicableError) as exc:
         stack_violations(SMOKE_TEST_REQUIRED, [res(RELEASE, OPERATOR, name="op")])  # device plugin (default)
     assert "device plugin only" in (exc.value.reason or "")
@@ -103,3 +108,36 @@ def test_single_control_plane_in_prod_is_advisory() -> None:
     assert "2 control plane(s)" in stack_violations(PROD_SINGLE_CONTROL_PLANE, cps, facts(**PROD))[0][0]
     assert PROD_SINGLE_CONTROL_PLANE.enforcement_level is not None
     assert PROD_SINGLE_CONTROL_PLANE.enforcement_level.value == "advisory"
+
+
+# --- issue 45: the smoke test must run, and run after the GPU stack --------------------------------
+
+def _run(spec: Any, deps: list[Any] | None = None) -> Any:
+    r = res(SMOKE_RUN_TYPE, {"spec": spec}, name="smoke-run")
+    r.dependencies = deps or []
+    return r
+
+
+@pytest.mark.parametrize(("resources", "said"), [
+    (lambda dra: [dra, SMOKE_COMPONENT], "nothing runs the pods"),  # the component alone
+    (lambda dra: [dra, SMOKE_COMPONENT, _run({"expectations": {"cases": []}}, [dra])], "runs no GPU pod"),
+    (lambda dra: [dra, SMOKE_COMPONENT, _run({"expectations": {"cases": [{"pods": 0}]}}, [dra])], "runs no GPU pod"),
+    (lambda dra: [dra, SMOKE_COMPONENT, _run({"expectations": {"cases": [{"pods": True}]}}, [dra])],
+     "runs no GPU pod"),  # a bool is no count
+    (lambda dra: [dra, SMOKE_COMPONENT, _run(RUN_SPEC)], "does not wait for dra"),  # races the driver
+    (lambda dra: [dra, SMOKE_COMPONENT, _run(RUN_SPEC, [SMOKE_COMPONENT])], "does not wait for dra"),
+    (lambda dra: [res(RELEASE, {**OPERATOR, "values": {"gpuCluster": {"deployCR": True},
+                                                       "devicePlugin": {"enabled": False}}}, name="op"),
+                  SMOKE_COMPONENT, _run(RUN_SPEC)], "does not wait for op"),  # the operator's GPUCluster
+])
+def test_a_smoke_test_that_does_not_run_or_does_not_wait_is_refused(resources: Any, said: str) -> None:
+    found = stack_violations(SMOKE_TEST_REQUIRED, resources(res(RELEASE, DRA_DRIVER, name="dra")), facts())
+    assert any(said in m for m, _ in found), found
+
+
+def test_a_run_that_waits_through_another_resource_passes() -> None:
+    dra = res(RELEASE, DRA_DRIVER, name="dra")
+    chart = res(RELEASE, {"chart": "gpu-smoke-test", "values": {}}, name="smoke-chart")
+    chart.dependencies = [dra]
+    assert stack_violations(SMOKE_TEST_REQUIRED, [dra, chart, SMOKE_COMPONENT, _run(RUN_SPEC, [chart])],
+                            facts()) == []
