@@ -154,6 +154,15 @@ def check_nvlink_group(v: View) -> CheckResult:
         where = ", ".join(f"{r.get('pool')}/{r.get('device')}" for r, _sd in allocated)
         if len(allocated) != n:
             out.append(f"claim {cname} of pod {p} holds {len(allocated)} device(s) ({where}), expected {n}")
+        # The API server does not refuse a device listed twice among a claim's results (kubernetes
+        # v1.34.4 pkg/apis/resource/validation/validation.go validateDeviceAllocationResult: a slice,
+        # not a set; with consumable capacity one device may legitimately appear under two shareIDs),
+        # so N results are N GPUs only when they name N distinct devices.
+        keys = [(r.get("driver"), r.get("pool"), r.get("device")) for r, _sd in allocated]
+        twice = sorted({f"{k[1]}/{k[2]}" for k in keys if keys.count(k) > 1})
+        if twice:
+            out.append(f"claim {cname} of pod {p} holds {', '.join(twice)} more than once: an NVLink group of {n} "
+                       f"needs {n} distinct GPUs, and only {len(set(keys))} are")
         values: dict[str, list[str]] = {}
         for r, sd in allocated:
             dev = f"{r.get('pool')}/{r.get('device')}"

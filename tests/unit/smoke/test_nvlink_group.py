@@ -116,6 +116,15 @@ def test_the_wrong_count_fails() -> None:
         f"({NODE}/gpu-4, {NODE}/gpu-5, {NODE}/gpu-6), expected 4")
 
 
+def test_the_same_gpu_twice_is_not_a_group() -> None:
+    """The API server accepts a result listed twice (validateSlice, not validateSet, at v1.34.4): four
+    results that name three GPUs, all of one partition, must still fail."""
+    w = world(devices=(4, 5, 6, 6))
+    msg = failed(w)["case-nvlink-group"]
+    assert (f"claim {nvlink_claim(w)['metadata']['name']} of pod {fx.pod_name('nvlink-group', 0)} holds "
+            f"{NODE}/gpu-6 more than once: an NVLink group of 4 needs 4 distinct GPUs, and only 3 are") in msg
+
+
 def test_a_device_on_another_node_fails() -> None:
     w = world()
     claim = nvlink_claim(w)
