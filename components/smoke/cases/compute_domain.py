@@ -174,6 +174,12 @@ def _domain_problems(cd: Obj | None, cd_name: str, nodes: int) -> list[str]:
     return out
 
 
+def _ready_nodes(cd: Obj | None) -> set[str]:
+    raw = _dict(_dict(cd).get("status")).get("nodes") if cd is not None else None
+    return {str(n.get("name")) for n in raw if isinstance(n, dict) and n.get("status") == READY} \
+        if isinstance(raw, list) else set()
+
+
 def check_compute_domain(v: View) -> CheckResult:
     case = v.exp.case(CASE)
     if case is None:
@@ -181,6 +187,7 @@ def check_compute_domain(v: View) -> CheckResult:
     cd_name = case.param("computeDomain")
     cd = next((d for d in v.snap.compute_domains if name(d) == cd_name), None)
     problems = _domain_problems(cd, cd_name, case.pods)
+    domain_ready = not problems  # Ready with enough nodes by its own status (else that is the message)
     pods = v.by_case[CASE]
     if len(pods) < case.pods:
         problems.append(f"only {len(pods)} of {case.pods} pods of Job {case.job} exist")
@@ -218,6 +225,15 @@ def check_compute_domain(v: View) -> CheckResult:
             elif missing := [channel_path(i) for i in ids if channel_path(i) not in seen]:
                 problems.append(f"container {p}/{ctr} saw {', '.join(sorted(seen))}, not its allocated "
                                 f"{', '.join(missing)}")
+    # Ready somewhere is not ready where the pods ran: each pod's node must be one of the domain's
+    # Ready nodes (status.nodes[].name is the node its IMEX daemon runs on).
+    ready = _ready_nodes(cd)
+    if domain_ready:
+        for node, ps in sorted(placed.items()):
+            if node not in ready:
+                problems.append(f"pod(s) {', '.join(ps)} ran on node {node}, which ComputeDomain {cd_name} does not "
+                                f"list Ready (Ready: {', '.join(sorted(ready)) or 'none'}): no IMEX daemon of the "
+                                "domain serves that node")
     shared = {n: ps for n, ps in placed.items() if len(ps) > 1}
     for node, ps in sorted(shared.items()):
         problems.append(f"pods {', '.join(ps)} share node {node}: the case needs {case.pods} distinct nodes")

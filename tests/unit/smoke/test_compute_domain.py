@@ -169,6 +169,16 @@ def test_a_domain_listing_a_not_ready_daemon_fails() -> None:
     assert "with 0 of 2 nodes Ready" in failed(w)
 
 
+def test_a_domain_ready_on_other_nodes_than_the_pods_fails() -> None:
+    """Issue 45: judged on the nodes the pods ran on. A domain Ready on two nodes is not ready for
+    pods that ran on one of them and a third."""
+    w = world()
+    w.snap.compute_domains = [domain((fx.NODES[0], "other-node"))]
+    assert failed(w) == (f"pod(s) {fx.pod_name(cdc.CASE, 1)} ran on node {fx.NODES[1]}, which ComputeDomain "
+                         f"{CD_NAME} does not list Ready (Ready: {fx.NODES[0]}, other-node): no IMEX daemon of the "
+                         "domain serves that node")
+
+
 def test_the_wrong_num_nodes_fails() -> None:
     w = world()
     w.snap.compute_domains = [domain(fx.NODES, num_nodes=0)]
