@@ -98,8 +98,8 @@ def _pods(spec: Any) -> int:
     cases = get(spec, "expectations.cases") if isinstance(spec, Mapping) else None
     if not isinstance(cases, list):
         return 0
-    return sum(c.get("pods") for c in cases if isinstance(c, Mapping) and isinstance(c.get("pods"), int)
-               and not isinstance(c.get("pods"), bool) and c.get("pods") > 0)
+    counts = [c.get("pods") for c in cases if isinstance(c, Mapping)]
+    return sum(n for n in counts if isinstance(n, int) and not isinstance(n, bool) and n > 0)
 
 
 def smoke_problems(resources: Sequence[Res], facts: StackFacts | None) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -42,6 +42,16 @@ Scheduler = Literal["kai", "default"]
 ClusterCapability = Literal["gpu-driver", "dra-gpus", "kai-crds", "monitoring-crds"]
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+# Upper bounds from the type each number ends up in (a value above one breaks only where it is
+# consumed, at `up` or later): Kubernetes quantities and Go's int are int64 (k8s.io/apimachinery
+# pkg/api/resource Quantity, snapd's snap.Revision{N int}); Go's time.Duration is int64 nanoseconds
+# (Velero's Schedule `ttl`, metav1.Duration). tests/unit/test_settings_bounds.py holds every number
+# of the model to having one.
+INT64_MAX = 2**63 - 1
+QUANTITY_MAX_GIB = INT64_MAX // 2**30  # `<N>Gi` and bytes as an int64 quantity
+QUANTITY_MAX_MIB = INT64_MAX // 2**20  # `<N>Mi`
+DURATION_MAX_HOURS = INT64_MAX // (3600 * 10**9)  # 2562047: `<N>h0m0s` as a Go time.Duration
 # An image reference pinned by digest: [host[:port]/]path:tag@sha256:<hex> (distribution/reference
 # grammar: path components, tag, canonical digest), e.g. ck8s-gpu.local/smoke-probe:1a2b@sha256:...
 _PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
@@ -112,7 +122,7 @@ class SnapPinSettings(_Model):
     revision is per CPU architecture (`snap list k8s`'s Rev on a node of that architecture)."""
 
     version: str = Field(pattern=r"^v\d+\.\d+\.\d+$")
-    revisions: dict[Literal["amd64", "arm64"], int] = Field(min_length=1)
+    revisions: dict[Literal["amd64", "arm64"], Annotated[int, Field(ge=1, le=INT64_MAX)]] = Field(min_length=1)
     # The node images (controlPlane.ami, nodePools[].ami) carry this revision's snap and its
     # assertions, built by the image program (images/, docs/adr/0043): nodes install it from the
     # disk, never from the Snap Store. false: from the store at boot (needs egress).
@@ -166,7 +176,7 @@ class GpuFactsSettings(_Model):
 
     count: int = Field(ge=1, le=64)
     product_name: str = Field(min_length=1)
-    memory_gib: int = Field(ge=1, alias="memoryGiB")
+    memory_gib: int = Field(ge=1, le=QUANTITY_MAX_GIB, alias="memoryGiB")
     mig_capable: bool = False
 
 
@@ -446,7 +456,7 @@ class SmokeTestSettings(_Model):
     device_class: str = "gpu.nvidia.com"
     # CEL selectors derived from these; null = no constraint.
     product_name_pattern: str | None = None
-    min_memory_gib: int | None = Field(default=None, ge=1, alias="minMemoryGiB")
+    min_memory_gib: int | None = Field(default=None, ge=1, le=QUANTITY_MAX_GIB, alias="minMemoryGiB")
     scheduler: Scheduler = "kai"
     queue: str = "smoke-test"
     # The cases (docs/smoke-test.md says what each proves). `wholeGpu`: the `gpus` single-GPU pods;
@@ -470,7 +480,8 @@ class SmokeTestSettings(_Model):
     # GpuConfig sharing.mpsConfig (sharing mps): the MPS daemon's default active thread percentage
     # and pinned device memory limit (MiB); null: MPS' own defaults.
     mps_active_thread_percentage: int | None = Field(default=None, ge=0, le=100)
-    mps_pinned_memory_limit_mib: int | None = Field(default=None, ge=1, alias="mpsPinnedMemoryLimitMiB")
+    mps_pinned_memory_limit_mib: int | None = Field(default=None, ge=1, le=QUANTITY_MAX_MIB,
+                                                    alias="mpsPinnedMemoryLimitMiB")
     timeout_seconds: int = Field(default=900, ge=60, le=7200)
     # Change this value to re-run the smoke test without touching anything else.
     trigger: str = ""
@@ -574,7 +585,7 @@ class BackupSettings(_Model):
 
     region: str | None = None
     schedule: str = "0 */6 * * *"
-    ttl_hours: int = Field(default=720, ge=1)
+    ttl_hours: int = Field(default=720, ge=1, le=DURATION_MAX_HOURS)
     # Set by `ck8s-gpu stamp --restore` / rebuild-plan; the replacement reads the old backups.
     restore_from: RestoreSource | None = None
 
