@@ -92,6 +92,32 @@ retry() {
   done
 }
 
+# snap_op WHAT COMMAND...: a snapd operation, retried only while snapd reports it busy: another
+# change on the same snap (snapd overlord/snapstate/conflict.go ChangeConflictError: `snap "%s"
+# has "%s" change in progress`, e.g. the auto-refresh or seeding that first boot starts) or too
+# early after boot ("too early for operation"). Any other error is for good (a missing or unacked
+# file): it is returned at once, not retried, so the boot fails on its first clear sign.
+snap_op() {
+  local what=$1 n=1 delay=$RETRY_BASE err
+  shift
+  while ! err=$("$@" 2>&1 </dev/null); do
+    printf '%s\n' "$err" >>"$LOG"
+    case "$err" in
+    *" change in progress"* | *"too early for operation"*) ;;
+    *) return 1 ;;
+    esac
+    if [ "$n" -ge 8 ]; then
+      log "$what: snapd still busy after $n attempts"
+      return 1
+    fi
+    log "$what: snapd busy (attempt $n of 8); retrying in ${delay}s"
+    sleep "$delay"
+    n=$((n + 1))
+    delay=$((delay * 2 > RETRY_MAX ? RETRY_MAX : delay * 2))
+  done
+  printf '%s\n' "$err" >>"$LOG"
+}
+
 # install_snap_files: the snaps the node image carries (the image program, docs/adr/0043), in its
 # install-order (`<name> <revision> <classic|strict>`, bases first), as k8s-snap installs offline
 # (docs/canonicalk8s/snap/howto/install/offline.md): ack the assertions, then install the file.
@@ -102,9 +128,10 @@ install_snap_files() {
   grep -qx "k8s $CK8S_SNAP_REVISION classic" "$order" || die "no k8s $CK8S_SNAP_REVISION in $order: not this pin's image"
   while read -r name rev c; do
     f=$STATE_DIR/snaps/${name}_$rev
-    quiet snap ack "$f.assert" </dev/null || die "snap ack $f.assert failed (see $LOG)"
+    snap_op "snap ack $f.assert" snap ack "$f.assert" || die "snap ack $f.assert failed (see $LOG)"
     # shellcheck disable=SC2046 # --classic or nothing
-    quiet snap install "$f.snap" $([ "$c" != classic ] || echo --classic) </dev/null || die "could not install $f.snap (see $LOG)"
+    snap_op "snap install $f.snap" snap install "$f.snap" $([ "$c" != classic ] || echo --classic) ||
+      die "could not install $f.snap (see $LOG)"
   done <"$order"
 }
 

@@ -50,6 +50,14 @@ def snap(argv: Sequence[str]) -> int:
                 return snapd.error(exc)
             return 0
         if argv[:1] == ["install"] and len(argv) >= 2 and snapd.is_local(argv[1]):
+            # A change snapd is already running on that snap (first boot's auto-refresh, seeding):
+            # overlord/snapstate/conflict.go ChangeConflictError, `snap %q has %q change in progress`.
+            conflicts = state.setdefault("snap_conflicts", {})
+            if conflicts.get(me_id, 0) > 0:
+                conflicts[me_id] -= 1
+                name = Path(argv[1]).name.split("_", 1)[0]
+                print(f'error: snap "{name}" has "auto-refresh" change in progress', file=sys.stderr)
+                return 1
             extra = [a for a in argv[2:] if a != "--classic"]
             if extra:
                 print(f"error: the fake snap does not model `snap install FILE {' '.join(extra)}`", file=sys.stderr)

@@ -152,3 +152,23 @@ def test_offline_the_store_is_never_asked(airgap: SimCluster) -> None:
     w = airgap.worker(boot=boot_)
     assert w.run().returncode == 1
     assert "offline: no Snap Store" in w.console and w.calls("snap install") == []
+
+
+def test_a_snapd_change_conflict_is_waited_out_not_fatal(airgap: SimCluster) -> None:
+    """Issue 45: first boot's auto-refresh holds a change on the snap: snapd refuses the install with
+    a change conflict, which passes; the boot retries it and completes."""
+    cp = with_mirror_policy(airgap, media(airgap.control_plane(0)))
+    with airgap.fleet.mutate() as state:
+        state["snap_conflicts"] = {cp.id: 2}
+    boot(airgap, cp)
+    assert cp.log.count('has "auto-refresh" change in progress') == 2
+    assert "snapd busy (attempt 1 of 8)" in cp.log and "snapd busy (attempt 2 of 8)" in cp.log
+
+
+def test_a_permanent_snap_error_is_not_retried(airgap: SimCluster) -> None:
+    """An unacked file fails for good: one attempt, then the boot gives up (no token, no minutes spent)."""
+    cp = media(airgap.control_plane(0), ack=False)
+    assert cp.run().returncode == 1
+    installs = [c for c in cp.calls("snap install") if c.endswith(".snap") or ".snap " in c]
+    assert len(installs) == 1, installs
+    assert "snapd busy" not in cp.log
