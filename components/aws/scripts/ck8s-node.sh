@@ -439,11 +439,21 @@ join_once() {
         continue
       }
     fi
-    if quiet k8s join-cluster "$(cat "$RUN_DIR/join-token")" --name "$NODE_NAME" --address "$NODE_IP" \
-      --file "$2" --timeout 10m </dev/null; then
+    if k8s join-cluster "$(cat "$RUN_DIR/join-token")" --name "$NODE_NAME" --address "$NODE_IP" \
+      --file "$2" --timeout 10m </dev/null >"$RUN_DIR/join.out" 2>&1; then
+      cat "$RUN_DIR/join.out" >>"$LOG"
       log "joined through $peer_id ($peer_ip)"
       return 0
     fi
+    cat "$RUN_DIR/join.out" >>"$LOG"
+    # k8sd's words when THIS node's services do not start (k8s-snap release-1.34 src/k8s/pkg/k8sd/app/
+    # hooks_bootstrap.go:284 "failed to start worker services", hooks_join.go:415 "failed to start
+    # services", cluster_util.go:31 "failed to start control plane services"): a broken runtime hook,
+    # a missing binary. Another peer or token cannot fix the node itself, and each attempt spends a
+    # fresh single-use token: stop at this first clear sign.
+    local local_failure
+    local_failure=$(grep -m1 -oE 'failed to start (worker |control plane )?services.{0,200}' "$RUN_DIR/join.out" || true)
+    [ -z "$local_failure" ] || die "this node's own services do not start (k8sd: $local_failure): a new join token cannot fix that"
     log "join through $peer_id ($peer_ip) failed (see $LOG): retrying with a new token"
   done <"$RUN_DIR/peers"
   return 1
