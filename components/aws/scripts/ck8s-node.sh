@@ -76,11 +76,20 @@ die() {
 quiet() { "$@" >>"$LOG" 2>&1; }
 
 # retry ATTEMPTS WHAT COMMAND...: exponential backoff from RETRY_BASE, capped at RETRY_MAX seconds.
-# COMMAND runs in a condition, where `set -e` does not apply: functions check their own steps.
+# COMMAND runs in a condition, where `set -e` does not apply: functions check their own steps. A
+# function of this script that sets FOR_GOOD before it fails says retrying cannot help: retry gives
+# up at once (a variable, not an exit status: external commands' statuses mean their own things).
+FOR_GOOD=
 retry() {
   local attempts=$1 what=$2 n=1 delay=$RETRY_BASE
   shift 2
+  FOR_GOOD=
   until "$@"; do
+    if [ -n "$FOR_GOOD" ]; then
+      log "$what: failed for good ($FOR_GOOD): no retry helps"
+      FOR_GOOD=
+      return 1
+    fi
     if [ "$n" -ge "$attempts" ]; then
       log "$what: failed after $n attempts"
       return 1
@@ -92,30 +101,23 @@ retry() {
   done
 }
 
-# snap_op WHAT COMMAND...: a snapd operation, retried only while snapd reports it busy: another
-# change on the same snap (snapd overlord/snapstate/conflict.go ChangeConflictError: `snap "%s"
-# has "%s" change in progress`, e.g. the auto-refresh or seeding that first boot starts) or too
-# early after boot ("too early for operation"). Any other error is for good (a missing or unacked
-# file): it is returned at once, not retried, so the boot fails on its first clear sign.
-snap_op() {
-  local what=$1 n=1 delay=$RETRY_BASE err
-  shift
-  while ! err=$("$@" 2>&1 </dev/null); do
+# snap_attempt COMMAND...: one snapd operation for `retry`: snapd busy is worth a retry (another
+# change on the same snap: snapd overlord/snapstate/conflict.go ChangeConflictError, `snap "%s"
+# has "%s" change in progress`, e.g. first boot's auto-refresh or seeding; "too early for
+# operation" after boot); any other error is for good (a missing or unacked file), so the boot
+# fails on its first clear sign.
+snap_attempt() {
+  local err
+  if err=$("$@" 2>&1 </dev/null); then
     printf '%s\n' "$err" >>"$LOG"
-    case "$err" in
-    *" change in progress"* | *"too early for operation"*) ;;
-    *) return 1 ;;
-    esac
-    if [ "$n" -ge 8 ]; then
-      log "$what: snapd still busy after $n attempts"
-      return 1
-    fi
-    log "$what: snapd busy (attempt $n of 8); retrying in ${delay}s"
-    sleep "$delay"
-    n=$((n + 1))
-    delay=$((delay * 2 > RETRY_MAX ? RETRY_MAX : delay * 2))
-  done
+    return 0
+  fi
   printf '%s\n' "$err" >>"$LOG"
+  case "$err" in
+  *" change in progress"* | *"too early for operation"*) return 1 ;;
+  esac
+  FOR_GOOD="snapd: ${err:0:200}"
+  return 1
 }
 
 # install_snap_files: the snaps the node image carries (the image program, docs/adr/0043), in its
@@ -128,9 +130,9 @@ install_snap_files() {
   grep -qx "k8s $CK8S_SNAP_REVISION classic" "$order" || die "no k8s $CK8S_SNAP_REVISION in $order: not this pin's image"
   while read -r name rev c; do
     f=$STATE_DIR/snaps/${name}_$rev
-    snap_op "snap ack $f.assert" snap ack "$f.assert" || die "snap ack $f.assert failed (see $LOG)"
+    retry 8 "snap ack $f.assert" snap_attempt snap ack "$f.assert" || die "snap ack $f.assert failed (see $LOG)"
     # shellcheck disable=SC2046 # --classic or nothing
-    snap_op "snap install $f.snap" snap install "$f.snap" $([ "$c" != classic ] || echo --classic) ||
+    retry 8 "snap install $f.snap" snap_attempt snap install "$f.snap" $([ "$c" != classic ] || echo --classic) ||
       die "could not install $f.snap (see $LOG)"
   done <"$order"
 }
