@@ -126,7 +126,7 @@ def render_all(addon_name: str, chart_dir: Path) -> tuple[list[str], dict[str, d
             print(f"stack {stack}: {addon_name} is off: not rendered")
             continue
         values_by_stack[stack] = values[addon_name]
-        seen, problems = render_upstream_chart.problems(chart_dir, addon_name, stack, False)
+        seen, problems = render_upstream_chart.judge(chart_dir, addon_name, settings, values[addon_name])
         print(f"stack {stack}: {len(seen)} objects, {len(problems)} problems")
         found += [f"stack {stack}: {p}" for p in problems]
     if not values_by_stack:

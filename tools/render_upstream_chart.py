@@ -88,29 +88,36 @@ def stack_settings(stack: str, enable: bool, addon: Any) -> Any:
 
 def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tuple[list[str], list[str]]:
     """(what was rendered, problems) for one add-on's upstream chart over one stack's values."""
+    from components.addons.catalog import BY_NAME
+    from components.addons.graph import final_values, install_graph
+    from components.settings.load import SettingsError
+
+    try:
+        settings = stack_settings(stack, enable, BY_NAME[addon_name])
+    except SettingsError as exc:  # e.g. --enable where the add-on's own check refuses the stack
+        return [], [exc.message]
+    all_values = final_values(install_graph(settings), settings)
+    if addon_name not in all_values:
+        return [], [f"{addon_name} is off in stack {stack}: pass --enable to render it anyway"]
+    return judge(chart_dir, addon_name, settings, all_values[addon_name])
+
+
+def judge(chart_dir: Path, addon_name: str, settings: Any, values: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(what was rendered, problems) for one add-on's upstream chart over the values the program
+    computed for `settings` (`problems` computes them from a committed stack)."""
     import helm_python
     import kubernetes_validate
 
     from components.addons.catalog import BY_NAME
-    from components.addons.graph import final_values, install_graph
     from components.policies import namespaces
     from components.policies.host_access import breaches as baseline_breaches
     from components.policies.k8s_objects import K8sObject, pod_spec
     from components.policies.rbac import reader_problems
     from components.policies.secrets import viewable_secret_problems
     from components.policies.workloads import gpu_advertisers, image_problems
-    from components.settings.load import SettingsError
     from tests.helpers.k8s_schema import VERSIONS, crd_schemas, custom_resource_errors, schema_errors
 
     addon = BY_NAME[addon_name]
-    try:
-        settings = stack_settings(stack, enable, addon)
-    except SettingsError as exc:  # e.g. --enable where the add-on's own check refuses the stack
-        return [], [exc.message]
-    all_values = final_values(install_graph(settings), settings)
-    if addon_name not in all_values:
-        return [], [f"{addon_name} is off in stack {stack}: pass --enable to render it anyway"]
-    values = all_values[addon_name]
     out: list[str] = []
     meta = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
     want = addon.version(settings)
@@ -137,13 +144,12 @@ def problems(chart_dir: Path, addon_name: str, stack: str, enable: bool) -> tupl
         for version in VERSIONS:
             try:
                 why = schema_errors(d, version)
-            except kubernetes_validate.SchemaNotFoundError:
-                why = custom_resource_errors(d, schemas)
-                version = "CRD"
+            except kubernetes_validate.SchemaNotFoundError:  # a custom resource: once, by its CRD
+                if (why := custom_resource_errors(d, schemas)) is not None:
+                    out.append(f"schema CRD: {why}")
+                break
             if why is not None:
                 out.append(f"schema {version}: {why}")
-            if version == "CRD":
-                break
     urn = f"upstream:{addon.chart_name}@{meta.get('version')}"
     objs = [K8sObject(str(d["kind"]), d, urn) for d in docs]
     out += [f"policy workload-images-pinned: {m}" for _, m in image_problems(objs)]

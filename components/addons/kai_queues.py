@@ -124,13 +124,12 @@ def _network_layer_problems(settings: Settings) -> Iterator[tuple[str, str]]:
     levels = settings.gpu_stack.topology.levels
     if settings.platform != "aws" or levels is None:
         return
-    pools = gpu_pools(settings)
+    layers = [(p, network_topology_layers(p.instance_type)) for p in gpu_pools(settings)]
     for i, lv in enumerate(levels):
         n = network_layer(lv.node_label)
         if n is None:
             continue
-        short = [f"{p.name} ({p.instance_type}: {network_topology_layers(p.instance_type)})"
-                 for p in pools if network_topology_layers(p.instance_type) < n]
+        short = [f"{p.name} ({p.instance_type}: {have})" for p, have in layers if have < n]
         if short:
             yield (f"settings.gpuStack.topology.levels[{i}].nodeLabel",
                    f"no node of GPU pool {', '.join(short)} gets {lv.node_label}: EC2 returns fewer network layers "
