@@ -177,7 +177,8 @@ IDENTITY_POLICY_TYPES = frozenset({tokens.AWS_IAM_POLICY, tokens.AWS_IAM_ROLE_PO
                                    tokens.AWS_IAM_GROUP_POLICY})
 MAX_DEPTH = 8
 
-# Grants that make a resource public without a policy document: (type, field, public values, why).
+# Grants that make a resource public without a policy document: (type, field path, public values,
+# fields that narrow the grant, what it opens); `[]` in a path is every element of a list.
 # Lambda AddPermission (Lambda Developer Guide, "Granting function access to other accounts": a
 # principal of `*` without SourceAccount/SourceArn/PrincipalOrgID is any account), layer
 # permissions (principal `*` without an organization), AMI launch permissions and Image Builder's
@@ -191,6 +192,10 @@ PUBLIC_GRANTS: tuple[tuple[str, str, frozenset[str], tuple[str, ...], str], ...]
     (tokens.AWS_EC2_AMI_LAUNCH_PERMISSION, "group", frozenset({"all"}), (), "AMI"),
     (tokens.AWS_RDS_SNAPSHOT, "sharedAccounts", frozenset({"all"}), (), "DB snapshot"),
     (tokens.AWS_RDS_CLUSTER_SNAPSHOT, "sharedAccounts", frozenset({"all"}), (), "DB cluster snapshot"),
+    # every Region's launch permission of the AMIs a distribution configuration publishes
+    (tokens.AWS_IMAGEBUILDER_DISTRIBUTION_CONFIGURATION,
+     "distributions[].amiDistributionConfiguration.launchPermission.userGroups", frozenset({"all"}), (),
+     "AMIs it builds"),
 )
 
 
@@ -226,22 +231,29 @@ def _values(value: Any) -> list[str]:
     return [v.lower() for v in _as_list(value) if isinstance(v, str)]
 
 
+def _at(node: Any, path: str, here: str = "") -> list[tuple[str, Any]]:
+    """(concrete path, value) of `path` in `node`; `name[]` walks every element of that list."""
+    head, _, rest = path.partition(".")
+    key, each = head.removesuffix("[]"), head.endswith("[]")
+    if not isinstance(node, Mapping) or key not in node:
+        return []
+    at = f"{here}.{key}" if here else key
+    if not each:
+        return _at(node[key], rest, at) if rest else [(at, node[key])]
+    return [found for i, item in enumerate(_as_list(node[key])) for found in _at(item, rest, f"{at}[{i}]")]
+
+
 def grant_problems(resource_type: str, props: Mapping[str, Any]) -> list[str]:
     out: list[str] = []
     for rtype, fld, public, narrowing, holds in PUBLIC_GRANTS:
-        if resource_type != rtype or not (set(_values(props.get(fld))) & public):
+        if resource_type != rtype:
             continue
         if any(props.get(n) not in (None, "") and not is_unknown(props.get(n)) for n in narrowing):
             continue
-        out.append(f"{fld} {props.get(fld)!r} opens the {holds} to every AWS account"
-                   + (f" (no {', '.join(narrowing)} narrows it)" if narrowing else ""))
-    # Image Builder distribution: every Region's AMI launch permission.
-    if resource_type == tokens.AWS_IMAGEBUILDER_DISTRIBUTION_CONFIGURATION:
-        for i, d in enumerate(_as_list(props.get("distributions"))):
-            perm = d.get("amiDistributionConfiguration", {}).get("launchPermission") if isinstance(d, Mapping) else None
-            if isinstance(perm, Mapping) and "all" in _values(perm.get("userGroups")):
-                out.append(f"distributions[{i}].amiDistributionConfiguration.launchPermission.userGroups 'all' "
-                           "makes every AMI it builds public")
+        for where, value in _at(props, fld):
+            if set(_values(value)) & public:
+                out.append(f"{where} {value!r} opens the {holds} to every AWS account"
+                           + (f" (no {', '.join(narrowing)} narrows it)" if narrowing else ""))
     return out
 
 
