@@ -67,13 +67,6 @@ def registry_of(value: str, at_image_key: bool) -> str | None:
     return "docker.io" if _BARE.match(value) and not re.fullmatch(r"[0-9.:]+", value) else None
 
 
-def public_reference(value: str, at_image_key: bool) -> str | None:
-    """The registry `value` pulls from when that registry is on the known public list (the second net
-    of `registry_of`, kept for callers that ask only about public registries)."""
-    host = registry_of(value, at_image_key)
-    return host if host in PUBLIC_HOSTS or host == "docker.io" else None
-
-
 def _under(value: str, host: str, mirror: str | None) -> bool:
     if mirror is None:
         return False

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from components.addons.image_refs import PUBLIC_HOSTS
 from components.policies.facts import StackFacts
-from components.policies.offline_images import OFFLINE_IMAGES, public_reference, registry_of
+from components.policies.offline_images import OFFLINE_IMAGES, registry_of
 from tests.unit.policies.helpers import violations
 
 MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
@@ -99,14 +100,14 @@ def test_objects_are_judged_too_in_offline_or_mirrored_stacks_only() -> None:
     assert violations(OFFLINE_IMAGES, "aws:ecr/pullThroughCacheRule:PullThroughCacheRule", rule, facts=_facts()) == []
 
 
-def test_public_reference_reads_hosts_as_distribution_does() -> None:
-    assert public_reference("ubuntu:24.04", True) == "docker.io"
-    assert public_reference("ubuntu:24.04", False) is None  # not at an image key: a word with a colon
-    assert public_reference("nvcr.io/nvidia/cuda:12", False) == "nvcr.io"
-    assert public_reference("localhost:5000/x:1", True) is None  # not public: registry_of judges it
-    assert registry_of("localhost:5000/x:1", True) == "localhost:5000"
+def test_registry_of_reads_hosts_as_distribution_does() -> None:
+    assert registry_of("ubuntu:24.04", True) == "docker.io"
+    assert registry_of("ubuntu:24.04", False) is None  # not at an image key: a word with a colon
+    assert registry_of("nvcr.io/nvidia/cuda:12", False) == "nvcr.io"
+    assert registry_of("localhost:5000/x:1", True) == "localhost:5000"  # not public, and not the mirror
+    assert registry_of("localhost:5000/x:1", True) not in PUBLIC_HOSTS
     assert registry_of("nvidia.com/gpu", False) is None  # a resource name, not a reference
-    assert public_reference("sha256:" + "c" * 64, True) is None
+    assert registry_of("sha256:" + "c" * 64, True) is None
 
 
 def test_the_airgap_plan_names_no_public_image_and_a_public_override_is_caught() -> None:
