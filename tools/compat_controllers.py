@@ -541,13 +541,40 @@ def first_status(cl: Any, resource: str, name: str, op: Controller, check: Check
     return True
 
 
-def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, tools_bin: Path) -> None:
-    from localcluster import LocalCluster
-
-    chart = part.src / "deployments" / "gpu-operator"
-    work = a.work / "gpu-operator"
+def fresh_work(a: argparse.Namespace, name: str) -> Path:
+    """The part's work directory, emptied, with its logs/ folder."""
+    work = Path(a.work) / name
     shutil.rmtree(work, ignore_errors=True)
     (work / "logs").mkdir(parents=True)
+    return work
+
+
+def started_cluster(work: Path, tools_bin: Path, stack: contextlib.ExitStack, name: str, nodes: int = 2,
+                    instance_type: str = "g6.xlarge") -> Any:
+    """A loopback control plane with KWOK GPU nodes, deleted when `stack` closes."""
+    from localcluster import LocalCluster
+
+    cl = LocalCluster(work / "cluster", nodes=nodes, instance_type=instance_type, bin_dir=tools_bin, name=name)
+    stack.callback(cl.down)
+    cl.up()
+    return cl
+
+
+def install_operator_objects(cl: Any, crds: list[Path], obj: Obj) -> list[str]:
+    """The operator's namespace, its CRDs (Established) and `obj`; the CRDs' names."""
+    cl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NS}})
+    names = apply_crds(cl, crds)
+    cl.apply(obj)
+    return names
+
+
+def server_version(cl: Any) -> str:
+    return str(json.loads(cl.kubectl("version", "-o", "json")).get("serverVersion", {}).get("gitVersion"))
+
+
+def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, tools_bin: Path) -> None:
+    chart = part.src / "deployments" / "gpu-operator"
+    work = fresh_work(a, "gpu-operator")
     c1 = part.check("render-clusterpolicy", "ClusterPolicy rendered by the upstream chart from the project's aws-dev "
                                              "values, applied with the CRDs")
     c2 = part.check("no-nfd-labels", "No NFD labels: the gate refuses (NFDLabelsMissing)")
@@ -581,21 +608,16 @@ def gpu_operator_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitS
            f"{policy['spec'].get('daemonsets', {}).get('tolerations')}")
 
     log("GPU Operator: starting the local control plane")
-    cl = LocalCluster(work / "cluster", nodes=2, instance_type="g6.xlarge", bin_dir=tools_bin, name="compat-op")
-    stack.callback(cl.down)
-    cl.up()
+    cl = started_cluster(work, tools_bin, stack, "compat-op")
     nodes = cl.node_names
     kubectl = str(tools_bin / "kubectl")
-    cl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NS}})
     try:
-        names = apply_crds(cl, [chart / "crds" / f for f in OPERATOR_CRDS])
-        cl.apply(policy)
+        names = install_operator_objects(cl, [chart / "crds" / f for f in OPERATOR_CRDS], policy)
     except Exception as exc:
         c1.done(False, f"applying the CRDs or the ClusterPolicy failed: {short(exc, 800)}")
         return
     c1.done(True, f"chart {chart.relative_to(part.src)} rendered with {how}; CRDs {', '.join(names)} and "
-                  f"ClusterPolicy {POLICY} accepted by kube-apiserver "
-                  f"{json.loads(cl.kubectl('version', '-o', 'json')).get('serverVersion', {}).get('gitVersion')}")
+                  f"ClusterPolicy {POLICY} accepted by kube-apiserver {server_version(cl)}")
 
     watch = TimedWatch(kubectl, cl.kubeconfig, "clusterpolicies.nvidia.com")
     stack.callback(watch.stop)
@@ -818,12 +840,9 @@ def operator_env(objs: list[Obj]) -> dict[str, str]:
 
 def gpu_cluster_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, tools_bin: Path) -> None:
     import dra_publisher
-    from localcluster import LocalCluster
 
     upstream_chart = part.src / "deployments" / "gpu-operator"
-    work = a.work / "gpu-cluster"
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "logs").mkdir(parents=True)
+    work = fresh_work(a, "gpu-cluster")
     c1 = part.check("render-gpucluster", "GPUCluster rendered by the upstream chart from the project's values with "
                                          "draManagedBy operator, applied with the CRDs")
     c2 = part.check("clusterpolicy-beside", "A ClusterPolicy beside it: PrerequisiteNotMet, the gate refuses with the "
@@ -851,25 +870,20 @@ def gpu_cluster_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitSt
     c1.say(f"rendered {len(objs)} objects; GPUCluster {gc['metadata']['name']} spec: {json.dumps(gc['spec'])[:700]}")
 
     log("GPUCluster: starting the local control plane")
-    cl = LocalCluster(work / "cluster", nodes=2, instance_type="g6.xlarge", bin_dir=tools_bin, name="compat-gc")
-    stack.callback(cl.down)
-    cl.up()
+    cl = started_cluster(work, tools_bin, stack, "compat-gc")
     nodes = cl.node_names
     served = cl.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name")
     if "deviceclasses.resource.k8s.io" not in served.split():
         c1.done(False, f"the API server serves no DeviceClass: {served!r}")
         return
     c1.say("the API server serves deviceclasses.resource.k8s.io (the capability the render was given)")
-    cl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NS}})
     try:
-        names = apply_crds(cl, [upstream_chart / "crds" / f for f in GPU_CLUSTER_CRDS])
-        cl.apply(gc)
+        names = install_operator_objects(cl, [upstream_chart / "crds" / f for f in GPU_CLUSTER_CRDS], gc)
     except Exception as exc:
         c1.done(False, f"applying the CRDs or the GPUCluster failed: {short(exc, 800)}")
         return
     c1.done(True, f"chart rendered with {how} and draManagedBy operator: GPUCluster {GPU_CLUSTER}, no ClusterPolicy; "
-                  f"CRDs {', '.join(names)} and the GPUCluster accepted by kube-apiserver "
-                  f"{json.loads(cl.kubectl('version', '-o', 'json')).get('serverVersion', {}).get('gitVersion')}")
+                  f"CRDs {', '.join(names)} and the GPUCluster accepted by kube-apiserver {server_version(cl)}")
 
     # --- 2. a ClusterPolicy beside it ----------------------------------------------------------
     beside = of_kind(render_chart(chart, chart_values, name=release, namespace=OPERATOR_NS), "ClusterPolicy")[0]
@@ -1051,13 +1065,10 @@ config:
 
 def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, tools_bin: Path) -> None:
     import dra_publisher
-    from localcluster import LocalCluster
 
     from components.kube.charts import chart_dir
 
-    work = a.work / "kai"
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "logs").mkdir(parents=True)
+    work = fresh_work(a, "kai")
     c6 = part.check("setup", "CRDs, PriorityClasses, the project's queues, DRA slices, the four controllers")
     c7 = part.check("smoke-runs", f"`ck8s-gpu smoke --scheduler kai` {a.runs} times in a row; allocated claims left, "
                                   "claim write rate")
@@ -1084,9 +1095,7 @@ def kai_part(a: argparse.Namespace, part: Part, stack: contextlib.ExitStack, too
         leaf = sorted(leaves)[0]
     nodes_n, per_node, itype = 2, 4, "g6.12xlarge"
     log("KAI: starting the local control plane")
-    cl = LocalCluster(work / "cluster", nodes=nodes_n, instance_type=itype, bin_dir=tools_bin, name="compat-kai")
-    stack.callback(cl.down)
-    cl.up()
+    cl = started_cluster(work, tools_bin, stack, "compat-kai", nodes=nodes_n, instance_type=itype)
     kubectl = str(tools_bin / "kubectl")
     try:
         names = apply_crds(cl, sorted(crd_dir.glob("*.yaml")))
