@@ -71,6 +71,8 @@ TOOLKIT_UNIT = "snap.k8s.containerd.service.d/10-ck8s-gpu-nvidia-runtime.conf"
 RUNC = "/usr/sbin/runc"
 CNI_BIN_DIR = "/usr/lib/cni"
 REQUIRED_HOST = (RUNC, f"{CNI_BIN_DIR}/bridge", f"{CNI_BIN_DIR}/host-local", f"{CNI_BIN_DIR}/loopback")
+# Set by scripts/all_tiers.sh in the lanes that must not start a node tier (NodeTier.up).
+FORBID_ENV = "CK8S_GPU_NO_KUBELETS"
 DRIVER = "gpu.nvidia.com"
 CRI_NAMESPACE = "k8s.io"  # containerd namespace of the CRI plugin
 #: Faults the simulated plugin injects on prepare (tools/mod/simgpu: a test hook, not NVIDIA's).
@@ -696,6 +698,12 @@ class NodeTier:
 
     def up(self) -> NodeTier:
         assert self.bin_dir is not None
+        # Node tiers share bridge names and node addresses by index (bridge_name, node_address): one at
+        # a time per machine. CI runs the tests that start one in a lane of their own (pytest marker
+        # `kubelets`, scripts/all_tiers.sh) and forbids them in the lane beside it.
+        if os.environ.get(FORBID_ENV):
+            raise NodeTierError(f"{FORBID_ENV} is set: this lane runs no real kubelets; mark the test "
+                                "`@pytest.mark.kubelets` so it runs in the kubelets lane (scripts/all_tiers.sh)")
         lacking = missing(self.bin_dir)
         if lacking:
             raise NodeTierError("the node tier needs: " + "; ".join(lacking))

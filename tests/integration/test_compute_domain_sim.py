@@ -27,7 +27,8 @@ import pytest
 
 from tests.helpers.tools import load_tool, skip_or_fail
 
-pytestmark = pytest.mark.integration
+# kubelets: real kubelet nodes (tools/nodetier.py), in the lane of their own (scripts/all_tiers.sh)
+pytestmark = [pytest.mark.integration, pytest.mark.kubelets]
 
 lc = load_tool("localcluster")
 nt = load_tool("nodetier")

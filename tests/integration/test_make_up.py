@@ -222,6 +222,7 @@ def clone(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.integration
+@pytest.mark.kubelets  # `make up` starts the node tier (scripts/all_tiers.sh)
 def test_make_up_then_make_down_from_a_fresh_clone(clone: Path, tmp_path: Path) -> None:
     kubectl = str(load_tool("localcluster").tools_bin_dir() / "kubectl")
     layout = Layout(clone / ".local")

@@ -50,7 +50,8 @@ from tests.integration.conftest import EngineTools, inline_kubeconfig, load_tool
 from tests.unit.addons.helpers import final_values
 from tests.unit.aws.conftest import settings_for
 
-pytestmark = pytest.mark.integration
+# kubelets: real kubelet nodes (tools/nodetier.py), in the lane of their own (scripts/all_tiers.sh)
+pytestmark = [pytest.mark.integration, pytest.mark.kubelets]
 
 PASSPHRASE = "node-tier-integration-test"
 # Every hop, the in-container ones included, must have run and passed (none skipped).

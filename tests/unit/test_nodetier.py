@@ -170,3 +170,14 @@ def test_merged_usr_paths() -> None:
     assert pi.in_image(Path("/lib/x86_64-linux-gnu/libc.so.6")) == "usr/lib/x86_64-linux-gnu/libc.so.6"
     assert pi.in_image(Path("/lib64/ld-linux-x86-64.so.2")) == "usr/lib64/ld-linux-x86-64.so.2"
     assert pi.in_image(Path("/usr/bin/bash")) == "usr/bin/bash"
+
+
+def test_a_lane_without_kubelets_refuses_a_node_tier_before_touching_the_host(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # scripts/all_tiers.sh runs the unmarked integration tests beside the `kubelets` lane: a node tier
+    # started there would race the other lane for bridge names and node addresses.
+    monkeypatch.setenv(nt.FORBID_ENV, "1")
+    tier = nt.NodeTier(tmp_path / "nodes", tmp_path / "kubeconfig", [], bin_dir=tmp_path / "no-bin")
+    with pytest.raises(nt.NodeTierError, match="kubelets"):
+        tier.up()
+    assert list(tmp_path.iterdir()) == []  # nothing created, not even the work dir
