@@ -49,6 +49,9 @@ from ..tables import tokens
 API = "nvidia.com/v1"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # state_manager.go commonGPULabelKey / commonGPULabelValue
 READY_REASON = "Reconciled"  # internal/conditions: the one Ready reason that means operands are on GPU nodes
+# Ready True with this reason: the operator found no GPU node (v26.7.0 internal/conditions/consts.go
+# NoGPUNodes; clusterpolicy_controller.go Reconcile sets it with state ready when none is found).
+NO_GPU_NODES_REASON = "NoGPUNodes"
 SETTLE_SECONDS = 30
 TYPE = tokens.DYNAMIC_CLUSTER_POLICY_READY
 # What this gate was before it judged conditions and nodes: its state is adopted, not replaced.
@@ -134,13 +137,17 @@ def status_problems(seen: Seen, min_gpu_nodes: int) -> tuple[list[str], list[str
     problems = []
     if state != "ready":
         problems.append(f"state is {state or 'unset'!r}" + (f" ({msg})" if (msg := error_message(seen.policy)) else ""))
-    if cond.get("status") != "True" or cond.get("reason") != READY_REASON:
+    found = gpu_nodes(seen.nodes)
+    # With no GPU node due (min_gpu_nodes 0: every GPU node is the autoscaler's, none launched yet)
+    # the operator's ready verdict carries reason NoGPUNodes (clusterpolicy_controller.go), and
+    # that is the whole truth: there is nothing to roll out yet.
+    reasons = {READY_REASON} | ({NO_GPU_NODES_REASON} if min_gpu_nodes == 0 and not found else set())
+    if cond.get("status") != "True" or cond.get("reason") not in reasons:
         if cond:
             problems.append(f"Ready condition is {cond.get('status')} with reason {cond.get('reason', '')!r}"
                             + (f": {cond['message']}" if cond.get("message") else ""))
         else:
             problems.append("no Ready condition yet")
-    found = gpu_nodes(seen.nodes)
     if len(found) < min_gpu_nodes:
         problems.append(f"{len(found)} GPU node(s) labelled {GPU_PRESENT_LABEL}=true, expected at least "
                         f"{min_gpu_nodes}" + (f" ({', '.join(found[:10])})" if found else ""))

@@ -68,7 +68,7 @@ def nfd_worker_tolerations(settings: Settings) -> list[dict[str, str]]:
 
 
 def _size(pool: NodePoolSettings) -> int:
-    return pool.min_size if pool.ignore_scaling_changes else pool.desired_size
+    return pool.min_size if pool.ignore_scaling_changes else pool.start_size
 
 
 def _on_dated_block(pool: NodePoolSettings) -> bool:
@@ -79,10 +79,15 @@ def _on_dated_block(pool: NodePoolSettings) -> bool:
 def expected_gpu_nodes(settings: Settings) -> int:
     """GPU nodes the ClusterPolicy gate waits for: every pool at the size `up` sets (an
     autoscaler-owned pool at its minimum), and at least one: a ready operator with no GPU node
-    (reason NoGPUNodes) has installed nothing. Pools on a Capacity Block with a start date are
-    counted by the gate itself once the block has started (later_gpu_nodes): before that AWS
-    launches none of their nodes."""
-    return max(1, sum(_size(p) for p in settings.node_pools if not _on_dated_block(p)))
+    (reason NoGPUNodes) has installed nothing; zero only where every GPU node is the autoscaler's.
+    Pools on a Capacity Block with a start date are counted by the gate itself once the block has
+    started (later_gpu_nodes): before that AWS launches none of their nodes."""
+    total = sum(_size(p) for p in settings.node_pools if not _on_dated_block(p))
+    if total == 0 and any(p.autoscaling is not None for p in settings.node_pools):
+        # Every GPU node comes from the autoscaler, for queued work: none may exist yet, and the
+        # operator's verdict then is ready/NoGPUNodes (cluster_policy_ready.status_problems).
+        return 0
+    return max(1, total)
 
 
 def later_gpu_nodes(settings: Settings) -> tuple[tuple[int, str], ...]:

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ..facts import efa
-from ..settings.model import Settings
+from ..settings.model import NodePoolSettings, Settings
 from ..tables.instance_types import gpu_facts, nvlink_domain
 
 Problem = tuple[str, str]
@@ -134,9 +134,14 @@ def _pool_placement(s: Settings, i: int) -> Iterator[Problem]:
         yield f"{path}.spreadLevel", "host-level spread groups exist only on AWS Outposts; use rack [PG]"
     if pg.strategy == "spread":
         zones = 1 if p.availability_zone else (len(s.network.availability_zones or ()) or s.network.az_count)
-        if p.max_size > 7 * zones:
-            yield (f"{ROOT}.nodePools[{i}].maxSize", f"{p.max_size} nodes; a rack spread placement group holds at "
+        if p.max_nodes > 7 * zones:
+            yield (max_nodes_path(i, p), f"{p.max_nodes} nodes; a rack spread placement group holds at "
                    f"most 7 running instances per zone ({zones} zone(s): {7 * zones}) [PG]")
+
+
+def max_nodes_path(i: int, p: NodePoolSettings) -> str:
+    """Where a pool's largest size is set: maxSize, or autoscaling.maxSize."""
+    return f"{ROOT}.nodePools[{i}]" + (".autoscaling.maxSize" if p.autoscaling is not None else ".maxSize")
 
 
 def _pool_reservation(s: Settings, i: int) -> Iterator[Problem]:
@@ -169,8 +174,8 @@ def _pool_ultraserver(s: Settings, i: int) -> Iterator[Problem]:
                f"sold only as UltraServers ({names}) in Capacity Blocks for ML [US]")
         return
     largest = max(u.instances for u in servers)
-    if cr.id is not None and p.max_size > largest:
-        yield (f"{path}.maxSize", f"{p.max_size} nodes; one UltraServer Capacity Block reservation holds at most "
+    if cr.id is not None and p.max_nodes > largest:
+        yield (max_nodes_path(i, p), f"{p.max_nodes} nodes; one UltraServer Capacity Block reservation holds at most "
                f"{largest} '{p.instance_type}' ({names}); target several blocks with resourceGroupArn [US]")
 
 

@@ -128,9 +128,11 @@ class GpuNodePool(pulumi.ComponentResource):
             )
         self.group = aws.autoscaling.Group(
             f"{name}-asg",
-            min_size=pool.min_size,
-            max_size=pool.max_size,
-            desired_capacity=pool.desired_size,
+            # An autoscaled pool's group holds its floor (autoscaling.minSize); Karpenter's own
+            # nodes for queued work come and go beside it, outside the group.
+            min_size=pool.start_size if pool.autoscaling is not None else pool.min_size,
+            max_size=pool.start_size if pool.autoscaling is not None else pool.max_size,
+            desired_capacity=pool.start_size,
             vpc_zone_identifiers=list(subnet_ids),
             launch_template=None if spot else spec,
             mixed_instances_policy=mixed,

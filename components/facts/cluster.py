@@ -40,7 +40,7 @@ def cluster_facts(settings: Settings) -> ClusterFacts:
         if gpu is None:  # rules reject this before any component runs
             raise ValueError(f"pool {pool.name} has no GPU facts")
         pools.append(
-            GpuPoolFacts(pool.name, pool.desired_size, gpu.count, gpu.product_name, gpu.memory_mib, gpu.mig_capable)
+            GpuPoolFacts(pool.name, pool.start_size, gpu.count, gpu.product_name, gpu.memory_mib, gpu.mig_capable)
         )
     return ClusterFacts(
         platform=settings.platform,

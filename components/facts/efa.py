@@ -58,7 +58,7 @@ def efa_enabled(pool: NodePoolSettings) -> bool:
     if facts is None or facts.network is None or not facts.network.efa:
         return False
     training = facts.network.interconnect in ("nvswitch", "nvlink-multinode")
-    return training and pool.max_size > 1 and pool.availability_zone is not None
+    return training and pool.max_nodes > 1 and pool.availability_zone is not None
 
 
 def interfaces(instance_type: str) -> tuple[Interface, ...]:

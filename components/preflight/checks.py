@@ -99,7 +99,7 @@ def demands(settings: Settings, facts: RegionFacts) -> tuple[list[Demand], list[
         (settings.control_plane.instance_type, settings.control_plane.count, "on-demand", "control plane",
          "settings.controlPlane"),
     ]
-    wanted += [(p.instance_type, p.max_size, p.capacity_type, f"pool {p.name} at maxSize", f"settings.nodePools[{i}]")
+    wanted += [(p.instance_type, p.max_nodes, p.capacity_type, f"pool {p.name} at maxSize", f"settings.nodePools[{i}]")
                for i, p in enumerate(settings.node_pools)]
     for itype, count, purchase, what, path in wanted:
         if count == 0:

@@ -36,7 +36,7 @@ def _cluster_size(s: Settings) -> Iterator[Problem]:
     Kubernetes supports (MAX_CLUSTER_NODES)."""
     if s.platform != "aws":
         return
-    total = s.control_plane.count + sum(p.max_size for p in s.node_pools)
+    total = s.control_plane.count + sum(p.max_nodes for p in s.node_pools)
     if total > MAX_CLUSTER_NODES:
         yield (f"{ROOT}.nodePools", f"the pools' maxSize add up to {total - s.control_plane.count} nodes (with "
                                     f"{s.control_plane.count} control plane(s): {total}); Kubernetes supports at most "
@@ -101,7 +101,7 @@ def _gpu_capacity(s: Settings) -> tuple[int, str]:
         facts = pool_gpus(pool)
         if facts is None:
             return anywhere  # the settings' own rule reports the pool
-        total += facts.count * pool.max_size
+        total += facts.count * pool.max_nodes
     return total, "the stack's node pools at their maxSize"
 
 

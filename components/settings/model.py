@@ -214,6 +214,9 @@ class CapacityReservationSettings(_Model):
     # A Capacity Block's start (ISO 8601, UTC): what `plan --timeline` waits for. The real start
     # is read by `ck8s-gpu preflight`; null: the block is active already.
     starts_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$")
+    # A Capacity Block's end (ISO 8601, UTC). An autoscaled block pool needs both dates: the
+    # autoscaler launches into the block only between them (components/settings/rules/autoscaling.py).
+    ends_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$")
 
     @property
     def capacity_block(self) -> bool:
@@ -224,6 +227,11 @@ class CapacityReservationSettings(_Model):
         """`startsAt` as an aware datetime; None: the reservation is active already."""
         return parse_utc(self.starts_at) if self.starts_at is not None else None
 
+    @property
+    def ends(self) -> datetime | None:
+        """`endsAt` as an aware datetime; None: not declared."""
+        return parse_utc(self.ends_at) if self.ends_at is not None else None
+
 
 def parse_utc(text: str) -> datetime:
     """An ISO 8601 UTC time as settings write it (`2026-12-03T08:00Z`), timezone-aware."""
@@ -233,6 +241,33 @@ def parse_utc(text: str) -> datetime:
 # Kubernetes supports clusters of at most 5,000 nodes (kubernetes.io, "Considerations for large
 # clusters", docs/setup/best-practices/cluster-large.md): no pool, nor all of them, may be larger.
 MAX_CLUSTER_NODES = 5000
+
+
+# Karpenter's NillableDuration for disruption.consolidateAfter without `Never` (sigs.k8s.io/karpenter
+# v1.15.0 pkg/apis/v1/nodepool.go: `^(([0-9]+(s|m|h))+|Never)$`): a pool that never scales down is a
+# fixed pool. Budget node counts: the same file's Budget.Nodes pattern.
+KARPENTER_DURATION = r"^([0-9]+(s|m|h))+$"
+KARPENTER_BUDGET_NODES = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+
+
+class AutoscalingSettings(_Model):
+    """The pool's nodes come and go with the work queued for them (aws; docs/autoscaling.md, ADR
+    0049): Karpenter launches a node when a pending pod's claims need this pool's GPUs and removes
+    it `scaleDownAfter` once it runs nothing. `minSize` nodes stay up regardless (the pool's Auto
+    Scaling group keeps them); Karpenter adds at most `maxSize - minSize` beside them."""
+
+    min_size: int = Field(default=0, ge=0, le=MAX_CLUSTER_NODES)
+    max_size: int = Field(ge=1, le=MAX_CLUSTER_NODES)
+    # How long a node of the pool stays after its last pod left (NodePool disruption.consolidateAfter).
+    scale_down_after: str = Field(default="10m", pattern=KARPENTER_DURATION)
+    # WhenEmpty: only nodes that run nothing go (a GPU job is never moved to pack nodes tighter);
+    # WhenEmptyOrUnderutilized also replaces or packs nodes whose pods fit elsewhere.
+    consolidation: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = "WhenEmpty"
+    # At most this many of the pool's nodes (or percent) are disrupted at once (NodePool budgets).
+    disruption_budget: str = Field(default="1", pattern=KARPENTER_BUDGET_NODES)
+    # A node older than this is replaced (NodePool template expireAfter); null: never. Expiry is
+    # forceful (it does not wait for a running job), hence off by default for GPU pools.
+    expire_after: str | None = Field(default=None, pattern=KARPENTER_DURATION)
 
 
 class NodePoolSettings(_Model):
@@ -267,6 +302,20 @@ class NodePoolSettings(_Model):
     # aws: launch only in this Availability Zone (its private subnet); required with a capacity
     # reservation or a cluster placement group, which live in one zone. null: every zone.
     availability_zone: str | None = Field(default=None, pattern=AZ_NAME)
+    # aws: nodes launched by the autoscaler for pending GPU work instead of a fixed group size;
+    # minSize/desiredSize/maxSize of the pool are then not set (autoscaling.minSize/maxSize are).
+    autoscaling: AutoscalingSettings | None = None
+
+    @property
+    def start_size(self) -> int:
+        """Nodes the pool has after `up` with no work queued: its desired size, or an autoscaled
+        pool's autoscaling.minSize (the Auto Scaling group's size; Karpenter adds the rest)."""
+        return self.autoscaling.min_size if self.autoscaling is not None else self.desired_size
+
+    @property
+    def max_nodes(self) -> int:
+        """The most nodes the pool ever has: maxSize, or an autoscaled pool's autoscaling.maxSize."""
+        return self.autoscaling.max_size if self.autoscaling is not None else self.max_size
 
     @property
     def on_capacity_block(self) -> bool:

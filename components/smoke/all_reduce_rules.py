@@ -56,8 +56,8 @@ def all_reduce_problems(s: Settings) -> Iterator[Problem]:
         yield (f"{ROOT}.nodePools[{i}].efa", f"is off for pool '{pool.name}' ({pool.instance_type}), which "
                                              "smokeTest.allReduce runs on: it measures NCCL over EFA (its default "
                                              "is on only with maxSize > 1 and an availabilityZone)")
-    if pool.max_size < a.nodes:
-        yield (f"{path}.nodes", f"needs {a.nodes} nodes of pool '{pool.name}', which holds at most {pool.max_size} "
+    if pool.max_nodes < a.nodes:
+        yield (f"{path}.nodes", f"needs {a.nodes} nodes of pool '{pool.name}', which holds at most {pool.max_nodes} "
                                 f"(settings.nodePools[{i}].maxSize)")
     shape = all_reduce.node_shape(pool)
     if shape is None:

@@ -235,3 +235,11 @@ def arch_for_instance_type(instance_type: str) -> Arch:
         return "arm64"
     attrs = match["attrs"].split("-")[0]
     return "arm64" if "g" in attrs else "amd64"
+
+
+# GPU instance types the autoscaler at the pin cannot model: the AWS provider's DRA device templates
+# (github.com/aws/karpenter-provider-aws v1.15.0 pkg/providers/drametadata/zz_generated_gpu_metadata.go,
+# read through pkg/providers/nvidiadra) have no entry for them, so a pending pod's GPU claim never
+# makes Karpenter launch one (components/settings/rules/autoscaling.py refuses such a pool).
+# tests/integration/test_karpenter_local.py holds this set against the built autoscaler's own answer.
+AUTOSCALER_UNMODELED: frozenset[str] = frozenset({"p6e-gb200.36xlarge"})
