@@ -197,6 +197,15 @@ SH
   mv -f "$bin/.pulumi-resource-pulumi-python.$$" "$bin/pulumi-resource-pulumi-python"
 }
 
+# Not a binary either: Karpenter's CRDs at the pin (NodePool, NodeClaim, NodeOverlay, CapacityBuffer and
+# the KWOK provider's KWOKNodeClass), copied from the module tools/mod/karpenter builds, for its CI
+# scenarios (tests/integration/test_karpenter_local.py).
+karpenter_crd_dir="$root/crds/karpenter"
+karpenter_crds=(kwok/charts/crds/karpenter.sh_nodepools.yaml kwok/charts/crds/karpenter.sh_nodeclaims.yaml
+  kwok/charts/crds/karpenter.sh_nodeoverlays.yaml kwok/charts/crds/autoscaling.x-k8s.io_capacitybuffers.yaml
+  kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml)
+karpenter_crds_ok() { local f; for f in "${karpenter_crds[@]}"; do [[ -s "$karpenter_crd_dir/${f##*/}" ]] || return 1; done; }
+
 crd_dir="$root/crds/monitoring.coreos.com"
 crds_ok() { local f; for f in "${crd_files[@]}"; do [[ -s "$crd_dir/$f" ]] || return 1; done; }
 
@@ -210,7 +219,9 @@ needs_plugin=0
 if [[ " ${wanted[*]} " == *"pulumi-resource-kubernetes|"* ]] && ! plugin_ok; then needs_plugin=1; fi
 needs_crds=0
 if [[ " ${wanted[*]} " == *"controller-gen|"* ]] && ! crds_ok; then needs_crds=1; fi
-if [[ ${#missing[@]} -eq 0 && $needs_plugin -eq 0 && $needs_crds -eq 0 ]]; then
+needs_karpenter_crds=0
+if [[ " ${wanted[*]} " == *"ck8s-karpenter-kwok|"* ]] && ! karpenter_crds_ok; then needs_karpenter_crds=1; fi
+if [[ ${#missing[@]} -eq 0 && $needs_plugin -eq 0 && $needs_crds -eq 0 && $needs_karpenter_crds -eq 0 ]]; then
   log "cached: $root (all ${#wanted[@]} binaries present)"
   write_env
   echo "$bin"
@@ -317,6 +328,13 @@ if [[ -x "$bin/controller-gen" ]] && [[ " ${wanted[*]} " == *"controller-gen|"* 
     mkdir -p "$crd_dir"
     for f in "${crd_files[@]}"; do cp -f "$gen/$f" "$crd_dir/$f" || failed+=("$f"); done
   fi
+fi
+
+if [[ $needs_karpenter_crds -eq 1 ]]; then
+  dir=$(cd "$mods/karpenter" && GOTOOLCHAIN=$(sed -n 's/^toolchain \(go[0-9.]*\)$/\1/p' go.mod) \
+    "$GO" mod download -json sigs.k8s.io/karpenter | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  mkdir -p "$karpenter_crd_dir"
+  for f in "${karpenter_crds[@]}"; do cp -f "$dir/$f" "$karpenter_crd_dir/" || failed+=("karpenter CRD $f"); done
 fi
 
 write_env

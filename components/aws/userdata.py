@@ -23,12 +23,12 @@ import yaml
 from ..facts.cluster import AddonFacts
 from ..facts.efa import HUGEPAGES_2MI, efa_enabled
 from ..facts.feature_gates import COMPONENTS, Component, required
-from ..facts.nodes import gpu_node_labels
+from ..facts.nodes import pool_node_labels
 from ..settings.model import MirrorUpstream, NodePoolSettings, Settings, Taint
 from ..settings.offline_rules import ecr_mirror
 from ..tables import pins
 from ..tables.instance_types import arch_for_instance_type
-from ..tables.labels import EFA_NODE_LABEL, POOL_TAG
+from ..tables.labels import POOL_TAG
 from .inventory import api_lb_name
 
 NodeRole = Literal["bootstrap", "control-plane", "worker"]
@@ -216,16 +216,10 @@ def taint_arg(taint: Taint) -> str:
     return f"{taint.key}{value}:{taint.effect}"
 
 
-def pool_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
-    """The stack's labels, the pool name, and the labels the GPU add-ons select on (those win)."""
-    efa = {EFA_NODE_LABEL: "true"} if efa_enabled(pool) else {}
-    return {**pool.labels, POOL_LABEL: pool.name, **efa, **gpu_node_labels(settings, pool.name)}
-
-
 def worker_boot(settings: Settings, pool: NodePoolSettings) -> WorkerBoot:
     return WorkerBoot(
         pool=pool.name,
-        labels=tuple(sorted(pool_labels(settings, pool).items())),
+        labels=tuple(sorted(pool_node_labels(settings, pool).items())),
         taints=tuple(taint_arg(t) for t in pool.taints),
         hugepages_2mi=HUGEPAGES_2MI if efa_enabled(pool) else 0,
         arch=arch_for_instance_type(pool.instance_type),

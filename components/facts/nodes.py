@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..settings.model import NodePoolSettings, Settings
-from ..tables.labels import DRA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
+from ..tables.labels import DRA_NODE_LABEL, EFA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
+from .efa import efa_enabled
 
 
 def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
@@ -24,9 +25,17 @@ def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
     return labels
 
 
+def pool_node_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
+    """Every label of a pool's nodes: the stack's, the pool name (the pool tag's key), EFA's, and the
+    labels the GPU add-ons select on (those win). The node's join (components/aws/userdata.py) and
+    the autoscaler's NodePool template (components/facts/autoscaling.py) both put exactly these."""
+    efa = {EFA_NODE_LABEL: "true"} if efa_enabled(pool) else {}
+    return {**pool.labels, POOL_TAG: pool.name, **efa, **gpu_node_labels(settings, pool.name)}
+
+
 def pool_label(settings: Settings) -> str:
     """The node label whose value names a GPU node's pool: the simulated driver's on kind and local
-    (gpu_node_labels), the pool tag's key on AWS (components/aws/userdata.py pool_labels)."""
+    (gpu_node_labels), the pool tag's key on AWS (pool_node_labels)."""
     return SIMULATED_POOL_LABEL if settings.traits.simulated_gpus else POOL_TAG
 
 

@@ -35,12 +35,18 @@ func main() {
 	}
 	// nil mode: whole GPUs, as an EC2NodeClass without the consumable-capacity annotation.
 	templates := nvidiadra.NewDefaultProvider().ResolveDynamicResources(ctx, instanceTypes, nil)
+	var unmodeled []string
 	for _, it := range instanceTypes {
 		if dr, ok := templates[it.Name]; ok {
 			it.DynamicResources = dr
+		} else {
+			unmodeled = append(unmodeled, it.Name)
 		}
 	}
-	log.FromContext(ctx).Info("instance types", "count", len(instanceTypes), "withGPUTemplates", len(templates))
+	// One line the CI reads (tests/integration/test_karpenter_local.py): which of the given types a GPU
+	// claim can never launch, held against components/tables/instance_types.py AUTOSCALER_UNMODELED.
+	log.FromContext(ctx).Info("ck8s-gpu instance types", "count", len(instanceTypes),
+		"withGPUTemplates", len(templates), "withoutGPUTemplates", unmodeled)
 
 	undecorated := kwok.NewCloudProvider(ctx, op.GetClient(), instanceTypes)
 	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)

@@ -1,0 +1,209 @@
+"""The autoscaler for real: Karpenter core v1.15.0 (its KWOK cloud provider, the AWS provider's GPU
+device model; tools/mod/karpenter) on the local control plane, driving the NodePools the aws
+platform renders for two autoscaled pools (components/facts/autoscaling.py), with simulated GPU
+nodes that publish their ResourceSlices when they appear (tests/helpers/karpenter.py).
+
+One cluster and one autoscaler for the module; the scenarios run in order and each leaves the
+cluster as it found it (no GPU node, no job): a claim of each of two GPU types from zero, a claim
+no pool can serve, idle nodes leaving, a node running a job kept through consolidation, and the
+autoscaler restarting mid scale-up without launching twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from components.facts.autoscaling import DO_NOT_DISRUPT, NODEPOOL_LABEL, nodepool_manifest
+from components.settings import parse_settings
+from components.settings.model import DEFAULT_GPU_TAINT, Settings
+from components.tables.instance_types import AUTOSCALER_UNMODELED, GPU_INSTANCE_TYPES, gpu_facts
+from components.tables.labels import POOL_TAG
+from tests.helpers import karpenter as kp
+from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
+
+pytestmark = pytest.mark.integration
+
+lc = load_tool("localcluster")
+
+# Two autoscaled pools from zero, as an aws stack declares them; 10 s idle so the test sees them go.
+SETTINGS: dict[str, Any] = {
+    "platform": "aws", "environment": "ci", "region": "eu-west-1",
+    "nodePools": [
+        {"name": "h100", "instanceType": "p5.48xlarge", "autoscaling": {"maxSize": 2, "scaleDownAfter": "10s"}},
+        {"name": "l4", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3, "scaleDownAfter": "10s"}},
+    ],
+}
+H100, L4 = "p5.48xlarge", "g6.xlarge"
+TOLERATE = [{"key": DEFAULT_GPU_TAINT.key, "operator": "Exists", "effect": DEFAULT_GPU_TAINT.effect}]
+LAUNCH_SECONDS = 120
+
+
+def product(instance_type: str) -> str:
+    facts = gpu_facts(instance_type)
+    assert facts is not None
+    return facts.product_name
+
+
+class Env:
+    def __init__(self, cluster: Any, karpenter: kp.Karpenter, publisher: kp.SlicePublisher, settings: Settings):
+        self.cluster, self.karpenter, self.publisher, self.settings = cluster, karpenter, publisher, settings
+
+    def kubectl(self, *args: str, check: bool = True) -> str:
+        out: str = self.cluster.kubectl(*args, check=check)
+        return out
+
+    def items(self, *args: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self.cluster.get_json(*args)["items"]
+        return found
+
+    def node_claims(self) -> list[dict[str, Any]]:
+        return self.items("nodeclaims")
+
+    def wait(self, what: str, predicate: Callable[[], Any], timeout: float = LAUNCH_SECONDS) -> Any:
+        try:
+            return self.cluster.wait_for(what, predicate, timeout=timeout, interval=0.5)
+        except TimeoutError as e:
+            raise AssertionError(f"{e}\n--- karpenter log (tail) ---\n{self.karpenter.tail()}\n"
+                                 f"--- nodeclaims ---\n{self.kubectl('get', 'nodeclaims', '-o', 'wide', check=False)}"
+                                 f"\n--- publisher errors ---\n{self.publisher.errors[-5:]}") from e
+
+    def run_jobs(self, *pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Create the pods (with their claim templates) and wait until each runs; their pods by name."""
+        self.cluster.apply([obj for pod in pods for obj in pod])
+        names = [pod[-1]["metadata"]["name"] for pod in pods]
+        return self.wait(f"pods {names} running", lambda: self._running(names))
+
+    def _running(self, names: list[str]) -> dict[str, dict[str, Any]] | None:
+        pods = {p["metadata"]["name"]: p for p in self.items("pods", "-n", "default")}
+        if all(pods.get(n, {}).get("status", {}).get("phase") == "Running" for n in names):
+            return {n: pods[n] for n in names}
+        return None
+
+    def delete_jobs(self, *names: str) -> None:
+        for n in names:
+            self.kubectl("delete", "pod", n, "-n", "default", "--ignore-not-found", "--wait=false")
+            self.kubectl("delete", "resourceclaimtemplate", n, "-n", "default", "--ignore-not-found")
+
+    def wait_no_gpu_nodes(self, timeout: float = 90) -> None:
+        self.wait("no node claim and no GPU node left", lambda: not self.node_claims()
+                  and not self.items("nodes", "-l", NODEPOOL_LABEL), timeout=timeout)
+
+    def node_of(self, pod: dict[str, Any]) -> dict[str, Any]:
+        node: dict[str, Any] = self.cluster.get_json("node", pod["spec"]["nodeName"])
+        return node
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    bin_dir = cluster_bin_dir()
+    if lacking := kp.missing(bin_dir):
+        skip_or_fail(f"the autoscaler is not built: missing {', '.join(lacking)}; build it with `bash tools/build.sh`")
+    work = tmp_path_factory.mktemp("karpenter")
+    settings = parse_settings(SETTINGS)
+    cluster = lc.LocalCluster(work / "cluster", nodes=0, bin_dir=bin_dir)
+    with cluster:
+        for crd in sorted(kp.crd_dir(bin_dir).glob("*.yaml")):
+            cluster.apply(yaml.safe_load(crd.read_text()))
+        cluster.wait_for("Karpenter's CRDs established", lambda: all(
+            any(c["type"] == "Established" and c["status"] == "True"
+                for c in crd.get("status", {}).get("conditions", []))
+            for crd in cluster.get_json("crds")["items"] if crd["spec"]["group"].startswith("karpenter")),
+            timeout=60)
+        cluster.apply([kp.kwok_node_class()] + [nodepool_manifest(settings, p, kp.KWOK_NODE_CLASS)
+                                                for p in settings.node_pools])
+        publisher = kp.SlicePublisher(cluster.kubectl, cluster.kubeconfig, bin_dir / "kubectl").start()
+        karpenter = kp.Karpenter(work / "karpenter", cluster.kubeconfig, bin_dir).start()
+        try:
+            yield Env(cluster, karpenter, publisher, settings)
+        finally:
+            karpenter.stop()
+            publisher.stop()
+
+
+def test_the_autoscaler_models_every_gpu_type_of_the_table_but_the_refused_ones(env: Env) -> None:
+    unmodeled = env.karpenter.unmodeled()
+    assert unmodeled is not None, env.karpenter.tail()
+    # The settings refuse autoscaling exactly where the autoscaler cannot see a type's GPUs.
+    assert set(unmodeled) == set(AUTOSCALER_UNMODELED)
+    assert set(unmodeled) < set(GPU_INSTANCE_TYPES)
+
+
+def test_gpu_claims_of_two_types_launch_one_node_of_each_from_zero(env: Env) -> None:
+    assert not env.node_claims() and not env.items("nodes")
+    pods = env.run_jobs(kp.gpu_claim_pod("train-h100", product=product(H100), count=8, tolerate=TOLERATE),
+                        kp.gpu_claim_pod("serve-l4", product=product(L4), count=1, tolerate=TOLERATE))
+    claims = env.node_claims()
+    types = sorted(c["metadata"]["labels"].get(kp.INSTANCE_TYPE_LABEL, "") for c in claims)
+    assert types == sorted([H100, L4]), [c["metadata"]["name"] for c in claims]
+    for pod, itype, pool in ((pods["train-h100"], H100, "h100"), (pods["serve-l4"], L4, "l4")):
+        node = env.node_of(pod)
+        labels = node["metadata"]["labels"]
+        assert labels[kp.INSTANCE_TYPE_LABEL] == itype
+        # the labels the pool's fixed nodes get at join (components/facts/nodes.py pool_node_labels)
+        assert labels[POOL_TAG] == pool and labels[NODEPOOL_LABEL] == pool
+        claim = env.cluster.get_json("resourceclaim", "-n", "default",
+                                     pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"])
+        results = claim["status"]["allocation"]["devices"]["results"]
+        assert {r["pool"] for r in results} == {node["metadata"]["name"]}
+        assert len(results) == (8 if itype == H100 else 1)
+    env.delete_jobs("train-h100", "serve-l4")
+    env.wait_no_gpu_nodes()
+
+
+def test_a_claim_no_pool_can_serve_is_named_in_an_event_and_launches_nothing(env: Env) -> None:
+    # No pool offers a B200; and the L4 pool's single-GPU nodes cannot hold two in one claim.
+    env.cluster.apply(kp.gpu_claim_pod("wants-b200", product="NVIDIA B200", count=1, tolerate=TOLERATE)
+                      + kp.gpu_claim_pod("two-l4", product=product(L4), count=2, tolerate=TOLERATE))
+    for pod in ("wants-b200", "two-l4"):
+        events = env.wait(f"Karpenter's event on {pod}", lambda p=pod: kp.karpenter_events(env.kubectl, p))
+        # events.go PodFailedToScheduleEvent; the reason is the DRA hop: no instance type's devices fit
+        assert any("no instance type can satisfy the allocation" in m for m in events), events
+    time.sleep(5)  # a launch would have happened in a batch window (1 s idle, 5 s at most)
+    assert env.node_claims() == []
+    env.delete_jobs("wants-b200", "two-l4")
+
+
+def test_a_node_running_a_job_is_kept_and_leaves_once_idle(env: Env) -> None:
+    pods = env.run_jobs(kp.gpu_claim_pod("long-train", product=product(L4), count=1, tolerate=TOLERATE,
+                                         annotations={DO_NOT_DISRUPT: "true"}))
+    node = pods["long-train"]["spec"]["nodeName"]
+    time.sleep(15)  # 1.5 x scaleDownAfter: WhenEmpty never takes a node that runs a pod
+    assert [n["metadata"]["name"] for n in env.items("nodes", "-l", NODEPOOL_LABEL)] == [node]
+    env.delete_jobs("long-train")
+    t0 = time.monotonic()
+    env.wait_no_gpu_nodes()
+    assert time.monotonic() - t0 >= 5  # not before scaleDownAfter (10 s, less the poll)
+
+
+def test_the_autoscaler_restarting_mid_scale_up_launches_once(env: Env) -> None:
+    # The instance takes 10 s to register; Karpenter dies right after launching it and comes back.
+    env.cluster.apply(kp.kwok_node_class(registration_delay="10s"))
+    try:
+        env.cluster.apply(kp.gpu_claim_pod("resume-l4", product=product(L4), count=1, tolerate=TOLERATE))
+        launched = env.wait("resume-l4's node claim launched", lambda: [
+            c for c in env.node_claims() if c.get("status", {}).get("providerID")])
+        env.karpenter.stop(kill=True)
+        env.karpenter.start()
+        pods = env.wait("resume-l4 running", lambda: env._running(["resume-l4"]))
+        claims = env.node_claims()
+        # the restarted autoscaler adopted the launch in flight: one claim, the instance it launched
+        assert [c["metadata"]["name"] for c in claims] == [launched[0]["metadata"]["name"]]
+        assert pods["resume-l4"]["spec"]["nodeName"] == launched[0]["status"]["providerID"].removeprefix("kwok://")
+        assert len(env.items("nodes", "-l", NODEPOOL_LABEL)) == 1
+    finally:
+        env.cluster.apply(kp.kwok_node_class())
+        env.delete_jobs("resume-l4")
+    env.wait_no_gpu_nodes()
+
+
+def test_karpenter_logged_no_error_about_our_objects(env: Env) -> None:
+    bad = [line for line in env.karpenter.log.read_text(errors="replace").splitlines()
+           if '"level":"ERROR"' in line and ("nodepool" in line.lower() or "nodeclass" in line.lower())]
+    assert bad == [], "\n".join(bad[:5])
+
+
