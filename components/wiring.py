@@ -9,6 +9,7 @@ fixed by the state of deployed stacks, a component's are prefixed by its own nam
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -56,9 +57,12 @@ def wire(settings: Settings, kubeconfig: pulumi.Input[str] | None, names: Names,
     cluster = make_cluster(names.cluster, settings, kubeconfig, opts=opts)
     # Velero's off-region bucket, key and IAM user; the add-on gets the access key and waits for them.
     backup = BackupTarget(names.backup, settings, opts) if backup_target_needed(settings) else None
+    extra_values: dict[str, pulumi.Input[dict[str, Any]]] = {"velero": backup.velero_values()} if backup else {}
+    if cluster.node_classes is not None:  # the autoscaled pools' EC2NodeClasses (components/aws/karpenter.py)
+        extra_values["karpenter-nodepools"] = cluster.node_classes.apply(lambda c: {"nodeClasses": c})
     addons = AddonSet(
         names.addons, settings, cluster,
-        extra_values={"velero": backup.velero_values()} if backup else None,
+        extra_values=extra_values or None,
         extra_dependencies={"velero": backup.ready} if backup else None,
         opts=opts,
     )

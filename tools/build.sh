@@ -201,10 +201,17 @@ SH
 # the KWOK provider's KWOKNodeClass), copied from the module tools/mod/karpenter builds, for its CI
 # scenarios (tests/integration/test_karpenter_local.py).
 karpenter_crd_dir="$root/crds/karpenter"
-karpenter_crds=(kwok/charts/crds/karpenter.sh_nodepools.yaml kwok/charts/crds/karpenter.sh_nodeclaims.yaml
-  kwok/charts/crds/karpenter.sh_nodeoverlays.yaml kwok/charts/crds/autoscaling.x-k8s.io_capacitybuffers.yaml
-  kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml)
-karpenter_crds_ok() { local f; for f in "${karpenter_crds[@]}"; do [[ -s "$karpenter_crd_dir/${f##*/}" ]] || return 1; done; }
+# (module path inside it): core's, and the AWS provider's EC2NodeClass, whose CEL rules judge the
+# classes components/aws/karpenter.py renders.
+karpenter_crds=(
+  "sigs.k8s.io/karpenter kwok/charts/crds/karpenter.sh_nodepools.yaml"
+  "sigs.k8s.io/karpenter kwok/charts/crds/karpenter.sh_nodeclaims.yaml"
+  "sigs.k8s.io/karpenter kwok/charts/crds/karpenter.sh_nodeoverlays.yaml"
+  "sigs.k8s.io/karpenter kwok/charts/crds/autoscaling.x-k8s.io_capacitybuffers.yaml"
+  "sigs.k8s.io/karpenter kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml"
+  "github.com/aws/karpenter-provider-aws pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml"
+)
+karpenter_crds_ok() { local e; for e in "${karpenter_crds[@]}"; do [[ -s "$karpenter_crd_dir/${e##*/}" ]] || return 1; done; }
 
 crd_dir="$root/crds/monitoring.coreos.com"
 crds_ok() { local f; for f in "${crd_files[@]}"; do [[ -s "$crd_dir/$f" ]] || return 1; done; }
@@ -331,10 +338,13 @@ if [[ -x "$bin/controller-gen" ]] && [[ " ${wanted[*]} " == *"controller-gen|"* 
 fi
 
 if [[ $needs_karpenter_crds -eq 1 ]]; then
-  dir=$(cd "$mods/karpenter" && GOTOOLCHAIN=$(sed -n 's/^toolchain \(go[0-9.]*\)$/\1/p' go.mod) \
-    "$GO" mod download -json sigs.k8s.io/karpenter | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   mkdir -p "$karpenter_crd_dir"
-  for f in "${karpenter_crds[@]}"; do cp -f "$dir/$f" "$karpenter_crd_dir/" || failed+=("karpenter CRD $f"); done
+  for entry in "${karpenter_crds[@]}"; do
+    read -r module f <<<"$entry"
+    dir=$(cd "$mods/karpenter" && GOTOOLCHAIN=$(sed -n 's/^toolchain \(go[0-9.]*\)$/\1/p' go.mod) \
+      "$GO" mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    cp -f "$dir/$f" "$karpenter_crd_dir/" || failed+=("karpenter CRD $module/$f")
+  done
 fi
 
 write_env

@@ -18,6 +18,8 @@ from . import (
     gpu_operator,
     kai_queues,
     kai_scheduler,
+    karpenter,
+    karpenter_nodepools,
     kube_prometheus_stack,
     observability,
     velero,
@@ -31,6 +33,8 @@ ADDONS: tuple[Addon, ...] = (
     gpu_operator.ADDON,
     dra_driver.ADDON,
     efa_device_plugin.ADDON,
+    karpenter.ADDON,
+    karpenter_nodepools.ADDON,
     fake_gpu_operator.ADDON,
     kai_scheduler.ADDON,
     kai_queues.ADDON,
@@ -61,7 +65,8 @@ PLATFORM_CAPABILITIES: dict[str, tuple[Capability, ...]] = {
 
 # Said plainly in docs/addons.md: what each platform leaves out, and why.
 LEFT_OUT: dict[str, str] = {
-    "aws": "fake-gpu-operator (real GPUs). aws-efa-k8s-device-plugin without an EFA pool. velero "
+    "aws": "fake-gpu-operator (real GPUs). aws-efa-k8s-device-plugin without an EFA pool. karpenter and "
+           "karpenter-nodepools without an autoscaled pool. velero "
            "without `backup:` (with it, the program also creates the off-region bucket, key and IAM "
            "user Velero writes with).",
     "existing": "kube-prometheus-stack (declare `clusterProvides: [monitoring-crds]` to use the "

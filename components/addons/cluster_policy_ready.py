@@ -162,7 +162,8 @@ def judge(seen: Seen, name: str, min_gpu_nodes: int) -> Observation:
     problems += [p for ds in seen.daemonsets if owned_by_policy(ds, seen.policy) and (p := daemonset_problem(ds))]
     if problems:
         return Observation(False, "; ".join(problems))
-    return Observation(True, f"state ready, Ready/{READY_REASON}, {len(found)} GPU node(s), operands rolled out",
+    reason = ready_condition(seen.policy).get("reason", READY_REASON)
+    return Observation(True, f"state ready, Ready/{reason}, {len(found)} GPU node(s), operands rolled out",
                        value=str(len(found)))
 
 
@@ -297,9 +298,10 @@ def gate_props(gate: str, name: str, kubeconfig: pulumi.Input[str], *, object_na
                min_gpu_nodes: int, timeout_seconds: int, trigger: pulumi.Input[str], settle_seconds: int,
                later_gpu_nodes: Sequence[tuple[int, str]]) -> dict[str, Any]:
     """The inputs of a gate resource (`gate`: its class name, for the message), checked."""
-    if timeout_seconds <= 0 or settle_seconds < 0 or min_gpu_nodes < 1:
+    # min_gpu_nodes 0: every GPU node is the autoscaler's (gpu_operator.expected_gpu_nodes).
+    if timeout_seconds <= 0 or settle_seconds < 0 or min_gpu_nodes < 0:
         raise ValueError(f"{gate} {name}: timeout_seconds must be positive, settle_seconds >= 0 "
-                         f"and min_gpu_nodes >= 1 (got {timeout_seconds}, {settle_seconds}, {min_gpu_nodes})")
+                         f"and min_gpu_nodes >= 0 (got {timeout_seconds}, {settle_seconds}, {min_gpu_nodes})")
     props = {
         "kubeconfig": pulumi.Output.secret(kubeconfig),
         "objectName": object_name,

@@ -95,6 +95,17 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
                 source="aws/eks-charts (5239609) stable/aws-efa-k8s-device-plugin/ at chart v0.5.30: templates/ holds "
                        "only the DaemonSet and NOTES.txt, no crds/"),
     CrdHandling(
+        chart="karpenter",
+        crds="`crds/` (NodePool, NodeClaim, NodeOverlay, CapacityBuffer, EC2NodeClass): a link to pkg/apis/crds in "
+             "the repository, packaged as files in the published chart",
+        mechanism="none in this chart: upstream's upgrade guide installs the separate `karpenter-crd` chart (the same "
+                  "CRDs under templates/) or applies them with kubectl before upgrading",
+        ours="nothing to set; the new version's `crds/` is applied before the release (CrdsFirst)",
+        source="aws/karpenter-provider-aws v1.15.0 charts/karpenter (no crds/ entry in the module zip, which drops "
+               "links), charts/karpenter-crd/templates, pkg/apis/crds/",
+        manual=True,
+    ),
+    CrdHandling(
         chart="velero",
         crds="`crds/` (Backup, Restore, Schedule, BackupStorageLocation...)",
         mechanism="`upgradeCRDs` (default true): pre-install/pre-upgrade/pre-rollback Job whose init container "

@@ -13,6 +13,7 @@ Implements components.kube.cluster_handle.ClusterHandle. Wiring only: every deci
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -22,16 +23,18 @@ from ..facts.cluster import AddonFacts, cluster_facts
 from ..facts.efa import efa_enabled
 from ..k8s_ready import ApiReady
 from ..kube.cluster_handle import ClusterHandleBase
-from ..settings.model import Settings
+from ..settings.model import NodePoolSettings, Settings
 from ..tables import tokens
 from ..tables.instance_types import Arch, arch_for_instance_type
 from ..upgrade.resources import NodeUpgrade, PoolUpgrade, UpgradeComplete
-from .ami import ubuntu_ami
+from .ami import ssm_parameter, ubuntu_ami
 from .control_plane import ControlPlane
 from .endpoints import VpcEndpoints
 from .iam import NodeRole, Scope, control_plane_policy, policy_json, worker_policy
 from .inventory import mint_document_name, node_role_name
+from .karpenter import controller_policy, ec2_node_class_manifest
 from .kubeconfig import api_server_url, render_kubeconfig
+from .launch import launch_plan
 from .load_balancer import ApiLoadBalancer
 from .mint import mint_document
 from .network import AwsNetwork
@@ -226,6 +229,27 @@ class AwsCluster(ClusterHandleBase):
                 opts=pulumi.ResourceOptions.merge(on_upgrades, pulumi.ResourceOptions(
                     depends_on=[control_planes_upgraded, self.node_pools[-1].launch_template])),
             ))
+        # Autoscaled pools (ADR 0049): the floor is the group above; Karpenter launches the rest with
+        # each pool's EC2NodeClass, the launch template's twin, and the controller's IAM policy on
+        # the control-plane role (Karpenter runs there on the host network).
+        scaled = [(pool, group) for pool, group in zip(settings.node_pools, self.node_pools, strict=True)
+                  if pool.autoscaling is not None]
+        self._node_classes = None
+        if scaled:
+            self._node_classes = pulumi.Output.all(*[
+                self._node_class(settings, pool, group, worker_role, network, groups, boot)
+                for pool, group in scaled])
+            ssm = sorted({p.ami or ssm_parameter(arch_for_instance_type(p.instance_type))
+                          for p, _ in scaled if not (p.ami or "").startswith("ami-")})
+            aws.iam.RolePolicy(
+                f"{name}-karpenter-controller",
+                role=cp_role.role.id,
+                policy=pulumi.Output.all(partition.partition, identity.account_id, worker_role.role.arn).apply(
+                    lambda v: policy_json(controller_policy(
+                        Scope(str(v[0]), settings.region or "", str(v[1]), cluster), worker_role_arn=str(v[2]),
+                        ssm_parameters=ssm, pricing=not settings.offline))),
+                opts=on_aws,
+            )
         UpgradeComplete(
             f"{name}-upgrade-complete", track=settings.kubernetes.track, region=region, cluster=cluster, policy=policy,
             snap=settings.kubernetes.snap,
@@ -243,11 +267,38 @@ class AwsCluster(ClusterHandleBase):
             cluster_identifier=cluster,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[api_ready]),
         )
-        # The AWS cloud controller manager is an add-on (components/addons/aws_cloud_controller_manager.py).
+        # The AWS cloud controller manager is an add-on (components/addons/aws_cloud_controller_manager.py),
+        # and so is Karpenter (components/addons/karpenter.py): node_classes completes its objects.
         self.register_outputs({
             "kubernetesTrack": settings.kubernetes.track,
             "kubeconfig": self._kubeconfig,
             "apiEndpoint": api.dns_name.apply(api_server_url),
             "controlPlanePrivateIps": [i.private_ip for i in control_plane.instances],
         })
+
+    @staticmethod
+    def _node_class(settings: Settings, pool: NodePoolSettings, group: GpuNodePool, worker_role: NodeRole,
+                    network: AwsNetwork, groups: ClusterSecurityGroups,
+                    boot: pulumi.Output[ClusterBoot]) -> pulumi.Output[dict[str, Any]]:
+        """The pool's EC2NodeClass (components/aws/karpenter.py) from what its launch template gets."""
+        # An instance profile's id is its name (terraform-provider-aws iam_instance_profile.go: d.SetId(name)).
+        worker = worker_boot(settings, pool)
+        efa_groups = [groups.efa.id] if groups.efa is not None and efa_enabled(pool) else []
+        # The group's placement group (its id is its name), or the existing one the pool names.
+        named = launch_plan(pool).placement
+        placement: pulumi.Input[str] | None = (group.placement_group.id if group.placement_group is not None
+                                               else named.group_name if named is not None else None)
+        subnets = pulumi.Output.all(*network.private_subnets_in(pool.availability_zone))
+        security_groups = pulumi.Output.all(groups.nodes.id, *efa_groups)
+        return pulumi.Output.all(
+            boot, worker_role.instance_profile.id, subnets, security_groups, placement,
+        ).apply(lambda v: ec2_node_class_manifest(
+            settings, pool, ami=pool.ami or ssm_parameter(arch_for_instance_type(pool.instance_type)),
+            user_data=render_gpu_worker(v[0], worker), instance_profile=str(v[1]), subnet_ids=[str(x) for x in v[2]],
+            security_group_ids=[str(x) for x in v[3]], placement_group=None if v[4] is None else str(v[4])))
+
+    @property
+    def node_classes(self) -> pulumi.Output[list[dict[str, Any]]] | None:
+        """Each autoscaled pool's EC2NodeClass, for the karpenter-nodepools add-on (None: no such pool)."""
+        return self._node_classes
 

@@ -7,7 +7,7 @@ on every platform.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -34,6 +34,11 @@ class ClusterHandle(Protocol):
     @property
     def facts(self) -> ClusterFacts: ...
 
+    @property
+    def node_classes(self) -> pulumi.Output[list[dict[str, Any]]] | None:
+        """Autoscaled pools' node classes, for the karpenter-nodepools add-on (aws; None elsewhere)."""
+        ...
+
 
 class ClusterHandleBase(pulumi.ComponentResource):
     """The ClusterHandle properties over the four attributes every platform component sets."""
@@ -58,4 +63,10 @@ class ClusterHandleBase(pulumi.ComponentResource):
     @property
     def facts(self) -> ClusterFacts:
         return self._facts
+
+    @property
+    def node_classes(self) -> pulumi.Output[list[dict[str, Any]]] | None:
+        """The autoscaled pools' node classes (the aws cluster's; None elsewhere): the
+        karpenter-nodepools add-on's wired values (components/wiring.py)."""
+        return None
 

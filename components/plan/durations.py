@@ -105,6 +105,10 @@ DURATIONS: dict[str, Duration] = {
     "aws-asg-capacity": Duration(6, 30, "Auto Scaling group: instance launched to running (wait for capacity)",
                                  f"{_EC2_BENCH} | {_EC2_COLD} | code: components/aws/node_pool.py waits for "
                                  "capacity (EC2 health checks: InService once running)"),
+    "karpenter-launch": Duration(1, 15, "Karpenter: pending pods batched, a NodeClaim launched (CreateFleet)",
+                                 "code: aws/karpenter-provider-aws v1.15.0 charts/karpenter/values.yaml "
+                                 "settings.batchIdleDuration 1s, batchMaxDuration 10s (the window that gathers "
+                                 "pending pods) | " + _EC2_BENCH + " (the API call that launches)"),
     "nlb-target-registration": Duration(70, 280, "NLB registers the target (before health checks start)",
                                         "https://github.com/aws/containers-roadmap/issues/469: targets 'sit idle in "
                                         "the NLB target group with state initial for 70-120 seconds before the first "

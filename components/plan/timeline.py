@@ -68,6 +68,8 @@ VPC_ENDPOINT = tokens.AWS_EC2_VPC_ENDPOINT
 NODE_SCRIPT_APIS = ("secretsmanager", "elasticloadbalancing", "ec2", "ssm")
 DRIVER_MODES = ("compiled", "precompiled", "host")
 DRA_CHART = "dra-driver-nvidia-gpu"
+NODEPOOLS_CHART = "karpenter-nodepools"  # components/addons/karpenter_nodepools.py
+SMOKE_CHART = "gpu-smoke-test"
 
 _AWS_KEYS = {
     tokens.AWS_EC2_VPC: "aws-vpc",
@@ -347,8 +349,23 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
             bootstrapped = member
 
     gpu_ready: list[str] = []
+    # Autoscaled pools (ADR 0049) whose group holds no node: their nodes come for the smoke pods'
+    # own claims, launched by Karpenter once its NodePools exist and the pods are pending.
+    scaled = {np["metadata"]["name"] for r in custom if r.type == RELEASE and chart_name(r) == NODEPOOLS_CHART
+              for np in (r.inputs.get("values") or {}).get("nodePools", [])}
+    nodepools = [r.urn for r in custom if r.type == RELEASE and chart_name(r) == NODEPOOLS_CHART]
+    smoke_charts = [r.urn for r in custom if r.type == RELEASE and chart_name(r) == SMOKE_CHART]
+    on_demand: list[str] = []  # the Ready steps of nodes launched for the smoke pods
     for asg in (r for r in custom if r.type == ASG):
         name = f"pool {_pool_name(asg)}"
+        if _pool_name(asg) in scaled and int(asg.inputs.get("desiredCapacity") or 0) == 0:
+            template = next((d for d in sorted(deps[asg.urn]) if steps[d].type == LAUNCH_TEMPLATE), "")
+            launch = synthetic(f"{name} autoscaler launch", "karpenter-launch", [*nodepools, *smoke_charts])
+            running = synthetic(f"{name} instance running", "aws-asg-capacity", [launch])
+            _, ready = node(name, media_of.get(template, NodeMedia()), running, ("k8s join", "k8s-join-worker"),
+                            [bootstrapped] if bootstrapped else [])
+            on_demand.append(ready)
+            continue
         until = (waits or {}).get(_pool_name(asg))
         block = synthetic(f"{name} Capacity Block starts", "capacity-block-wait", [], seconds=until) if until else ""
         launched = asg.urn
@@ -377,8 +394,13 @@ def build_steps(resources: list[Recorded], *, platform: str, driver_mode: str = 
         deps[wait.urn].add(validation)
     plugins = [synthetic("DRA kubelet plugin publishes GPUs", "dra-plugin-start", [r.urn, *drivers, *gpu_ready])
                for r in custom if r.type == RELEASE and chart_name(r) == DRA_CHART]
+    # On a node launched for the smoke pods the driver is the image's or the operator's DaemonSet
+    # pod on that node: the plugin publishes after the node is Ready (and its driver, for the row).
+    plugins += [synthetic(f"DRA kubelet plugin publishes GPUs ({steps[ready].name.removesuffix(' node Ready')})",
+                          "dra-plugin-start", [ready, *drivers])
+                for ready in on_demand if any(chart_name(r) == DRA_CHART for r in custom if r.type == RELEASE)]
     for run in (r for r in custom if r.type == SMOKE_RUN):
-        deps[run.urn] |= {*gpu_ready, *plugins}  # the run first waits for every GPU node's slices
+        deps[run.urn] |= {*gpu_ready, *on_demand, *plugins}  # the run first waits for every GPU node's slices
 
     return [replace(steps[i], deps=tuple(sorted(deps[i] & steps.keys()))) for i in order]
 
@@ -411,6 +433,22 @@ def topological(steps: Iterable[Step]) -> list[Step]:
 
     for s in sorted(by_id.values(), key=lambda s: s.id):
         visit(s)
+    return out
+
+
+def _descendants(steps: Mapping[str, Step], root: str) -> set[str]:
+    """Every step that waits, through any chain, on `root`."""
+    waiting: dict[str, set[str]] = {}
+    for s in steps.values():
+        for d in s.deps:
+            waiting.setdefault(d, set()).add(s.id)
+    out: set[str] = set()
+    todo = [root]
+    while todo:
+        for nxt in waiting.get(todo.pop(), ()):
+            if nxt not in out:
+                out.add(nxt)
+                todo.append(nxt)
     return out
 
 
@@ -470,6 +508,23 @@ class Timeline:
         overlapping = [s for s in self.steps.values() if s.id not in on_path and s.duration.high > 0
                        and min(finish, self.high[s.id][1]) - max(start, self.high[s.id][0]) > 0]
         return sorted(overlapping, key=lambda s: (-s.duration.high, s.name))
+
+    def scale_from_zero(self) -> list[tuple[str, tuple[float, float]]]:
+        """Per autoscaler launch (a pool autoscaled from zero): (pool, the time from the launch step's
+        start, with the smoke pods pending, to the smoke pass), low and high. What a queued GPU job
+        waits for a node that does not exist yet (ADR 0049; the issue's goal: at most 5 minutes)."""
+        out = []
+        end = self.steps[self.end]
+        for s in sorted(self.steps.values(), key=lambda s: s.name):
+            if s.key != "karpenter-launch":
+                continue
+            sub = {i: self.steps[i] for i in _descendants(self.steps, s.id) | {s.id}}
+            # scheduled alone: everything else the smoke run waits for is taken as done already
+            low, high = schedule(list(sub.values()), "low"), schedule(list(sub.values()), "high")
+            if end.id in sub:
+                out.append((s.name.removesuffix(" autoscaler launch").removeprefix("pool "),
+                             (low[end.id][1], high[end.id][1])))
+        return out
 
     def estimates_on_path(self) -> list[Step]:
         return [self.steps[i] for i in self.path if self.steps[i].duration.kind == "estimate"]

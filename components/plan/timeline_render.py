@@ -48,6 +48,8 @@ def summary_lines(tl: Timeline) -> list[str]:
              + (f"; names without the `{tl.prefix}` prefix" if tl.prefix else ""),
              f"Dominating step: {describe(dom)}, {span(dom.duration.low, dom.duration.high)} "
              f"({share:.0%} of the upper bound)"]
+    lines += [f"Scale from zero (pool {pool}, autoscaled): the smoke pods' claims pending to the smoke pass: "
+              f"{span(lo, hi)}" for pool, (lo, hi) in tl.scale_from_zero()]
     estimates = tl.estimates_on_path()
     if estimates:
         lines.append("Estimates on the path (no upstream source for all of the range): "

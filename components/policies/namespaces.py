@@ -39,6 +39,9 @@ PRIVILEGED_CHARTS: dict[str, tuple[str, str | None]] = {
     "velero": ("node-agent: kubelet pod volumes through hostPath", "deployNodeAgent"),
     # aws/eks-charts stable/aws-efa-k8s-device-plugin templates/daemonset.yaml (chart v0.5.30).
     "aws-efa-k8s-device-plugin": ("privileged, host network, /dev/infiniband and device-plugin hostPaths", None),
+    # aws/karpenter-provider-aws v1.15.0 charts/karpenter templates/deployment.yaml: `hostNetwork`
+    # (components/addons/karpenter.py sets it: the control plane's IMDS with a hop limit of 1).
+    "karpenter": ("host network on control planes, for the instance role's credentials", "hostNetwork"),
 }
 
 

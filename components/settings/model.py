@@ -346,6 +346,8 @@ class AddonsSettings(_Model):
     aws_cloud_controller_manager: AddonSettings = AddonSettings()
     velero: AddonSettings = AddonSettings()
     efa_device_plugin: AddonSettings = AddonSettings()
+    karpenter: AddonSettings = AddonSettings()
+    karpenter_nodepools: AddonSettings = AddonSettings()
 
     def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
         """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""

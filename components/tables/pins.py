@@ -115,6 +115,11 @@ CHARTS: dict[str, ChartPin] = {
     "aws-efa-k8s-device-plugin": ChartPin(
         "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30"
     ),
+    # The autoscaler of autoscaled pools (components/addons/karpenter.py, ADR 0049): chart and
+    # controller 1.15.0, the release whose core (sigs.k8s.io/karpenter v1.15.0) and AWS provider
+    # (v1.15.0) tools/mod/karpenter builds and runs in CI. v1.15.1+ pairs with a core the module
+    # proxy refuses, so CI could not run it.
+    "karpenter": ChartPin("karpenter", "oci://public.ecr.aws/karpenter", "1.15.0"),
 }
 
 # The GPU Operator's `driver.version` with `gpuStack.driver: precompiled` (driver.usePrecompiled):

@@ -11,6 +11,7 @@ autoscaler restarting mid scale-up without launching twice.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from components.facts.autoscaling import DO_NOT_DISRUPT, NODEPOOL_LABEL, nodepool_manifest
+from components.plan.run import plan_stack
 from components.settings import parse_settings
 from components.settings.model import DEFAULT_GPU_TAINT, Settings
 from components.tables.instance_types import AUTOSCALER_UNMODELED, GPU_INSTANCE_TYPES, gpu_facts
@@ -53,8 +55,8 @@ class Env:
     def __init__(self, cluster: Any, karpenter: kp.Karpenter, publisher: kp.SlicePublisher, settings: Settings):
         self.cluster, self.karpenter, self.publisher, self.settings = cluster, karpenter, publisher, settings
 
-    def kubectl(self, *args: str, check: bool = True) -> str:
-        out: str = self.cluster.kubectl(*args, check=check)
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> str:
+        out: str = self.cluster.kubectl(*args, check=check, input=input)
         return out
 
     def items(self, *args: str) -> list[dict[str, Any]]:
@@ -199,6 +201,35 @@ def test_the_autoscaler_restarting_mid_scale_up_launches_once(env: Env) -> None:
         env.cluster.apply(kp.kwok_node_class())
         env.delete_jobs("resume-l4")
     env.wait_no_gpu_nodes()
+
+
+def _ec2_shaped(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The offline plan's objects with the ids its mocks invented (`<resource name>-<hex>`) in the
+    shape EC2 gives them, which the CRD's patterns require (subnet-..., sg-...); nothing else changed."""
+    out = json.loads(json.dumps(objs))
+    for o in out:
+        spec = o["spec"]
+        for key, prefix in (("subnetSelectorTerms", "subnet"), ("securityGroupSelectorTerms", "sg")):
+            for i, term in enumerate(spec.get(key, [])):
+                if "id" in term and not term["id"].startswith(f"{prefix}-"):
+                    term["id"] = f"{prefix}-0{i}{'0' * 15}"
+    return out
+
+
+def test_the_aws_stacks_objects_pass_the_pinned_crds_rules(env: Env) -> None:
+    # What `ck8s-gpu plan --stack aws-elastic` renders for Karpenter, judged by a real API server with
+    # the CRDs at the pin: OpenAPI schemas and every CEL rule (EC2NodeClass: exactly one of role and
+    # instanceProfile, no reserved tag keys, network interfaces, selector terms; NodePool: limits,
+    # budgets, requirements). A dry run: nothing is created.
+    plan = plan_stack("aws-elastic")
+    values = next(r.inputs["values"] for r in plan.resources if r.name.endswith("-karpenter-nodepools"))
+    objs = _ec2_shaped(values["nodeClasses"]) + values["nodePools"]
+    assert sorted(o["metadata"]["name"] for o in objs) == ["h100", "h100", "l4", "l4"]
+    for o in objs:  # beside this module's own NodePools of the same names (nodeClassRef is immutable)
+        o["metadata"]["name"] = f"aws-{o['metadata']['name']}"
+    out = env.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=ck8s-gpu-test", "-f", "-",
+                      input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    assert out.count("serverside-applied (server dry run)") == 4, out
 
 
 def test_karpenter_logged_no_error_about_our_objects(env: Env) -> None:

@@ -99,6 +99,39 @@ def test_ready_with_no_gpu_node_is_not_ready() -> None:
         run_gate(settings("aws"), store)
 
 
+# The set alone, without the aws cluster's node classes (the wiring's): its NodePools are left out.
+NO_NODE_CLASSES = {"addons": {"karpenterNodepools": {"enabled": False}}}
+
+
+def autoscaled_from_zero() -> Settings:
+    return settings("aws", nodePools=[{"name": "gpu", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3}}],
+                    gpuStack=NO_NODE_CLASSES)
+
+
+def test_where_every_gpu_node_is_the_autoscalers_no_gpu_node_yet_is_ready() -> None:
+    """ADR 0049: no job queued, no GPU node launched; the operator's verdict ready/NoGPUNodes is then
+    the whole truth, and `up` must not wait for nodes nothing asked for."""
+    store = installed(Store(), {"cpu-0": NFD_CPU})
+    with Operator(store):
+        outs = run_gate(autoscaled_from_zero(), store)
+    assert outs["gpuNodes"] == 0 and "Ready/NoGPUNodes, 0 GPU node(s)" in outs["observed"]
+
+
+def test_an_autoscaled_pool_with_a_floor_still_waits_for_its_floor() -> None:
+    s = settings("aws", nodePools=[{"name": "gpu", "instanceType": "g6.xlarge",
+                                    "autoscaling": {"minSize": 1, "maxSize": 3}}], gpuStack=NO_NODE_CLASSES)
+    store = installed(Store(), {"cpu-0": NFD_CPU})
+    with Operator(store), pytest.raises(wait.WaitTimeout, match="reason 'NoGPUNodes'"):
+        run_gate(s, store)
+
+
+def test_an_autoscaled_node_once_there_must_be_reconciled_like_any() -> None:
+    store = installed(Store(), {"gpu-0": NFD_GPU})
+    store.daemonset("nvidia-driver-daemonset", desired=1, ready=False)
+    with Operator(store), pytest.raises(wait.WaitTimeout, match="nvidia-driver-daemonset"):
+        run_gate(autoscaled_from_zero(), store)
+
+
 def test_fewer_gpu_nodes_than_the_pools_hold_is_not_ready() -> None:
     store = installed(Store(), {"gpu-0": NFD_GPU, "gpu-1": {}})
     with Operator(store), pytest.raises(wait.WaitTimeout, match=r"1 GPU node.*expected at least 2 \(gpu-0\)"):

@@ -30,7 +30,8 @@ def test_benchmarks_section_is_up_to_date() -> None:
 
 def test_every_committed_stack_is_in_the_section() -> None:
     text = current_section(BENCHMARKS.read_text())
-    assert committed_stacks() == ["aws-airgap", "aws-dev", "aws-prod", "existing", "kind", "local", "local-kubelet"]
+    assert committed_stacks() == ["aws-airgap", "aws-dev", "aws-elastic", "aws-prod", "existing", "kind", "local",
+                                 "local-kubelet"]
     for stack in committed_stacks():
         assert f"| `{stack}` | " in text
     # and the reserved-capacity variant: aws-prod with its h100 pool on a Capacity Block 2 h out
