@@ -217,7 +217,7 @@ class SlicePublisher:
                     self._kubectl("delete", "resourceslice", f"{gone}-{dra.DRIVER}", "--ignore-not-found")
                     del self.published[gone]
                 self._boot_orphans(set(names))
-            except (RuntimeError, subprocess.CalledProcessError, json.JSONDecodeError) as e:
+            except (RuntimeError, subprocess.CalledProcessError, json.JSONDecodeError, KeyError) as e:
                 self.errors.append(str(e)[:300])
             self._stop.wait(self._interval)
 
@@ -226,8 +226,9 @@ class SlicePublisher:
         claims = json.loads(self._kubectl("get", "nodeclaims", "-o", "json"))["items"]
         all_nodes = {n["metadata"]["name"] for n in json.loads(self._kubectl("get", "nodes", "-o", "json"))["items"]}
         for claim in claims:
-            provider_id = claim.get("status", {}).get("providerID", "")
-            launched = next((c for c in claim["status"].get("conditions", [])
+            status = claim.get("status") or {}  # a claim just created has none yet
+            provider_id = status.get("providerID", "")
+            launched = next((c for c in status.get("conditions", [])
                              if c["type"] == "Launched" and c["status"] == "True"), None)
             if not provider_id.startswith("kwok://") or launched is None or claim["metadata"].get("deletionTimestamp"):
                 continue
@@ -246,9 +247,8 @@ class SlicePublisher:
                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
             }
             self._kubectl("create", "-f", "-", input=json.dumps(node))
-            status = {"status": {"capacity": requests,
-                                 "allocatable": {**requests, **claim["status"].get("allocatable", {})}}}
-            self._kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(status))
+            patch = {"status": {"capacity": requests, "allocatable": {**requests, **status.get("allocatable", {})}}}
+            self._kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
             self.booted.append(name)
 
 
