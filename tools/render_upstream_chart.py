@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -136,9 +137,12 @@ def judge(chart_dir: Path, addon_name: str, settings: Any, values: dict[str, Any
             docs += [d for d in yaml.safe_load_all(rendered[path]) if d]
     seen = [f"{d['kind']} {d['metadata'].get('name')}" for d in docs]
     # A custom resource is judged against the CRD that defines it: the chart's crds/ (never
-    # rendered by Helm's templates) or one its templates render.
-    crd_docs = [d for f in sorted((chart_dir / "crds").rglob("*.y*ml")) if (chart_dir / "crds").is_dir()
-                for d in yaml.safe_load_all(f.read_text()) if d]
+    # rendered by Helm's templates), one its templates render, or the Prometheus Operator's
+    # ServiceMonitor / PrometheusRule at the pin, which another add-on installs (tools/build.sh
+    # generates them into the tools cache; absent there, such an object is reported as unjudged).
+    crd_files = sorted((chart_dir / "crds").rglob("*.y*ml")) if (chart_dir / "crds").is_dir() else []
+    monitoring = _monitoring_crds()
+    crd_docs = [d for f in [*crd_files, *monitoring] for d in yaml.safe_load_all(f.read_text()) if d]
     schemas = crd_schemas([*crd_docs, *docs])
     for d in docs:
         for version in VERSIONS:
@@ -187,6 +191,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--stack", required=True, help="a committed stack (stacks/Pulumi.<stack>.yaml)")
     ap.add_argument("--enable", action="store_true", help="turn the add-on on in a copy of the settings")
     return ap.parse_args(argv)
+
+
+def _monitoring_crds() -> list[Path]:
+    """The monitoring.coreos.com CRDs tools/build.sh generated at the pin, where the cache has them."""
+    import subprocess
+
+    try:
+        bin_dir = Path(os.environ.get("CK8S_GPU_TOOLS_BIN") or subprocess.run(
+            ["bash", str(REPO / "tools" / "build.sh"), "--print"], check=True, capture_output=True,
+            text=True).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    return sorted((bin_dir.parent / "crds" / "monitoring.coreos.com").glob("*.yaml"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from . import (
     karpenter,
     karpenter_nodepools,
     kube_prometheus_stack,
+    kuberay_operator,
     observability,
     velero,
 )
@@ -38,6 +39,7 @@ ADDONS: tuple[Addon, ...] = (
     fake_gpu_operator.ADDON,
     kai_scheduler.ADDON,
     kai_queues.ADDON,
+    kuberay_operator.ADDON,
     kube_prometheus_stack.ADDON,
     observability.ADDON,
     velero.ADDON,

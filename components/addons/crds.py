@@ -106,6 +106,16 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
         manual=True,
     ),
     CrdHandling(
+        chart="kuberay-operator",
+        crds="`crds/` (RayCluster, RayJob, RayService; about 3 MiB, over client-side apply's annotation limit)",
+        mechanism="none in this chart: upstream's upgrade notes apply the new CRDs with `kubectl apply "
+                  "--server-side` (or `create`/`replace`) before upgrading",
+        ours="nothing to set; the new version's `crds/` is applied server-side before the release (CrdsFirst)",
+        source="ray-project/kuberay v1.5.2 (9f65eca) helm-chart/kuberay-operator/crds/ (the same blobs as "
+               "ray-operator/config/crd/bases/), templates/ (no CRD, no hook)",
+        manual=True,
+    ),
+    CrdHandling(
         chart="velero",
         crds="`crds/` (Backup, Restore, Schedule, BackupStorageLocation...)",
         mechanism="`upgradeCRDs` (default true): pre-install/pre-upgrade/pre-rollback Job whose init container "

@@ -348,6 +348,7 @@ class AddonsSettings(_Model):
     efa_device_plugin: AddonSettings = AddonSettings()
     karpenter: AddonSettings = AddonSettings()
     karpenter_nodepools: AddonSettings = AddonSettings()
+    kuberay_operator: AddonSettings = AddonSettings()
 
     def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
         """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""

@@ -120,6 +120,11 @@ CHARTS: dict[str, ChartPin] = {
     # (v1.15.0) tools/mod/karpenter builds and runs in CI. v1.15.1+ pairs with a core the module
     # proxy refuses, so CI could not run it.
     "karpenter": ChartPin("karpenter", "oci://public.ecr.aws/karpenter", "1.15.0"),
+    # The AI operator (components/addons/kuberay_operator.py, ADR 0050): chart and operator v1.5.2,
+    # the release tools/mod/kuberay builds and CI runs. The chart is published per release tag
+    # (ray-project/kuberay-helm, kuberay-operator-1.5.2); the Go proxy lists v1.5.0 as latest but
+    # serves v1.5.2 when named.
+    "kuberay-operator": ChartPin("kuberay-operator", "https://ray-project.github.io/kuberay-helm/", "1.5.2"),
 }
 
 # The GPU Operator's `driver.version` with `gpuStack.driver: precompiled` (driver.usePrecompiled):
