@@ -19,7 +19,6 @@ What stands in for what:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -33,6 +32,7 @@ from typing import Any
 
 from components.facts.autoscaling import NODEPOOL_LABEL, NodeClassRef
 from components.tables.instance_types import GPU_INSTANCE_TYPES, gpu_facts
+from tests.helpers.controller_env import stop_process
 from tests.helpers.tools import load_tool
 
 BINARY = "ck8s-karpenter-kwok"
@@ -129,15 +129,8 @@ class Karpenter:
         return self
 
     def stop(self, *, kill: bool = False) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill() if kill else self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        if self.proc is not None:
+            stop_process(self.proc, kill=kill)
         self.proc = None
 
     def alive(self) -> bool:

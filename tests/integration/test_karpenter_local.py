@@ -26,6 +26,7 @@ from components.settings.model import DEFAULT_GPU_TAINT, Settings
 from components.tables.instance_types import AUTOSCALER_UNMODELED, GPU_INSTANCE_TYPES, gpu_facts
 from components.tables.labels import POOL_TAG
 from tests.helpers import karpenter as kp
+from tests.helpers.controller_env import ClusterEnv
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
 pytestmark = pytest.mark.integration
@@ -51,28 +52,21 @@ def product(instance_type: str) -> str:
     return facts.product_name
 
 
-class Env:
+class Env(ClusterEnv):
     def __init__(self, cluster: Any, karpenter: kp.Karpenter, publisher: kp.SlicePublisher, settings: Settings):
-        self.cluster, self.karpenter, self.publisher, self.settings = cluster, karpenter, publisher, settings
-
-    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> str:
-        out: str = self.cluster.kubectl(*args, check=check, input=input)
-        return out
-
-    def items(self, *args: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = self.cluster.get_json(*args)["items"]
-        return found
+        super().__init__(cluster)
+        self.karpenter, self.publisher, self.settings = karpenter, publisher, settings
 
     def node_claims(self) -> list[dict[str, Any]]:
         return self.items("nodeclaims")
 
+    def debug(self) -> str:
+        return (f"--- karpenter log (tail) ---\n{self.karpenter.tail()}\n"
+                f"--- nodeclaims ---\n{self.kubectl('get', 'nodeclaims', '-o', 'wide', check=False)}"
+                f"\n--- publisher errors ---\n{self.publisher.errors[-5:]}")
+
     def wait(self, what: str, predicate: Callable[[], Any], timeout: float = LAUNCH_SECONDS) -> Any:
-        try:
-            return self.cluster.wait_for(what, predicate, timeout=timeout, interval=0.5)
-        except TimeoutError as e:
-            raise AssertionError(f"{e}\n--- karpenter log (tail) ---\n{self.karpenter.tail()}\n"
-                                 f"--- nodeclaims ---\n{self.kubectl('get', 'nodeclaims', '-o', 'wide', check=False)}"
-                                 f"\n--- publisher errors ---\n{self.publisher.errors[-5:]}") from e
+        return super().wait(what, predicate, timeout)
 
     def run_jobs(self, *pods: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Create the pods (with their claim templates) and wait until each runs; their pods by name."""

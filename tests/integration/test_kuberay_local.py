@@ -39,6 +39,7 @@ from components.kube.client import api_client
 from components.smoke.gateway import KubeGateway
 from tests.fakes.kai.binder import QUEUE_LABEL, SCHEDULER, KaiStandIn
 from tests.helpers import kuberay
+from tests.helpers.controller_env import ClusterEnv
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
 pytestmark = pytest.mark.integration
@@ -51,17 +52,10 @@ NS = "ml"
 API = "resource.k8s.io/v1"
 
 
-class Env:
+class Env(ClusterEnv):
     def __init__(self, cluster: Any, operator: kuberay.RayOperator, kai: KaiStandIn) -> None:
-        self.cluster, self.operator, self.kai = cluster, operator, kai
-
-    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> str:
-        out: str = self.cluster.kubectl(*args, check=check, input=input)
-        return out
-
-    def items(self, *args: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = self.cluster.get_json(*args)["items"]
-        return found
+        super().__init__(cluster)
+        self.operator, self.kai = operator, kai
 
     def raycluster(self, name: str) -> dict[str, Any]:
         got: dict[str, Any] = self.cluster.get_json("raycluster", name, "-n", NS)
@@ -73,12 +67,6 @@ class Env:
                 f"--- events ---\n{self.kubectl('get', 'events', '-n', NS, check=False)}\n"
                 f"--- KAI stand-in error: {self.kai.error or 'none'}\n"
                 f"--- ray-operator log ---\n{self.operator.tail()}")
-
-    def wait(self, what: str, predicate: Any, timeout: float = 90) -> Any:
-        try:
-            return self.cluster.wait_for(what, predicate, timeout=timeout)
-        except Exception as exc:  # the cluster's timeout error, with what the test needs to see
-            raise AssertionError(f"{exc}\n{self.debug()}") from exc
 
 
 @pytest.fixture(scope="module")
