@@ -125,6 +125,15 @@ def _window(r: Reservation, pool: NodePoolSettings, subject: str, now: datetime 
                       f": extend it or name a longer one")
 
 
+def _sizes(pool: NodePoolSettings) -> tuple[str, str]:
+    """The fields that set what the pool starts with and the most it grows to: desiredSize and
+    maxSize, or an autoscaled pool's autoscaling.minSize and autoscaling.maxSize (its Auto Scaling
+    group holds minSize; Karpenter launches the rest, into the reservation first)."""
+    if pool.autoscaling is not None:
+        return "autoscaling.minSize", "autoscaling.maxSize"
+    return "desiredSize", "maxSize"
+
+
 def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now: datetime | None) -> Iterator[Finding]:
     cr = pool.capacity_reservation
     assert cr is not None
@@ -140,13 +149,14 @@ def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now:
         yield from state
         if any(f.severity == "error" for f in state):
             return  # an expired or failed reservation has nothing to count
-        if r.available < pool.desired_size:
+        start, most = _sizes(pool)
+        if r.available < pool.start_size:
             yield Finding("reservation-too-small", "error", f"{subject}.id",
                           f"{r.id} has {r.available} of {r.total} instance(s) available, the pool wants "
-                          f"desiredSize {pool.desired_size}: lower desiredSize or name a larger reservation")
-        elif pool.max_size > r.total:
+                          f"{start} {pool.start_size}: lower {start} or name a larger reservation")
+        elif pool.max_nodes > r.total:
             yield Finding("reservation-too-small", "warning", f"{subject}.id",
-                          f"maxSize {pool.max_size} is more than {r.id} holds ({r.total}): nodes beyond it do "
+                          f"{most} {pool.max_nodes} is more than {r.id} holds ({r.total}): nodes beyond it do "
                           f"not launch into the reservation")
         yield from _window(r, pool, f"{subject}.id", now)
         return
@@ -166,10 +176,11 @@ def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now:
                       f"in the group ({have}): add one, or fix instanceType / availabilityZone")
         return
     available = sum(r.available for r in fitting)
-    if available < pool.desired_size:
+    start, _ = _sizes(pool)
+    if available < pool.start_size:
         yield Finding("reservation-too-small", "error", subject,
                       f"the group's fitting reservations ({', '.join(r.id for r in fitting)}) have {available} "
-                      f"instance(s) available, the pool wants desiredSize {pool.desired_size}: lower desiredSize "
+                      f"instance(s) available, the pool wants {start} {pool.start_size}: lower {start} "
                       f"or add capacity to the group")
     for r in fitting:
         yield from _window(r, pool, subject, now)

@@ -12,7 +12,12 @@ from components.preflight.facts import RegionFacts, Reservation
 from components.preflight.report import lines
 from components.preflight.run import preflight
 from components.settings.load import read_stack_file
-from components.settings.model import CapacityReservationSettings, NodePoolSettings, Settings
+from components.settings.model import (
+    AutoscalingSettings,
+    CapacityReservationSettings,
+    NodePoolSettings,
+    Settings,
+)
 from components.validate import from_config as settings_from_config
 from tests.unit.preflight.recorded import RecordedSession
 
@@ -97,6 +102,23 @@ def test_a_reservation_with_fewer_instances_available_than_desired() -> None:
     # exactly enough passes
     findings, _ = _run("reservations-ok.json")
     assert not failed(findings)
+
+
+def test_an_autoscaled_pool_is_judged_by_its_autoscaling_sizes() -> None:
+    """Its Auto Scaling group holds autoscaling.minSize; Karpenter launches up to autoscaling.maxSize.
+    The leftover desiredSize of the fixture (2) must not count: the reservation has 0 of 2 free."""
+    def scaled(lo: int, hi: int) -> Settings:
+        return _settings(h100={"autoscaling": AutoscalingSettings(min_size=lo, max_size=hi)})
+
+    findings, _ = _run("reservation-too-small.json", scaled(0, 4))
+    assert not failed(findings), [f.message for f in findings]
+    [warn] = [f for f in findings if f.kind == "reservation-too-small"]
+    assert warn.severity == "warning"
+    assert warn.message.startswith(f"autoscaling.maxSize 4 is more than {ODCR} holds (2)")
+    findings, _ = _run("reservation-too-small.json", scaled(1, 2))
+    [small] = [f for f in findings if f.severity == "error"]
+    assert "has 0 of 2 instance(s) available, the pool wants autoscaling.minSize 1: lower autoscaling.minSize" \
+        in small.message
 
 
 def test_efa_on_a_type_without_efa_is_refused_from_aws_answer() -> None:
