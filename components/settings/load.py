@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,11 @@ KNOWN_KEYS = {SETTINGS_KEY, KUBECONFIG_KEY}
 class SettingsError(Exception):
     """Bad stack settings. `str()` is the whole user-facing message; no traceback is wanted."""
 
-    def __init__(self, source: str, problems: Iterable[Problem]) -> None:
+    def __init__(self, source: str, problems: Iterable[Problem], excerpt: Sequence[str] = ()) -> None:
         self.source = source
         self.problems = sorted(set(problems))
+        # Lines of the file that show where (a YAML error: the line and a caret under the column).
+        self.excerpt = tuple(excerpt)
         super().__init__(self.message)
 
     @property
@@ -34,6 +36,7 @@ class SettingsError(Exception):
         n = len(self.problems)
         lines = [f"invalid settings in {self.source} ({n} problem{'s' if n != 1 else ''}):"]
         lines += [f"  {_cut(_printable(path), 200)}: {_cut(_printable(reason))}" for path, reason in self.problems]
+        lines += [f"    {_cut(_printable(line), 200)}" for line in self.excerpt]
         return "\n".join(lines)
 
 
@@ -221,6 +224,30 @@ def _expanded_size(value: Any, limit: int) -> int:
     return count
 
 
+def _yaml_error(exc: yaml.YAMLError, text: str) -> tuple[str, list[str]]:
+    """PyYAML's error as one reason with its line and column (1-based, as editors count), and the
+    line it points at with a caret under the column. A problem at the end of the file points at
+    where the unfinished construct began (its context mark) instead of an empty line."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem is None or mark is None:
+        return f"not valid YAML: {_cut(str(exc), 300)}", []
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    reason = f"not valid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    if context and context_mark is not None:
+        reason += f" ({context} at line {context_mark.line + 1}, column {context_mark.column + 1})"
+    elif context:
+        reason += f" ({context})"
+    lines = text.splitlines()
+    shown = mark
+    if (mark.line >= len(lines) or not lines[mark.line].strip()) and context_mark is not None:
+        shown = context_mark
+    if shown.line >= len(lines):
+        return reason, []
+    gutter = f"{shown.line + 1} | "
+    return reason, [gutter + lines[shown.line], " " * (len(gutter) + shown.column) + "^"]
+
+
 def parse_stack_text(data: bytes, source: str) -> Any:
     """Bytes of a stack file -> YAML document, or SettingsError: not UTF-8, not YAML, too deep, too big."""
     try:
@@ -236,7 +263,8 @@ def parse_stack_text(data: bytes, source: str) -> Any:
                               "last one silently and the Pulumi CLI refuses the file; keep one")
             for path, key, first, again in exc.found]) from None
     except yaml.YAMLError as exc:
-        raise SettingsError(source, [("file", f"not valid YAML: {_cut(str(exc), 300)}")]) from None
+        reason, excerpt = _yaml_error(exc, text)
+        raise SettingsError(source, [("file", reason)], excerpt) from None
     except RecursionError:
         raise SettingsError(source, [("file", "not valid YAML: nested too deeply to parse")]) from None
     if _expanded_size(doc, MAX_VALUES) > MAX_VALUES:

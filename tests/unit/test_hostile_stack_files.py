@@ -45,6 +45,28 @@ def test_bad_bytes_and_numbers_end_in_one_clean_message(tmp_path: Path, capsys: 
     assert "Traceback" not in out and len(out) < 2_000
 
 
+@pytest.mark.parametrize(("body", "where", "line", "column"), [
+    # an unclosed flow sequence: the error is at the end of the file, the caret where the list began
+    (HEAD + "    region: [eu-west-1\n", "line 5, column 1", "4 |     region: [eu-west-1", 13),
+    # a key indented one space less than its siblings
+    (HEAD + "   region: eu-west-1\n", "line 4, column 4", "4 |    region: eu-west-1", 4),
+    # a tab where YAML allows only spaces
+    (HEAD + "    tags:\n\tteam: ml\n", "line 5, column 1", "5 | \\tteam: ml", 1),
+])
+def test_a_yaml_error_names_its_line_and_points_at_the_column(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, where: str, line: str, column: int) -> None:
+    code, out = _plan(tmp_path, body.encode(), capsys)
+    assert code == 2, out
+    lines = out.splitlines()
+    [reason] = [x for x in lines if x.startswith("  file: not valid YAML at ")]
+    assert where in reason and "\\n" not in reason, reason
+    shown = lines.index(f"    {line}")
+    caret = lines[shown + 1]
+    assert caret.strip() == "^"
+    # the caret sits under the column the line's text starts counting from (after "    <n> | ")
+    assert caret.index("^") - (lines[shown].index(" | ") + 3) == column - 1, out
+
+
 def test_a_huge_bad_value_is_cut_short_in_the_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _plan(tmp_path, HEAD.encode() + b"    region: " + b"x" * 1_000_000 + b"\n", capsys)
     assert code == 2 and "settings.region" in out and "x..." in out and len(out) < 2_000
