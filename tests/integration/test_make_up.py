@@ -123,6 +123,9 @@ def test_the_processes_and_ports_of_a_state_dir_are_found(tmp_path: Path) -> Non
     assert procs.processes([str(mark)]) == {}
 
 
+# In the kubelets lane: it reads which node tiers run on the machine, and the other lane's would be
+# the first one `make down` names (a cold CI run saw exactly that, 2026-12-05).
+@pytest.mark.kubelets
 def test_up_and_down_refuse_while_another_node_tier_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # A process naming another tier's short root (tools/nodetier.py short_root) is another node tier.
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",

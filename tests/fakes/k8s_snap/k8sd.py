@@ -158,10 +158,13 @@ def register_node(state: dict[str, Any], name: str, role: str, track: Track) -> 
     its version (status.nodeInfo.kubeletVersion: the snap's Kubernetes); Ready only with a CNI
     (network feature): bootstrap's own message says so."""
     cluster = state["cluster"]
-    delay = float(state.get("node_registration_delay", 0))
     cluster["nodes"][name] = {
         "labels": dict(CONTROL_PLANE_LABELS if role == "control-plane" else WORKER_LABELS),
-        "registered_at": world.now(state) + delay,
+        "registered_at": world.now(state),
+        # A kubelet that registers its Node late (after `k8s join-cluster` returned): the first
+        # this-many lookups of the Node find nothing. Counted, not timed, so a loaded machine
+        # cannot let the Node appear before the first lookup.
+        "late_lookups": int(state.get("node_registration_late_lookups", 0)),
         "ready": bool(cluster["features"]["network"]),
         "version": track.kubernetes_version,
         "revision": track.revision,  # the k8sd.io/version annotation (controllers/node_label.go)
@@ -171,8 +174,14 @@ def register_node(state: dict[str, Any], name: str, role: str, track: Track) -> 
 
 
 def node_registered(state: dict[str, Any], name: str) -> bool:
+    """Whether a lookup of the Node finds it (a lookup while it is still late counts one down)."""
     node = state["cluster"]["nodes"].get(name) if state.get("cluster") else None
-    return node is not None and node["registered_at"] <= world.now(state)
+    if node is None or node["registered_at"] > world.now(state):
+        return False
+    if node.get("late_lookups", 0) > 0:
+        node["late_lookups"] -= 1
+        return False
+    return True
 
 
 def cluster_ready(state: dict[str, Any]) -> bool:

@@ -142,7 +142,7 @@ def node_ready(state: dict[str, Any], name: str) -> bool:
     the Node stays Ready through it."""
     cluster = state["cluster"]
     node = cluster["nodes"].get(name)
-    if node is None or node["registered_at"] > world.now(state) or not node["ready"]:
+    if node is None or node["registered_at"] > world.now(state) or node.get("late_lookups", 0) > 0 or not node["ready"]:
         return False
     inst = node_instance(state, name)
     return inst is not None and inst["state"] == "running"

@@ -197,9 +197,10 @@ def test_a_node_registering_late_is_labelled_once_it_exists(sim: Sim, stack: str
     s = sim(stack, track)
     ok(s.control_plane(0))
     with s.fleet.mutate() as state:
-        state["node_registration_delay"] = 3.0
+        state["node_registration_late_lookups"] = 2
     w = ok(s.worker())
-    assert "label node" in w.log and "attempt 1 of 30 failed" in w.log
+    assert "label node" in w.log and "attempt 1 of 30 failed" in w.log and "attempt 2 of 30 failed" in w.log
+    assert "attempt 3 of 30 failed" not in w.log
     assert s.fleet.cluster and s.fleet.cluster["nodes"][w.name]["labels"]["ck8s-gpu/pool"]
 
 
