@@ -17,9 +17,9 @@ operator's behaviour from ray-operator v1.5.2, the module CI builds and runs
 - GPUs: nothing here. Worker pod templates carry their ResourceClaims and the operator copies them
   as they are (controllers/ray/common/pod.go); examples/ray-gpu-cluster.yaml shows the shape.
 - Webhooks: the chart has none at 1.5.2 (no webhook template, no value to mount a certificate), so
-  the RayCluster validator does not run in the cluster; the controller runs the same checks when it
-  reconciles (controllers/ray/utils/validation.go ValidateRayClusterSpec) and records an
-  `InvalidRayClusterSpec` event instead of refusing the object. ADR 0050 says what would close it.
+  the operator's RayCluster validator does not run in the cluster. Its rules do: the
+  kuberay-admission add-on (components/addons/kuberay_admission.py) restates them as a
+  ValidatingAdmissionPolicy, which needs no server. ADR 0050.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ and tests/fakes/kai as KAI (v0.17.0's claim handling; KAI's pod grouper is not m
 the gang of a RayCluster is not tested here). Proven:
 
 - the operator's validating webhook is operational: the API server refuses a RayCluster the
-  operator's webhook refuses (duplicate worker group names), naming the webhook;
+  operator's webhook refuses (duplicate worker group names);
+- without it (the 1.5.2 chart cannot serve it), the kuberay-admission add-on's
+  ValidatingAdmissionPolicy refuses the same objects, and admits the valid ones;
 - examples/ray-gpu-cluster.yaml, as a user applies it, is reconciled: a head and two GPU workers,
   each pod handed to KAI in its template's queue, each worker with its own claim on a GPU no
   other worker holds, and the RayCluster `ready` and `RayClusterProvisioned`;
@@ -35,6 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.addons import kuberay_admission
 from components.kube.client import api_client
 from components.smoke.gateway import KubeGateway
 from tests.fakes.kai.binder import QUEUE_LABEL, SCHEDULER, KaiStandIn
@@ -101,14 +104,19 @@ def example() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
 
 
+def create(env: Env, obj: dict[str, Any], *, dry_run: bool = False) -> subprocess.CompletedProcess[str]:
+    """`kubectl create`; with `dry_run`, a server-side dry run: admission judges it, nothing is stored."""
+    return subprocess.run([str(env.cluster.bin_dir / "kubectl"), f"--kubeconfig={env.cluster.kubeconfig}",
+                           "create", "-n", NS, "-f", "-", *(["--dry-run=server"] if dry_run else [])],
+                          input=json.dumps(obj), capture_output=True, text=True, timeout=60)
+
+
 def test_webhook_refuses_what_the_operator_refuses(env: Env) -> None:
     cluster = next(d for d in example() if d["kind"] == "RayCluster")
     cluster["metadata"]["name"] = "twin-groups"
     group = cluster["spec"]["workerGroupSpecs"][0]
     cluster["spec"]["workerGroupSpecs"] = [group, group]
-    run = subprocess.run([str(env.cluster.bin_dir / "kubectl"), f"--kubeconfig={env.cluster.kubeconfig}",
-                          "create", "-n", NS, "-f", "-"], input=json.dumps(cluster), capture_output=True,
-                         text=True, timeout=60)
+    run = create(env, cluster)
     assert run.returncode != 0, "a RayCluster with two worker groups named alike was admitted"
     # pkg/webhooks/v1/raycluster_webhook.go validateWorkerGroups: an Invalid status, which the API
     # server relays as it came (no CRD rule says this); the operator logged that it judged it.
@@ -116,6 +124,37 @@ def test_webhook_refuses_what_the_operator_refuses(env: Env) -> None:
     assert "worker group names must be unique" in run.stderr, run.stderr
     assert "validate create" in env.operator.log_of("twin-groups"), env.operator.tail()
     assert env.kubectl("get", "raycluster", "twin-groups", "-n", NS, "--ignore-not-found") == ""
+
+
+def test_the_admission_policy_refuses_what_the_webhook_refuses_with_no_webhook(env: Env) -> None:
+    """The kuberay-admission add-on's policy on the real API server, the operator's webhook gone (as
+    the 1.5.2 chart installs it): the same objects refused, a valid one admitted."""
+    env.kubectl("delete", "validatingwebhookconfiguration", "kuberay-validating-webhook")
+    env.cluster.apply(kuberay_admission.policy_objects())
+    base = next(d for d in example() if d["kind"] == "RayCluster")
+    group = base["spec"]["workerGroupSpecs"][0]
+    twins = {**base, "metadata": {"name": "twin-groups"},
+             "spec": {**base["spec"], "workerGroupSpecs": [group, {**group, "groupName": "other"}, group]}}
+    cases = {
+        "worker group names must be unique": twins,
+        "no more than 53 characters": {**base, "metadata": {"name": "r" * 54}},
+        "valid DNS1035 label": {**base, "metadata": {"name": "9-starts-with-a-digit"}},
+    }
+
+    # Server-side dry runs: admission judges each, nothing is stored (an admitted twin would be
+    # reconciled: the operator itself never compares group names).
+    def policy_active() -> bool:  # the API server loads a new policy within seconds
+        return create(env, twins, dry_run=True).returncode != 0
+
+    env.wait("the admission policy in force", policy_active, timeout=30)
+    for says, obj in cases.items():
+        run = create(env, obj, dry_run=True)
+        assert run.returncode != 0, f"admitted: {obj['metadata']['name']}"
+        assert f"ValidatingAdmissionPolicy '{kuberay_admission.POLICY}'" in run.stderr, run.stderr
+        assert says in run.stderr, run.stderr
+    # the longest name the operator takes, in a valid cluster, passes
+    ok = create(env, {**base, "metadata": {"name": "r" * 53}}, dry_run=True)
+    assert ok.returncode == 0, ok.stderr
 
 
 def worker_pods(env: Env, name: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.addons import kuberay_operator
+from components.addons import kuberay_admission, kuberay_operator
 from components.addons.graph import AddonGraphError, final_values, install_graph
 from components.settings import parse_settings
 from components.settings.model import Settings
@@ -72,3 +72,18 @@ def test_a_config_file_that_would_drop_the_flags_is_refused(enabled: Any) -> Non
 def test_a_config_file_left_off_is_fine(enabled: Any) -> None:
     s = stack(AWS, {"kuberayOperator": {"enabled": True, "values": {"configuration": {"enabled": enabled}}}})
     assert values(s)["configuration"]["enabled"] == enabled
+
+
+def test_the_admission_policy_comes_and_goes_with_the_operator() -> None:
+    on = stack(AWS)
+    assert kuberay_admission.NAME in install_graph(on).names
+    assert install_graph(on).edges[kuberay_admission.NAME] == (kuberay_operator.NAME,)
+    assert kuberay_admission.NAME not in install_graph(parse_settings(AWS)).names
+    policy, binding = final_values(install_graph(on), on)[kuberay_admission.NAME]["objects"]
+    # the operator's webhook match (config/webhook/manifests.yaml vraycluster.kb.io), denied, failing closed
+    assert policy["spec"]["matchConstraints"]["resourceRules"] == [{
+        "apiGroups": ["ray.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+        "resources": ["rayclusters"]}]
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    # (the rules themselves are judged by a real API server: tests/integration/test_kuberay_local.py)
