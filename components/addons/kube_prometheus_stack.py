@@ -19,10 +19,16 @@ NAMESPACE = "monitoring"
 
 def values(_ctx: AddonContext) -> dict[str, Any]:
     select_all = {
-        # Pick up ServiceMonitors/PrometheusRules of every release (GPU Operator, observability),
-        # not only those labelled with this release's name.
+        # Pick up the monitoring objects of every release and every workload (GPU Operator,
+        # observability, a user's model server), not only those labelled with this release's name:
+        # each `*NilUsesHelmValues: false` renders the Prometheus CR's selector as `{}` (all), and
+        # the chart renders every namespace selector `{}` (all namespaces) already
+        # (kube-prometheus-stack-88.5.3 templates/prometheus/prometheus.yaml). Probe and
+        # ScrapeConfig default to `true` there too, so they are set as well.
         "serviceMonitorSelectorNilUsesHelmValues": False,
         "podMonitorSelectorNilUsesHelmValues": False,
+        "probeSelectorNilUsesHelmValues": False,
+        "scrapeConfigSelectorNilUsesHelmValues": False,
         "ruleSelectorNilUsesHelmValues": False,
     }
     return {
