@@ -69,6 +69,7 @@ NODE_SCRIPT = Path(__file__).resolve().parents[1] / "components" / "aws" / "scri
 TOOLKIT_UNIT = "snap.k8s.containerd.service.d/10-ck8s-gpu-nvidia-runtime.conf"
 #: Host programs from Debian packages (scripts/install-debs.sh).
 RUNC = "/usr/sbin/runc"
+DELETE_ATTEMPTS = 5  # runc delete of a container its shim is still moving (NodeTier.down)
 CNI_BIN_DIR = "/usr/lib/cni"
 REQUIRED_HOST = (RUNC, f"{CNI_BIN_DIR}/bridge", f"{CNI_BIN_DIR}/host-local", f"{CNI_BIN_DIR}/loopback")
 # Set by scripts/all_tiers.sh in the lanes that must not start a node tier (NodeTier.up).
@@ -606,10 +607,18 @@ class KubeletNode:
                                     check=False).stdout.split()
             for cid in listed:
                 subprocess.run([RUNC, "--root", str(runc_ns), "kill", cid, "KILL"], capture_output=True, check=False)
-                res = subprocess.run([RUNC, "--root", str(runc_ns), "delete", "--force", cid], capture_output=True,
-                                     text=True, check=False)
-                if res.returncode != 0 and "does not exist" not in res.stderr:
-                    problems.append(f"runc delete {cid}: {res.stderr.strip()}")
+                # The container's shim still runs here and may move it between states while `delete
+                # --force` freezes it to kill what is left: "invalid state transition from stopped to
+                # paused" (seen in CI, 2026-12-05) is such a race, so a failed delete is tried again.
+                for attempt in range(DELETE_ATTEMPTS):
+                    res = subprocess.run([RUNC, "--root", str(runc_ns), "delete", "--force", cid],
+                                         capture_output=True, text=True, check=False)
+                    if res.returncode == 0 or "does not exist" in res.stderr:
+                        break
+                    if attempt + 1 < DELETE_ATTEMPTS:
+                        time.sleep(0.5)
+                else:
+                    problems.append(f"runc delete {cid} ({DELETE_ATTEMPTS} tries): {res.stderr.strip()}")
         _stop(self.containerd)
         self.containerd = None
         for pid in _pids_mentioning(str(self.paths.socket)):
