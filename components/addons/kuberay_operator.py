@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..kube.helm_values import helm_truthy
 from ..settings.model import Settings
 from ..tables import pins
 from .base import Addon, AddonContext
@@ -46,15 +47,9 @@ def values(ctx: AddonContext) -> dict[str, Any]:
     }
 
 
-def _go_truthy(v: Any) -> bool:
-    """Helm's `if`: false, 0, "", nil and empty collections are false; everything else is true, the
-    string "false" included (text/template's truth)."""
-    return not (v is None or v is False or v == 0 or v in ("", [], {}))
-
-
 def _check(settings: Settings) -> tuple[str, ...]:
     config = settings.gpu_stack.addons.kuberay_operator.values.get("configuration")
-    if isinstance(config, dict) and _go_truthy(config.get("enabled")):
+    if isinstance(config, dict) and helm_truthy(config.get("enabled")):
         # templates/deployment.yaml renders `--config` and the flags; main.go then ignores the flags.
         return ("gpuStack.addons.kuberayOperator.values.configuration.enabled: with a config file the operator "
                 "ignores every command-line flag (ray-operator v1.5.2 main.go), so --enable-metrics, --qps, "

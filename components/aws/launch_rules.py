@@ -141,7 +141,7 @@ def _pool_placement(s: Settings, i: int) -> Iterator[Problem]:
 
 def max_nodes_path(i: int, p: NodePoolSettings) -> str:
     """Where a pool's largest size is set: maxSize, or autoscaling.maxSize."""
-    return f"{ROOT}.nodePools[{i}]" + (".autoscaling.maxSize" if p.autoscaling is not None else ".maxSize")
+    return f"{ROOT}.nodePools[{i}].{p.max_nodes_key}"
 
 
 def _pool_reservation(s: Settings, i: int) -> Iterator[Problem]:

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ..kube.helm_values import helm_truthy as helm_truthy  # the one reading of Helm's `if`
+
 # The offline plan's marker for values providers compute, and the real engine's unknown sentinels
 # (pulumi_policy/proxy.py UNKNOWN_*_VALUE) for when a proxy hands them through.
 UNKNOWN_STRINGS = frozenset({
@@ -91,22 +93,6 @@ def truthy_flag(value: Any) -> bool | None:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     return None
-
-
-def helm_truthy(value: Any) -> bool:
-    """Go template truthiness, which is what `{{ if .Values.x }}` in a chart applies.
-
-    Non-empty strings are true, including "false": a switch spelled as a string is never safe.
-    """
-    if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        return value != 0
-    if isinstance(value, str | Mapping) or is_seq(value):
-        return len(value) > 0
-    return True
 
 
 def decode_user_data(props: Mapping[str, Any]) -> str | None:

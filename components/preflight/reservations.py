@@ -125,15 +125,6 @@ def _window(r: Reservation, pool: NodePoolSettings, subject: str, now: datetime 
                       f": extend it or name a longer one")
 
 
-def _sizes(pool: NodePoolSettings) -> tuple[str, str]:
-    """The fields that set what the pool starts with and the most it grows to: desiredSize and
-    maxSize, or an autoscaled pool's autoscaling.minSize and autoscaling.maxSize (its Auto Scaling
-    group holds minSize; Karpenter launches the rest, into the reservation first)."""
-    if pool.autoscaling is not None:
-        return "autoscaling.minSize", "autoscaling.maxSize"
-    return "desiredSize", "maxSize"
-
-
 def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now: datetime | None) -> Iterator[Finding]:
     cr = pool.capacity_reservation
     assert cr is not None
@@ -149,7 +140,7 @@ def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now:
         yield from state
         if any(f.severity == "error" for f in state):
             return  # an expired or failed reservation has nothing to count
-        start, most = _sizes(pool)
+        start, most = pool.start_size_key, pool.max_nodes_key
         if r.available < pool.start_size:
             yield Finding("reservation-too-small", "error", f"{subject}.id",
                           f"{r.id} has {r.available} of {r.total} instance(s) available, the pool wants "
@@ -176,7 +167,7 @@ def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now:
                       f"in the group ({have}): add one, or fix instanceType / availabilityZone")
         return
     available = sum(r.available for r in fitting)
-    start, _ = _sizes(pool)
+    start = pool.start_size_key
     if available < pool.start_size:
         yield Finding("reservation-too-small", "error", subject,
                       f"the group's fitting reservations ({', '.join(r.id for r in fitting)}) have {available} "

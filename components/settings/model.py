@@ -318,6 +318,16 @@ class NodePoolSettings(_Model):
         return self.autoscaling.max_size if self.autoscaling is not None else self.max_size
 
     @property
+    def start_size_key(self) -> str:
+        """The field (under the pool) that sets start_size, as a stack file spells it."""
+        return "autoscaling.minSize" if self.autoscaling is not None else "desiredSize"
+
+    @property
+    def max_nodes_key(self) -> str:
+        """The field (under the pool) that sets max_nodes, as a stack file spells it."""
+        return "autoscaling.maxSize" if self.autoscaling is not None else "maxSize"
+
+    @property
     def on_capacity_block(self) -> bool:
         """Whether the pool launches into a Capacity Block for ML (AWS places and starts it)."""
         return self.capacity_reservation is not None and self.capacity_reservation.capacity_block
