@@ -226,7 +226,18 @@ def join_cluster(args: Sequence[str]) -> str:
             cluster["joining"] = {"name": name, "until": world.now(state) + float(state.get("join_seconds", 0))}
         world.record(state, os.environ["FAKE_INSTANCE"], f"k8s join-cluster {'worker' if worker else 'control-plane'}")
         join_seconds = float(state.get("join_seconds", 0))
-    time.sleep(join_seconds)  # the etcd learner catching up: another join meanwhile is refused
+    # The etcd learner catching up: another join meanwhile is refused. A control plane's catch-up
+    # lasts until its `joining.until`, read again as it waits, so a test can hold it open (and let
+    # it end) instead of betting on how long the other node takes to boot.
+    if worker:
+        time.sleep(join_seconds)
+    else:
+        while True:
+            now = world.read()
+            joining = (now.get("cluster") or {}).get("joining") or {}
+            if joining.get("name") != name or joining["until"] <= world.now(now):
+                break
+            time.sleep(0.05)
     with world.locked() as state:
         me = _me(state)
         role = "worker" if worker else "control-plane"

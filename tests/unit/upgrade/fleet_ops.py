@@ -3,13 +3,17 @@ SSM RunShellScript would, and a clock that is the fake world's (sleeping advance
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from components.upgrade.executor import NodeRef, Result
 from tests.fakes.k8s_snap import world
 from tests.fakes.k8s_snap.fleet import Fleet, Instance
+from tests.fakes.k8s_snap.k8sd_server import Supervisor
 from tests.unit.aws.cluster_sim import SimCluster, simulate
 
 
@@ -90,3 +94,41 @@ def boot(tmp: Path, stack: str = "aws-prod", workers: int = 2, track: str = "1.3
     for w in ws:
         assert w.wait().returncode == 0, w.log
     return Booted(sim, cps, ws)
+
+
+class BootOnce:
+    """Each distinct cluster booted once per test process, then handed to every test that asks as a
+    fresh copy of the world it left right after booting.
+
+    Booting runs the real node script on every node (tens of fake calls each, seconds of CPU); the
+    tests then only differ in what they do to the cluster. A copy is the booted world itself: the
+    same directory (the shims and instance roots name it), restored file for file, its own k8sd
+    listeners started again, new Instance objects (no process, the env they booted with). Only the
+    wall clock moved on meanwhile, by the minutes earlier tests took, as for a cluster booted that
+    much earlier."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._booted: dict[tuple[tuple[str, Any], ...], tuple[Booted, Path]] = {}
+
+    def get(self, **kw: Any) -> Booted:
+        key = tuple(sorted(kw.items()))
+        if key not in self._booted:
+            b = boot(self.root / f"cluster-{len(self._booted)}", **kw)
+            b.fleet.close()  # its listeners stop; the copy below is taken at rest
+            saved = b.fleet.dir.with_name("world-as-booted")
+            shutil.copytree(b.fleet.dir, saved, symlinks=True)
+            self._booted[key] = (b, saved)
+        b, saved = self._booted[key]
+        fleet = b.fleet
+        shutil.rmtree(fleet.dir)
+        shutil.copytree(saved, fleet.dir, symlinks=True)
+
+        def fresh(inst: Instance) -> Instance:
+            return dataclasses.replace(inst, env=dict(inst.env), process=None, result=None)
+
+        cps, workers = [fresh(i) for i in b.control_planes], [fresh(i) for i in b.workers]
+        fleet.instances = {i.id: i for i in (*cps, *workers)}
+        fleet.supervisor = Supervisor(fleet.dir)
+        fleet.supervisor.start()
+        return Booted(b.sim, cps, workers)

@@ -22,7 +22,7 @@ import pytest
 from components.settings.model import UpgradeSettings
 from components.upgrade.executor import Operator, Result, UpgradeStopped
 from tests.fakes.k8s_snap import workloads, world
-from tests.unit.upgrade.fleet_ops import Booted, FleetRunner, WorldClock, boot
+from tests.unit.upgrade.fleet_ops import Booted, BootOnce, FleetRunner, WorldClock, boot
 
 # Boots the cluster with the real node scripts in bash against the k8s-snap fake, then rolls it:
 # seconds per case (the `slow` tier; `make check` leaves it out, `make test` and CI run it).
@@ -32,9 +32,14 @@ TARGET = "1.35-classic"
 V135 = "v1.35.7"
 
 
+@pytest.fixture(scope="session")
+def booted_once(tmp_path_factory: pytest.TempPathFactory) -> BootOnce:
+    return BootOnce(tmp_path_factory.mktemp("booted"))
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Booted]:
-    b = boot(tmp_path, store=True)
+def cluster(booted_once: BootOnce) -> Iterator[Booted]:
+    b = booted_once.get(store=True)  # the same booted cluster for each test, a fresh copy of it
     try:
         yield b
     finally:
