@@ -116,6 +116,15 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
         manual=True,
     ),
     CrdHandling(
+        chart="keda",
+        crds="`templates/crds/` (ScaledObject, ScaledJob, TriggerAuthentication, ClusterTriggerAuthentication, "
+             "CloudEventSource, ClusterCloudEventSource), rendered while `crds.install` (default true)",
+        mechanism="release objects: Helm upgrades them with the release",
+        ours="nothing to set (`crds.install` stays true)",
+        source="kedacore/charts v2.20.2 (1444d00 on main) keda/templates/crds/, values.yaml `crds.install`; the "
+               "2.21.1 chart not read (docs/compatibility.md)",
+    ),
+    CrdHandling(
         chart="velero",
         crds="`crds/` (Backup, Restore, Schedule, BackupStorageLocation...)",
         mechanism="`upgradeCRDs` (default true): pre-install/pre-upgrade/pre-rollback Job whose init container "

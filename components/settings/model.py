@@ -360,6 +360,7 @@ class AddonsSettings(_Model):
     karpenter_nodepools: AddonSettings = AddonSettings()
     kuberay_operator: AddonSettings = AddonSettings()
     kuberay_admission: AddonSettings = AddonSettings()
+    keda: AddonSettings = AddonSettings()
 
     def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
         """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""

@@ -125,6 +125,10 @@ CHARTS: dict[str, ChartPin] = {
     # (ray-project/kuberay-helm, kuberay-operator-1.5.2); the Go proxy lists v1.5.0 as latest but
     # serves v1.5.2 when named.
     "kuberay-operator": ChartPin("kuberay-operator", "https://ray-project.github.io/kuberay-helm/", "1.5.2"),
+    # Pod autoscaling on AI metrics (components/addons/keda.py, ADR 0051): chart and app 2.21.1, the
+    # release tools/mod/keda builds and CI runs (the kedacore/charts release of each app version
+    # carries the same number).
+    "keda": ChartPin("keda", "https://kedacore.github.io/charts", "2.21.1"),
 }
 
 # The GPU Operator's `driver.version` with `gpuStack.driver: precompiled` (driver.usePrecompiled):

@@ -1,4 +1,4 @@
-"""What the real-controller scenarios share (Karpenter, KubeRay): a cluster handle that reads like
+"""What the real-controller scenarios share (Karpenter, KubeRay, KEDA): a cluster handle that reads like
 kubectl, waits that say what they saw, and stopping a controller process politely, then firmly."""
 
 from __future__ import annotations
@@ -20,6 +20,18 @@ def stop_process(proc: subprocess.Popen[bytes], *, kill: bool = False) -> None:
         proc.wait(timeout=10)
 
 
+def wait_established(cluster: Any, *crds: str, timeout: float = 60) -> None:
+    """Until each CRD is Established. Not `kubectl wait`: right after the create its status has no
+    conditions yet, and kubectl's condition wait fails on that ("<nil> is of the type <nil>")."""
+
+    def established(name: str) -> bool:
+        status = cluster.get_json("crd", name).get("status") or {}
+        return any(c["type"] == "Established" and c["status"] == "True" for c in status.get("conditions") or [])
+
+    for name in crds:
+        cluster.wait_for(f"CRD {name} Established", lambda n=name: established(n), timeout=timeout, interval=0.5)
+
+
 class ClusterEnv:
     """A local cluster (tools/localcluster.py) seen through kubectl; `debug()` is what a timed-out
     wait shows beside the timeout."""
@@ -37,6 +49,17 @@ class ClusterEnv:
 
     def debug(self) -> str:
         return ""
+
+    def devices_of(self, pods: list[dict[str, Any]], namespace: str) -> dict[str, list[tuple[str, str]]]:
+        """pod -> the (pool, device) pairs its claims were allocated, read from the claims themselves."""
+        claims = {c["metadata"]["name"]: c for c in self.items("resourceclaims", "-n", namespace)}
+        out: dict[str, list[tuple[str, str]]] = {}
+        for pod in pods:
+            names = [s.get("resourceClaimName") for s in pod.get("status", {}).get("resourceClaimStatuses") or []]
+            out[pod["metadata"]["name"]] = [
+                (r["pool"], r["device"]) for n in names if n in claims
+                for r in (claims[n].get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])]
+        return out
 
     def wait(self, what: str, predicate: Callable[[], Any], timeout: float = 90) -> Any:
         try:

@@ -42,7 +42,7 @@ from components.kube.client import api_client
 from components.smoke.gateway import KubeGateway
 from tests.fakes.kai.binder import QUEUE_LABEL, SCHEDULER, KaiStandIn
 from tests.helpers import kuberay
-from tests.helpers.controller_env import ClusterEnv
+from tests.helpers.controller_env import ClusterEnv, wait_established
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
 pytestmark = pytest.mark.integration
@@ -85,8 +85,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         # ~3 MiB of CRDs: over client-side apply's annotation limit, so server-side.
         cluster.kubectl("apply", "--server-side", "--field-manager=ck8s-gpu-test", "-f",
                         str(kuberay.crd_dir(bin_dir)))
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/rayclusters.ray.io",
-                        "crd/rayjobs.ray.io", "crd/rayservices.ray.io")
+        wait_established(cluster, "rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io")
         cluster.kubectl("create", "namespace", NS)
         operator = kuberay.RayOperator(work, cluster.kubeconfig, bin_dir).start()
         kai = KaiStandIn(KubeGateway(api_client(cluster.kubeconfig.read_text())), NS,
@@ -161,18 +160,6 @@ def worker_pods(env: Env, name: str) -> list[dict[str, Any]]:
     return env.items("pods", "-n", NS, "-l", f"ray.io/cluster={name},ray.io/node-type=worker")
 
 
-def devices_of(env: Env, pods: list[dict[str, Any]]) -> dict[str, list[tuple[str, str]]]:
-    """pod -> the (pool, device) pairs its claims were allocated, read from the claims themselves."""
-    claims = {c["metadata"]["name"]: c for c in env.items("resourceclaims", "-n", NS)}
-    out: dict[str, list[tuple[str, str]]] = {}
-    for pod in pods:
-        names = [s.get("resourceClaimName") for s in pod.get("status", {}).get("resourceClaimStatuses") or []]
-        out[pod["metadata"]["name"]] = [
-            (r["pool"], r["device"]) for n in names if n in claims
-            for r in (claims[n].get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])]
-    return out
-
-
 def test_the_example_is_reconciled_with_a_gpu_per_worker_in_the_queue(env: Env) -> None:
     env.kubectl("apply", "-n", NS, "-f", str(EXAMPLE))
 
@@ -197,7 +184,7 @@ def test_the_example_is_reconciled_with_a_gpu_per_worker_in_the_queue(env: Env) 
     assert not head["spec"].get("resourceClaims"), "the head asked for a GPU"
 
     workers = worker_pods(env, "ray-gpu")
-    got = devices_of(env, workers)
+    got = env.devices_of(workers, NS)
     assert all(len(d) == 1 for d in got.values()), got
     assert len({d[0] for d in got.values()}) == 2, f"two workers share a GPU: {got}"
     # Ray is told what the claim gave: num-gpus from rayStartParams (pod.go generateRayStartCommand).
@@ -214,11 +201,11 @@ def test_scale_out_gets_its_own_gpu_and_delete_frees_them_all(env: Env) -> None:
                 "-p", '[{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3}]')
 
     def three_placed() -> bool:
-        got = devices_of(env, worker_pods(env, "ray-gpu"))
+        got = env.devices_of(worker_pods(env, "ray-gpu"), NS)
         return len(got) == 3 and all(len(d) == 1 for d in got.values())
 
     env.wait("three workers, each with a GPU", three_placed)
-    got = devices_of(env, worker_pods(env, "ray-gpu"))
+    got = env.devices_of(worker_pods(env, "ray-gpu"), NS)
     assert len({d[0] for d in got.values()}) == 3, f"workers share a GPU: {got}"
     env.wait("RayCluster ray-gpu ready with 3 workers",
              lambda: env.raycluster("ray-gpu").get("status", {}).get("availableWorkerReplicas") == 3)
@@ -249,7 +236,7 @@ def test_a_rayjob_gets_its_cluster_and_gpus(env: Env) -> None:
                         for o in c["metadata"].get("ownerReferences") or [])]
         if not owned:
             return None
-        got = devices_of(env, worker_pods(env, owned[0]["metadata"]["name"]))
+        got = env.devices_of(worker_pods(env, owned[0]["metadata"]["name"]), NS)
         return got if len(got) == 2 and all(len(d) == 1 for d in got.values()) else None
 
     got = env.wait("the RayJob's cluster with two GPU workers", placed, timeout=120)
