@@ -95,7 +95,9 @@ def _advertisers(raw: dict[str, Any]) -> tuple[list[str], list[str]] | None:
     return advertisers.advertisers(final_values(graph, s))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+# 200 valid cases a run (each CI run draws new ones): four in five drawn are refused at the settings
+# boundary first, so this one pays for ~1000 parses; its twin below, without overrides, keeps 400.
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(raw_settings(overrides=True))
 def test_never_two_advertisers_even_with_overrides(raw: dict[str, Any]) -> None:
     found = _advertisers(raw)

@@ -26,7 +26,7 @@ from tests.fakes.k8s_snap import tracks as fake_tracks
 from tests.fakes.k8s_snap import workloads
 from tests.fakes.k8s_snap.fleet import Instance
 from tests.unit.aws.cluster_sim import SimCluster, simulate
-from tests.unit.upgrade.fleet_ops import Booted, FleetRunner, WorldClock
+from tests.unit.upgrade.fleet_ops import Booted, BootOnce, FleetRunner, WorldClock
 
 # Runs the node scripts in bash against the k8s-snap fake: seconds per case (the `slow` tier;
 # `make check` leaves it out, `make test` and CI run it).
@@ -390,13 +390,16 @@ def test_an_instance_terminated_through_its_group_leaves_a_node_that_is_not_read
 # ------------------------------------- the pinned snap through upgrades and replacement (docs/adr/0039)
 
 
-def _pinned_cluster(tmp: Path, version: str, revision: int) -> Booted:
+@pytest.fixture(scope="module")
+def booted_once(tmp_path_factory: pytest.TempPathFactory) -> BootOnce:
+    return BootOnce(tmp_path_factory.mktemp("pinned"))
+
+
+def _pinned_cluster(once: BootOnce, version: str, revision: int) -> Booted:
     """A stack pinned to `version` whose nodes install that revision from the store (`snap install
-    --revision`), the path the upgrades below refresh along."""
-    s = simulate(tmp, "aws-prod", TRACK, {"snap_version": version, "snap_revisions": (("amd64", revision),)},
-                 store=True)
-    cps = [ok(s.control_plane(i)) for i in range(s.settings.control_plane.count)]
-    return Booted(s, cps, [ok(s.worker()) for _ in range(2)])
+    --revision`), the path the upgrades below refresh along; booted once, a fresh copy per test."""
+    return once.get(stack="aws-prod", track=TRACK, store=True,
+                    boot_override={"snap_version": version, "snap_revisions": (("amd64", revision),)})
 
 
 def _pinned_operator(b: Booted, runner: FleetRunner, version: str, revision: int) -> Operator:
@@ -404,11 +407,11 @@ def _pinned_operator(b: Booted, runner: FleetRunner, version: str, revision: int
     return Operator(runner, b.cp_refs, UpgradeSettings(), WorldClock(b.fleet.dir), poll_seconds=60, snap=pin)
 
 
-def test_a_new_pin_upgrades_every_node_to_its_patch_and_replacements_follow_it(tmp_path: Path) -> None:
+def test_a_new_pin_upgrades_every_node_to_its_patch_and_replacements_follow_it(booted_once: BootOnce) -> None:
     """The stack file moves kubernetes.snap to a newer patch of the same track (the record changed
     on purpose); the channel meanwhile serves a newer one still. Every node goes to the pin, k8sd's
     Upgrade completes, and a control plane replaced afterwards installs the new pin and joins."""
-    b = _pinned_cluster(tmp_path, "v1.34.11", 4104)
+    b = _pinned_cluster(booted_once, "v1.34.11", 4104)
     try:
         with b.fleet.mutate() as state:
             fake_tracks.publish(state, TRACK, "amd64", "v1.34.12", "4204")
@@ -434,8 +437,8 @@ def test_a_new_pin_upgrades_every_node_to_its_patch_and_replacements_follow_it(t
         b.fleet.close()
 
 
-def test_a_pinned_track_upgrade_refreshes_to_the_new_tracks_revision(tmp_path: Path) -> None:
-    b = _pinned_cluster(tmp_path, "v1.34.11", 4104)
+def test_a_pinned_track_upgrade_refreshes_to_the_new_tracks_revision(booted_once: BootOnce) -> None:
+    b = _pinned_cluster(booted_once, "v1.34.11", 4104)
     try:
         target = fake_tracks.from_channel("1.35-classic/stable")
         runner = FleetRunner(b.fleet)

@@ -79,10 +79,11 @@ class Booted:
 
 
 def boot(tmp: Path, stack: str = "aws-prod", workers: int = 2, track: str = "1.34-classic",
-         store: bool = False) -> Booted:
+         store: bool = False, boot_override: dict[str, Any] | None = None) -> Booted:
     """A cluster built by the real node script: control planes one after the other, then workers.
-    `store`: its nodes install the channel's snap from the store (cluster_sim.from_the_store)."""
-    sim = simulate(tmp, stack, track, store=store)
+    `store`: its nodes install the channel's snap from the store (cluster_sim.from_the_store);
+    `boot_override`: what the user-data tells every node beyond the stack's (e.g. a snap pin)."""
+    sim = simulate(tmp, stack, track, boot_override, store=store)
     cps = []
     for i in range(sim.settings.control_plane.count):  # launched as Pulumi does: each after the last joined
         cp = sim.control_plane(i)
@@ -109,10 +110,12 @@ class BootOnce:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._booted: dict[tuple[tuple[str, Any], ...], tuple[Booted, Path]] = {}
+        self._booted: dict[str, tuple[Booted, Path]] = {}
 
     def get(self, **kw: Any) -> Booted:
-        key = tuple(sorted(kw.items()))
+        """`boot(**kw)`'s cluster, as it was right after booting (the SimCluster too: a test may
+        change what later nodes are told)."""
+        key = repr(sorted(kw.items()))
         if key not in self._booted:
             b = boot(self.root / f"cluster-{len(self._booted)}", **kw)
             b.fleet.close()  # its listeners stop; the copy below is taken at rest
@@ -131,4 +134,4 @@ class BootOnce:
         fleet.instances = {i.id: i for i in (*cps, *workers)}
         fleet.supervisor = Supervisor(fleet.dir)
         fleet.supervisor.start()
-        return Booted(b.sim, cps, workers)
+        return Booted(dataclasses.replace(b.sim), cps, workers)
