@@ -46,6 +46,7 @@ containerd_tags="urfave_cli_no_docs osusergo netgo static_build"
 # are cgo only.
 ctk_version=1.20.0
 keda_version=2.21.1              # github.com/kedacore/keda/v2 (tools/mod/keda); its Makefile's VERSION
+prometheus_operator_version=0.93.1  # github.com/prometheus-operator/prometheus-operator (tools/mod/prometheus-operator); its VERSION file
 prometheus_version=3.16.0        # github.com/prometheus/prometheus v0.316.0 (tools/mod/prometheus)
 ctk_info=github.com/NVIDIA/nvidia-container-toolkit/internal/info
 ctk_ldflags="-X $ctk_info.version=$ctk_version '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files -Wl,-z,lazy'"
@@ -101,6 +102,10 @@ targets=(
   # prometheus scaler queries, flags as its .promu.yml (headless: no `builtinassets`).
   "keda|keda|github.com/kedacore/keda/v2/cmd/operator|-X=github.com/kedacore/keda/v2/version.Version=$keda_version -X=github.com/kedacore/keda/v2/version.GitCommit=$keda_version"
   "keda-adapter|keda|github.com/kedacore/keda/v2/cmd/adapter|-X=github.com/kedacore/keda/v2/version.Version=$keda_version -X=github.com/kedacore/keda/v2/version.GitCommit=$keda_version"
+  # Workload metrics discovered (tests/integration/test_keda_local.py): the Prometheus Operator
+  # kube-prometheus-stack runs, flags as its Makefile (VERSION in common/version: the default
+  # config-reloader tag is built from it, pkg/operator/defaults.go).
+  "prometheus-operator|prometheus-operator|github.com/prometheus-operator/prometheus-operator/cmd/operator|-X github.com/prometheus/common/version.Version=$prometheus_operator_version -X github.com/prometheus/common/version.Revision=v$prometheus_operator_version -X github.com/prometheus/common/version.Branch=HEAD"
   "prometheus|prometheus|github.com/prometheus/prometheus/cmd/prometheus|-X github.com/prometheus/common/version.Version=$prometheus_version -X github.com/prometheus/common/version.Revision=v0.316.0 -X github.com/prometheus/common/version.Branch=HEAD|netgo"
 )
 

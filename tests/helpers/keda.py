@@ -272,14 +272,17 @@ class Prometheus:
     bin_dir: Path
     targets: list[str]
     labels: dict[str, str] = field(default_factory=dict)
+    # A whole configuration instead (what the Prometheus Operator generated), loaded as it is.
+    config_text: str = ""
     process: Process = field(init=False)
     port: int = field(default=0, init=False)
 
     def start(self) -> Prometheus:
         lc = load_tool("localcluster")
         self.port = lc.free_port()
+        self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "prometheus.yml"
-        config.write_text(json.dumps({  # JSON is YAML
+        config.write_text(self.config_text or json.dumps({  # JSON is YAML
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "scrape_configs": [{"job_name": "model-server",
                                 "static_configs": [{"targets": self.targets, "labels": self.labels}]}],
@@ -293,6 +296,12 @@ class Prometheus:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def active_targets(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(f"{self.url}/api/v1/targets?state=active", timeout=5) as r:
+            doc: dict[str, Any] = json.load(r)
+        found: list[dict[str, Any]] = doc["data"]["activeTargets"]
+        return found
 
     def query(self, promql: str) -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{self.url}/api/v1/query?query={urllib.parse.quote(promql)}",
@@ -313,3 +322,52 @@ class Prometheus:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+# --- the Prometheus Operator: a workload's PodMonitor becomes a scrape job ---------------------
+
+PROMETHEUS_OPERATOR = "prometheus-operator"
+MONITORING = "monitoring"
+
+
+def operator_crds(bin_dir: Path) -> str:
+    """The monitoring.coreos.com CRDs of the operator at the pin, as it prints them itself
+    (`operator crds`: cmd/operator/main.go, the files of example/prometheus-operator-crd/)."""
+    return subprocess.run([str(bin_dir / PROMETHEUS_OPERATOR), "crds"], check=True, capture_output=True,
+                          text=True, timeout=60).stdout
+
+
+def start_prometheus_operator(workdir: Path, kubeconfig: Path, bin_dir: Path) -> Process:
+    """The operator out of cluster: its only kubeconfig input is KUBECONFIG (pkg/k8s/k8s.go); its web
+    server moved off :8080 (cmd/operator/main.go --web.listen-address)."""
+    lc = load_tool("localcluster")
+    proc = Process("prometheus-operator", workdir)
+    proc.run([str(bin_dir / PROMETHEUS_OPERATOR), f"--web.listen-address=127.0.0.1:{lc.free_port()}",
+              "--log-level=info"], {"KUBECONFIG": str(kubeconfig)})
+    return proc
+
+
+def prometheus_for_every_monitor(api_server: str, token_file: Path) -> list[dict[str, Any]]:
+    """A Prometheus custom resource as kube-prometheus-stack's values make it (every PodMonitor in
+    every namespace: the *SelectorNilUsesHelmValues switches off, docs/monitoring.md), its service
+    discovery pointed at this API server with a token of a ServiceAccount bound to `view`
+    (`apiserverConfig`: pkg/prometheus/promcfg.go emits api_server, authorization and tls_config
+    only from it). The token as a file this Prometheus reads (`credentialsFile`): a Secret reference
+    (`credentials`) is looked up in each monitor's namespace and dropped from the job when absent
+    there (addSafeAuthorizationToYaml: `invalid credentials reference ... secret serve/api-token not
+    found`, even with the Secret created there: only referenced Secrets are loaded)."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prometheus", "namespace": MONITORING}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "ck8s-gpu-test-prometheus-view"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+         "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": MONITORING}]},
+        {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+         "metadata": {"name": "k8s", "namespace": MONITORING},
+         "spec": {"serviceAccountName": "prometheus", "replicas": 1,
+                  "podMonitorSelector": {}, "podMonitorNamespaceSelector": {},
+                  "serviceMonitorSelector": {}, "serviceMonitorNamespaceSelector": {},
+                  "apiserverConfig": {"host": api_server, "tlsConfig": {"insecureSkipVerify": True},
+                                      "authorization": {"credentialsFile": str(token_file)}}}},
+    ]

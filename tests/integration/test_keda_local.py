@@ -16,10 +16,13 @@ pointed at this one. Proven, hop by hop:
   as it drains;
 - each replica gets its own claim and a GPU no other replica holds; scaled in, the GPUs are freed;
 - a ScaledObject on a metric Prometheus does not have stays inactive at its minimum and says why
-  (KEDA's `ignoreNullValues: false`), never scaling on a guess.
+  (KEDA's `ignoreNullValues: false`), never scaling on a guess;
+- the example's PodMonitor, applied in the workload's namespace only, becomes a scrape job of the
+  real Prometheus Operator v0.93.1 (tools/mod/prometheus-operator), and the real Prometheus loading
+  that configuration discovers every replica with the labels the autoscaling query selects on.
 
-Not proven here: the pods' own metrics endpoint (KWOK pods serve nothing: the metrics come from one
-process with the labels a PodMonitor gives a scraped pod), and the chart's in-cluster wiring
+Not proven here: the pods' own metrics endpoint (KWOK pods serve nothing: the scraped metrics come
+from one process with the labels the PodMonitor's job gives a replica), and the chart's in-cluster wiring
 (Service, certificates Secret, APIService caBundle patching); `ck8s-gpu` renders and the policy pack
 judges those (tests/unit/addons/test_keda.py).
 
@@ -28,6 +31,8 @@ Needs `bash tools/build.sh`; skips naming what is missing, fails in CI (tests/he
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,3 +223,76 @@ def test_a_metric_prometheus_does_not_have_keeps_the_minimum_and_says_so(env: En
              lambda: "target may be lost, the result is empty" in env.keda.operator.log.read_text(errors="replace"),
              timeout=30)
     assert env.replicas("ghost") == 1
+
+
+def test_a_podmonitor_beside_the_workload_is_discovered_without_touching_monitoring(
+        env: Env, tmp_path: Path) -> None:
+    """The real Prometheus Operator v0.93.1 turns the example's PodMonitor, applied in the
+    workload's namespace and nowhere else, into a scrape job; the real Prometheus loads the
+    configuration the operator wrote and discovers each replica with the labels the autoscaling
+    query selects on. (KWOK pods serve no /metrics: discovery is the hop proven here, the scrape
+    itself in the test above.)"""
+    bin_dir = env.cluster.bin_dir
+    if not (bin_dir / keda.PROMETHEUS_OPERATOR).is_file():
+        skip_or_fail(f"the Prometheus Operator not built: missing {bin_dir / keda.PROMETHEUS_OPERATOR}; build it "
+                     "with `bash tools/build.sh`")
+    docs = [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
+    if not env.llm_pods():
+        env.cluster.apply([{**d, "metadata": {**d["metadata"], "namespace": NS}} for d in example(env.prometheus.url)])
+    env.kubectl("apply", "--server-side", "--field-manager=ck8s-gpu-test", "-f", "-",
+                input=keda.operator_crds(bin_dir))
+    wait_established(env.cluster, "prometheuses.monitoring.coreos.com", "podmonitors.monitoring.coreos.com",
+                     "servicemonitors.monitoring.coreos.com", "probes.monitoring.coreos.com",
+                     "prometheusrules.monitoring.coreos.com")
+    server = env.kubectl("config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}").strip()
+    token = tmp_path / "token"
+    objects = keda.prometheus_for_every_monitor(server, token)
+    env.cluster.apply(objects[:3])  # namespace, ServiceAccount, its `view` binding
+    token.write_text(env.kubectl("create", "token", "prometheus", "-n", keda.MONITORING, "--duration=1h").strip())
+    env.cluster.apply(objects[3:])
+    operator = keda.start_prometheus_operator(tmp_path, env.cluster.kubeconfig, bin_dir)
+    prometheus: keda.Prometheus | None = None
+    try:
+        # what a user adds: the PodMonitor, in the workload's namespace
+        monitor = next(d for d in docs if d["kind"] == "PodMonitor")
+        env.cluster.apply({**monitor, "metadata": {**monitor["metadata"], "namespace": NS}})
+
+        def generated() -> str | None:
+            operator.check_alive()
+            found = env.items("secrets", "-n", keda.MONITORING, "--field-selector", "metadata.name=prometheus-k8s")
+            if not found or "prometheus.yaml.gz" not in (found[0].get("data") or {}):
+                return None
+            text = gzip.decompress(base64.b64decode(found[0]["data"]["prometheus.yaml.gz"])).decode()
+            return text if "podMonitor/serve/llm/0" in text else None
+
+        text = env.wait("the operator's configuration with the PodMonitor's job", generated, timeout=90)
+        config = yaml.safe_load(text)
+        job = next(j for j in config["scrape_configs"] if j["job_name"] == "podMonitor/serve/llm/0")
+        (sd,) = job["kubernetes_sd_configs"]
+        assert (sd["role"], sd["namespaces"]["names"], sd["api_server"]) == ("pod", [NS], server), sd
+
+        # What the config-reloader beside Prometheus does before Prometheus reads it: expand `$(SHARD)`
+        # and `$(POD_NAME)` from its environment (pkg/operator/config_reloader.go ShardEnvVar,
+        # PodNameEnvVar): shard 0 of one, pod prometheus-k8s-0.
+        expanded = text.replace("$(SHARD)", "0").replace("$(POD_NAME)", "prometheus-k8s-0")
+        prometheus = keda.Prometheus(tmp_path / "prometheus", bin_dir, [], config_text=expanded).start()
+        prometheus.wait_ready()
+        pods = {p["metadata"]["name"] for p in env.llm_pods()}
+        assert pods, "no replica of the example to discover"
+
+        def discovered() -> list[dict[str, Any]] | None:
+            got = [t["labels"] for t in prometheus.active_targets() if t["labels"].get("job") == f"{NS}/llm"]
+            return got if {t.get("pod") for t in got} == pods else None
+
+        try:
+            targets = env.wait("every replica discovered as a target", discovered, timeout=60)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n--- active targets ---\n{prometheus.active_targets()}\n"
+                                 f"--- prometheus log ---\n{prometheus.process.tail()}\n"
+                                 f"--- its configuration ---\n{text}") from None
+        for labels in targets:  # what the ScaledObject's query selects on
+            assert (labels["namespace"], labels["container"], labels["endpoint"]) == (NS, "vllm", "http"), labels
+    finally:
+        if prometheus is not None:
+            prometheus.stop()
+        operator.stop()

@@ -1,4 +1,5 @@
-"""Every ADR has a status line under its title and a row in docs/adr/README.md with the same status;
+"""Every ADR has a status line under its title (Proposed: a decision still open, its facts gathered)
+and a row in docs/adr/README.md with the same status;
 every ADR a status names as amending or superseding exists and says so itself."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import re
 from components.tables.paths import PROJECT_DIR
 
 ADR_DIR = PROJECT_DIR / "docs" / "adr"
-STATUS = re.compile(r"^Status: (Accepted|Deprecated|Superseded by \[(\d{4})\]\(\S+\))"
+STATUS = re.compile(r"^Status: (Proposed|Accepted|Deprecated|Superseded by \[(\d{4})\]\(\S+\))"
                     r"(; amended by (\[\d{4}\]\(\S+\)(, )?)+)?( \(\d{4}-\d{2}-\d{2}\))?$")
 
 
