@@ -1,11 +1,14 @@
 """What the real-controller scenarios share (Karpenter, KubeRay, KEDA): a cluster handle that reads like
-kubectl, waits that say what they saw, and stopping a controller process politely, then firmly."""
+kubectl, waits that say what they saw, and a controller process with its log, stopped politely, then firmly."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -30,6 +33,39 @@ def wait_established(cluster: Any, *crds: str, timeout: float = 60) -> None:
 
     for name in crds:
         cluster.wait_for(f"CRD {name} Established", lambda n=name: established(n), timeout=timeout, interval=0.5)
+
+
+@dataclass
+class Process:
+    """One controller process, its output in `<workdir>/<name>.log`."""
+
+    name: str
+    workdir: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / f"{self.name}.log"
+
+    def run(self, args: list[str], env: dict[str, str]) -> None:
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True, cwd=self.workdir)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def check_alive(self) -> None:
+        if not self.alive():
+            raise AssertionError(f"{self.name} exited ({self.proc and self.proc.returncode}):\n{self.tail()}")
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process(self.proc)
+        self.proc = None
 
 
 class ClusterEnv:

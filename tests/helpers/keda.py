@@ -36,7 +36,6 @@ import contextlib
 import datetime
 import ipaddress
 import json
-import os
 import subprocess
 import threading
 import time
@@ -47,7 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.controller_env import stop_process
+from tests.helpers.controller_env import Process
 from tests.helpers.tools import load_tool
 
 OPERATOR, ADAPTER, PROMETHEUS = "keda", "keda-adapter", "prometheus"
@@ -125,39 +124,6 @@ def aggregation_objects(ca_pem: bytes, port: int) -> list[dict[str, Any]]:
                   "versionPriority": 100, "caBundle": base64.b64encode(ca_pem).decode(),
                   "service": {"name": ADAPTER_SERVICE, "namespace": NAMESPACE, "port": port}}},
     ]
-
-
-@dataclass
-class Process:
-    """One controller process, its output in `<workdir>/<name>.log`."""
-
-    name: str
-    workdir: Path
-    proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
-
-    @property
-    def log(self) -> Path:
-        return self.workdir / f"{self.name}.log"
-
-    def run(self, args: list[str], env: dict[str, str]) -> None:
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True, cwd=self.workdir)
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def check_alive(self) -> None:
-        if not self.alive():
-            raise AssertionError(f"{self.name} exited ({self.proc and self.proc.returncode}):\n{self.tail()}")
-
-    def tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc)
-        self.proc = None
 
 
 @dataclass

@@ -17,15 +17,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import ipaddress
-import os
 import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.controller_env import stop_process
+from tests.helpers.controller_env import Process
 from tests.helpers.tools import load_tool
 
 BINARY = "ray-operator"
@@ -108,35 +106,35 @@ class RayOperator:
     kubeconfig: Path
     bin_dir: Path
     batch_scheduler: str = ""  # the add-on's (none)
-    proc: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    process: Process = field(init=False)
     ca_pem: bytes = field(default=b"", init=False)
+
+    def __post_init__(self) -> None:
+        self.process = Process("ray-operator", self.workdir)
 
     @property
     def log(self) -> Path:
-        return self.workdir / "ray-operator.log"
+        return self.process.log
 
     def start(self) -> RayOperator:
         lc = load_tool("localcluster")
         tmp = self.workdir / "tmp"
         self.ca_pem = serving_certificate(tmp / "k8s-webhook-server" / "serving-certs")
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "TMPDIR": str(tmp), "ENABLE_WEBHOOKS": "true"}
+        env = {"KUBECONFIG": str(self.kubeconfig), "TMPDIR": str(tmp), "ENABLE_WEBHOOKS": "true"}
         args = [str(self.bin_dir / BINARY), f"--kubeconfig={self.kubeconfig}",
                 *([f"--batch-scheduler={self.batch_scheduler}"] if self.batch_scheduler else []),
                 "--enable-leader-election=false",
                 f"--metrics-addr=127.0.0.1:{lc.free_port()}",
                 f"--health-probe-bind-address=127.0.0.1:{lc.free_port()}",
                 "--log-stdout-encoder=console"]
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+        self.process.run(args, env)
         return self
 
     def wait_serving(self, timeout: float = 60) -> None:
         """Until the webhook port accepts connections (the manager started its webhook server)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not self.alive():
-                raise AssertionError(f"ray-operator exited ({self.proc and self.proc.returncode}):\n{self.tail()}")
+            self.process.check_alive()
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", WEBHOOK_PORT), 1):
                 return
             time.sleep(0.5)
@@ -148,12 +146,10 @@ class RayOperator:
         return "\n".join(line for line in text.splitlines() if f'"{name}"' in line)
 
     def tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:]) if self.log.exists() else ""
+        return self.process.tail(lines)
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc)
-        self.proc = None
+        self.process.stop()
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.process.alive()
