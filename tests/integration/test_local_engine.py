@@ -37,7 +37,7 @@ import yaml
 
 from components.addons.observability import NAMESPACE as OBSERVABILITY_NS
 from components.kube.charts import chart_dir, chart_version
-from components.plan.measured import Arrival, Recorder, compare, markdown, measure
+from components.plan.measured import WAIT_SLACK, Arrival, Recorder, compare, markdown, measure
 from components.plan.run import plan_config
 from components.plan.timeline import build_steps
 from components.smoke.expectations import NO_KUBELET, RUN_LABEL
@@ -205,7 +205,12 @@ def test_the_measured_order_matches_the_modeled_graph(deployed: Deployed) -> Non
     have; the add-on's namespace and release are among what the graph lets run beside the smoke test."""
     plan = plan_config({SETTINGS_KEY: deployed.settings}, deployed.stack.name, "the test's stack")
     steps = build_steps(plan.resources, platform="local")
-    report = compare(steps, measure(deployed.events))
+    # Twice the default slack: in CI this lane shares 2 cores with the pure tier, and the engine's
+    # default dynamic provider imports each dynamic resource's module at its first Check, after its
+    # dependency ended; for `smoke-test-run` that gap measured 1.00 s there (2026-12-06) against the
+    # 1.0 s default. The slack covers CPU-bound latency only: a hidden dependency on a step longer
+    # than 2 s still shows, and order (a) is checked exactly either way.
+    report = compare(steps, measure(deployed.events), slack=2 * WAIT_SLACK)
     print("\n" + markdown(report))
     assert report.ok, "\n".join(report.problems)
     assert {r.name for r in report.rows} == {s.name for s in steps}
