@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
-import ipaddress
 import json
 import subprocess
 import threading
@@ -46,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import certs
 from tests.helpers.controller_env import Process
 from tests.helpers.tools import load_tool
 
@@ -73,41 +72,10 @@ def certificates(cert_dir: Path) -> bytes:
     """A CA and one certificate signed by it for the operator's and the adapter's service names and
     127.0.0.1, server and client use, written as ca.crt / tls.crt / tls.key (the Secret kedaorg-certs'
     keys); returns the CA's PEM."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    life = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ck8s-gpu test KEDA CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(life[0]).not_valid_after(life[1])
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    names: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+    dns = ["localhost"]
     for svc in (OPERATOR_SERVICE, ADAPTER_SERVICE):  # certificate_manager.go: <svc>, <svc>.<ns>, .svc, .svc.<domain>
-        names += [x509.DNSName(n) for n in (svc, f"{svc}.{NAMESPACE}", f"{svc}.{NAMESPACE}.svc",
-                                            f"{svc}.{NAMESPACE}.svc.cluster.local")]
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, OPERATOR_SERVICE)]))
-            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(life[0]).not_valid_after(life[1])
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                           critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-    (cert_dir / "ca.crt").write_bytes(ca_pem)
-    (cert_dir / "tls.crt").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    (cert_dir / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                                         serialization.PrivateFormat.PKCS8,
-                                                         serialization.NoEncryption()))
-    return ca_pem
+        dns += [svc, f"{svc}.{NAMESPACE}", f"{svc}.{NAMESPACE}.svc", f"{svc}.{NAMESPACE}.svc.cluster.local"]
+    return certs.issue(cert_dir, OPERATOR_SERVICE, dns=dns, ips=["127.0.0.1"], client_auth=True, write_ca=True)
 
 
 def aggregation_objects(ca_pem: bytes, port: int) -> list[dict[str, Any]]:
@@ -144,15 +112,15 @@ class Keda:
 
     def start(self) -> Keda:
         lc = load_tool("localcluster")
-        certs = self.workdir / "certs"
-        self.ca_pem = certificates(certs)
+        cert_dir = self.workdir / "certs"
+        self.ca_pem = certificates(cert_dir)
         grpc = lc.free_port()
         self.adapter_port = lc.free_port()
         env = {"WATCH_NAMESPACE": "", "KEDA_CLUSTER_OBJECT_NAMESPACE": NAMESPACE, "POD_NAMESPACE": NAMESPACE,
                "KUBECONFIG": str(self.kubeconfig)}
         kube = f"--kubeconfig={self.kubeconfig}"
         self.operator.run([
-            str(self.bin_dir / OPERATOR), kube, "--leader-elect=false", f"--cert-dir={certs}",
+            str(self.bin_dir / OPERATOR), kube, "--leader-elect=false", f"--cert-dir={cert_dir}",
             "--enable-cert-rotation=false", "--enable-webhook-patching=false", "--enable-apiservice-patching=false",
             f"--metrics-bind-address=127.0.0.1:{lc.free_port()}",
             f"--health-probe-bind-address=127.0.0.1:{lc.free_port()}",
@@ -164,8 +132,8 @@ class Keda:
             str(self.bin_dir / ADAPTER), kube, f"--lister-kubeconfig={self.kubeconfig}",
             f"--authentication-kubeconfig={self.kubeconfig}", f"--authorization-kubeconfig={self.kubeconfig}",
             "--bind-address=127.0.0.1", f"--secure-port={self.adapter_port}",
-            f"--tls-cert-file={certs / 'tls.crt'}", f"--tls-private-key-file={certs / 'tls.key'}",
-            f"--cert-dir={certs}", f"--metrics-service-address=127.0.0.1:{grpc}",
+            f"--tls-cert-file={cert_dir / 'tls.crt'}", f"--tls-private-key-file={cert_dir / 'tls.key'}",
+            f"--cert-dir={cert_dir}", f"--metrics-service-address=127.0.0.1:{grpc}",
             f"--port={lc.free_port()}", "--v=2",
         ], env)
         return self

@@ -15,14 +15,13 @@ tools/build.sh (tools/mod/kuberay); its CRDs are copied beside it. What the proc
 from __future__ import annotations
 
 import contextlib
-import datetime
-import ipaddress
 import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import certs
 from tests.helpers.controller_env import Process
 from tests.helpers.tools import load_tool
 
@@ -47,38 +46,7 @@ def missing(bin_dir: Path) -> list[str]:
 def serving_certificate(cert_dir: Path) -> bytes:
     """A CA and a serving certificate for 127.0.0.1 signed by it, written as controller-runtime
     reads them (tls.crt, tls.key); returns the CA's PEM for the webhook's caBundle."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    life = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1))
-
-    def name(cn: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = name("ck8s-gpu test webhook CA")
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(life[0]).not_valid_after(life[1])
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (x509.CertificateBuilder().subject_name(name("ray-operator webhook")).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(life[0]).not_valid_after(life[1])
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    cert_dir.mkdir(parents=True, exist_ok=True)
-    (cert_dir / "tls.crt").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    (cert_dir / "tls.key").write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                                         serialization.PrivateFormat.PKCS8,
-                                                         serialization.NoEncryption()))
-    return ca.public_bytes(serialization.Encoding.PEM)
+    return certs.issue(cert_dir, "ray-operator webhook", ips=["127.0.0.1"])
 
 
 def webhook_configuration(ca_pem: bytes, port: int = WEBHOOK_PORT) -> dict[str, Any]:

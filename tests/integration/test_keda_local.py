@@ -197,12 +197,13 @@ def test_the_example_scales_out_on_the_queue_with_a_gpu_per_replica_and_back_in(
 def test_a_metric_prometheus_does_not_have_keeps_the_minimum_and_says_so(env: Env) -> None:
     """A query over a metric no target exports: with `ignoreNullValues: "false"` KEDA reports the
     empty result as an error (pkg/scalers/prometheus_scaler.go) instead of scaling on 0."""
-    deployment = next(d for d in example(env.prometheus.url) if d["kind"] == "Deployment")
+    docs = example(env.prometheus.url)
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
     deployment = {**deployment, "metadata": {"name": "ghost", "namespace": NS, "labels": {"app": "ghost"}},
                   "spec": {**deployment["spec"], "selector": {"matchLabels": {"app": "ghost"}},
                            "template": {**deployment["spec"]["template"],
                                         "metadata": {"labels": {"app": "ghost", QUEUE_LABEL: "default"}}}}}
-    template = next(d for d in example(env.prometheus.url) if d["kind"] == "ResourceClaimTemplate")
+    template = next(d for d in docs if d["kind"] == "ResourceClaimTemplate")
     scaled = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "ghost", "namespace": NS},
               "spec": {"scaleTargetRef": {"name": "ghost"}, "minReplicaCount": 1, "maxReplicaCount": 4,
                        "pollingInterval": 2,
