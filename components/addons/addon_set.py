@@ -32,6 +32,7 @@ from .cluster_policy_ready import ClusterPolicyReady
 from .crds import BY_CHART
 from .crds_first import CrdsFirst
 from .dra_mode_guard import DraModeGuard
+from .gateway_ready import GatewayReady
 from .gpu_cluster_ready import GpuClusterReady
 from .gpu_operator import (
     CLUSTER_POLICY,
@@ -131,9 +132,13 @@ def release_args(addon: Addon, ctx: AddonContext) -> dict[str, Any]:
     return args
 
 
-def crds_first(addon: Addon, ctx: AddonContext) -> dict[str, str] | None:
-    """Where to pull the chart whose CRDs must be applied before its release, or None when the
-    chart upgrades its own (components/addons/crds.py) or is this repository's."""
+def crds_first(addon: Addon, ctx: AddonContext) -> dict[str, Any] | None:
+    """Where to pull the chart whose CRDs must be applied before its release (or the release
+    manifest of CRDs no chart carries: `Addon.crd_manifest`), or None when the chart upgrades its
+    own (components/addons/crds.py) or is this repository's."""
+    if addon.crd_manifest is not None:
+        m = addon.crd_manifest(ctx.settings)
+        return {"manifest": m.url, "version": m.version, "expect_annotation": m.annotation}
     repo = addon.repository(ctx.settings)
     handling = BY_CHART.get(addon.chart_pin or "")
     if repo is None or handling is None or not handling.manual:
@@ -257,6 +262,14 @@ class AddonSet(pulumi.ComponentResource):
             )
             self.releases[addon.name] = release
             self.ready[addon.name] = release
+            if addon.gateway is not None:
+                self.ready[addon.name] = GatewayReady(
+                    f"{name}-{addon.name}-gateway-ready", cluster.kubeconfig,
+                    gateway_class=addon.gateway.gateway_class, controller=addon.gateway.controller,
+                    namespace=addon.gateway.namespace, object_name=addon.gateway.name,
+                    timeout_seconds=addon.timeout_seconds,
+                    trigger=operator_digest(ctx.version, redacted(release_values(addon, ctx))),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[release]))
             if addon.readiness == "operator":
                 gate = dict(
                     operator_namespace=addon.namespace,

@@ -31,7 +31,9 @@ CAPABILITIES: tuple[Capability, ...] = get_args(ClusterCapability)
 # that plus the GPU Operator's ClusterPolicy reporting `ready` (driver and toolkit rolled out).
 # operator: the GPU Operator's custom resource reconciled onto the GPU nodes (its ClusterPolicy, or its
 # GPUCluster with gpuStack.draManagedBy operator), judged by the gates of components/addons.
-Readiness = Literal["helm", "operator"]
+# gateway: Helm's wait, then the add-on's Gateway Accepted and Programmed by its controller
+# (components/addons/gateway_ready.py; `Addon.gateway` names it).
+Readiness = Literal["helm", "operator", "gateway"]
 
 # Pod Security admission level of the add-on's namespace: NVIDIA operands load kernel modules and
 # mount host paths, node exporters read the host, so those namespaces must be privileged.
@@ -63,6 +65,26 @@ ValuesFn = Callable[[AddonContext], dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class GatewayGate:
+    """The Gateway a `gateway`-ready add-on brings, and the controller that must program it."""
+
+    gateway_class: str
+    controller: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CrdManifest:
+    """CRDs no chart carries, applied before the release from a release manifest (CrdsFirst):
+    `annotation` (key, value) is what each CRD in it must carry (the bundle version)."""
+
+    url: str
+    version: str
+    annotation: tuple[str, str]
+
+
+@dataclass(frozen=True)
 class Addon:
     name: str  # release name and catalog key
     settings_key: str  # attribute of settings.gpuStack.addons
@@ -91,6 +113,9 @@ class Addon:
     mirror_extra: Callable[[Settings, str], dict[str, Any]] | None = None
     conflicts: tuple[str, ...] = ()  # add-ons that must never run in the same cluster
     readiness: Readiness = "helm"
+    gateway: GatewayGate | None = None  # with readiness `gateway`
+    # CRDs from a release manifest at the settings' URL, applied before every release of this add-on.
+    crd_manifest: Callable[[Settings], CrdManifest] | None = None
     timeout_seconds: int = 600
     # Problems with the settings that only matter when this add-on is enabled.
     check: Callable[[Settings], tuple[str, ...]] = field(default=lambda _s: ())
@@ -113,6 +138,8 @@ class Addon:
     def __post_init__(self) -> None:
         if (self.chart_pin is None) == (self.local_chart is None):
             raise ValueError(f"add-on {self.name}: exactly one of chart_pin / local_chart")
+        if (self.readiness == "gateway") != (self.gateway is not None):
+            raise ValueError(f"add-on {self.name}: readiness `gateway` and a GatewayGate go together")
 
     @property
     def release_name(self) -> str:

@@ -125,6 +125,18 @@ CRD_HANDLING: tuple[CrdHandling, ...] = (
                "2.21.1 chart not read (docs/compatibility.md)",
     ),
     CrdHandling(
+        chart="traefik",
+        crds="`crds/` (traefik.io IngressRoute, Middleware, TraefikService...; hub.traefik.io); the Gateway API "
+             "CRDs are not in the chart",
+        mechanism="none for `crds/`",
+        ours="the chart's `crds/` stay as Helm first installed them: the add-on turns off the provider that reads "
+             "them (`providers.kubernetesCRD.enabled: false`), so nothing depends on their version. The Gateway "
+             "API CRDs it does use are applied before every release from the pinned release's "
+             "standard-install.yaml (CrdsFirst, `manifest`), bundle version checked",
+        source="traefik/traefik-helm-chart v41.3.0 (a8a66d0) traefik/crds/, README.md (Gateway API CRDs applied "
+               "by the user from the gateway-api release), templates/rbac/clusterrole.yaml",
+    ),
+    CrdHandling(
         chart="velero",
         crds="`crds/` (Backup, Restore, Schedule, BackupStorageLocation...)",
         mechanism="`upgradeCRDs` (default true): pre-install/pre-upgrade/pre-rollback Job whose init container "

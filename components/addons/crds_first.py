@@ -9,6 +9,13 @@ pkg/action/install.go installCRDs, pkg/action/upgrade.go).
 --server-side --force-conflicts` does). On a fresh cluster Helm's install then finds them present
 and skips them. Deleting the resource leaves the CRDs: deleting a CRD deletes every object of it.
 
+A second source, for CRDs no chart carries: a release manifest at a URL (`manifest`, the Gateway
+API's `standard-install.yaml` for the inference gateway, ADR 0052). It may hold only CRDs and the
+ValidatingAdmissionPolicy and binding such bundles ship to guard their own upgrades (Gateway API
+v1.6.1 config/crd/standard/gateway.networking.k8s.io_vap_safeupgrades.yaml); each CRD must carry
+the bundle version asked for (`gateway.networking.k8s.io/bundle-version`, `expect_annotation`), so a
+mirror serving another release is refused before anything is applied.
+
 Pickled into the state by reference to this module: keep it importable at this path.
 """
 
@@ -48,6 +55,55 @@ def chart_crds(archive: bytes) -> list[dict[str, Any]]:
     return out
 
 
+# What a release manifest may hold besides CRDs: the admission policy guarding their upgrades.
+MANIFEST_POLICY_KINDS = (("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+                         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"))
+
+
+def manifest_objects(text: str, expect_annotation: tuple[str, str] | None = None,
+                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(CRDs, admission policies) of a release manifest, in file order; CrdError naming every
+    document of another kind, and every CRD whose `expect_annotation` (key, value) differs."""
+    crds: list[dict[str, Any]] = []
+    policies: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for i, doc in enumerate(yaml.safe_load_all(text)):
+        if not doc:
+            continue
+        if not isinstance(doc, dict):
+            problems.append(f"document {i + 1} is not an object")
+            continue
+        kind = (doc.get("apiVersion"), doc.get("kind"))
+        name = (doc.get("metadata") or {}).get("name")
+        if kind == CRD_API:
+            crds.append(doc)
+            if expect_annotation is not None:
+                got = ((doc.get("metadata") or {}).get("annotations") or {}).get(expect_annotation[0])
+                if got != expect_annotation[1]:
+                    problems.append(f"CRD {name}: {expect_annotation[0]} is {got!r}, expected {expect_annotation[1]!r}")
+        elif kind in MANIFEST_POLICY_KINDS:
+            policies.append(doc)
+        else:
+            problems.append(f"document {i + 1} ({doc.get('kind')} {name}) is neither a CustomResourceDefinition nor "
+                            "a ValidatingAdmissionPolicy (binding)")
+    if not crds:
+        problems.append("no CustomResourceDefinition in it")
+    if problems:
+        raise CrdError("; ".join(problems))
+    return crds, policies
+
+
+def fetch(url: str, timeout: float = 60) -> str:
+    """The manifest at an https/http URL (redirects followed: release assets redirect to storage)."""
+    import urllib.request
+
+    if not url.startswith(("https://", "http://")):
+        raise CrdError(f"{url!r} is not an http(s) URL")
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        body: bytes = answer.read()
+    return body.decode()
+
+
 def pull(repo: str, chart: str, version: str) -> bytes:
     """The chart archive at `version` from an https/http Helm repository or an `oci://` prefix."""
     import helm_python
@@ -79,9 +135,11 @@ def crd_not_established(crd: dict[str, Any]) -> str:
 ESTABLISH_SECONDS = 60
 
 
-def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float = ESTABLISH_SECONDS) -> list[str]:
+def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float = ESTABLISH_SECONDS,
+          policies: list[dict[str, Any]] | None = None) -> list[str]:
     """Server-side apply each CRD, then wait until all of them serve their kinds: a release or a
-    custom resource that depends on this resource may be created the next moment."""
+    custom resource that depends on this resource may be created the next moment. A manifest's
+    admission policies go first: they judge the CRDs' own apply."""
     import time
 
     from kubernetes import client
@@ -89,6 +147,12 @@ def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float 
     from ..kube.client import api_client
 
     api = client.ApiextensionsV1Api(api_client(kubeconfig))
+    admission = client.AdmissionregistrationV1Api(api.api_client)
+    for policy in policies or []:
+        patch = (admission.patch_validating_admission_policy if policy["kind"] == "ValidatingAdmissionPolicy"
+                 else admission.patch_validating_admission_policy_binding)
+        patch(policy["metadata"]["name"], policy, field_manager=FIELD_MANAGER, force=True,
+              _content_type="application/apply-patch+yaml")
     names = []
     for crd in crds:
         name = crd["metadata"]["name"]
@@ -107,11 +171,17 @@ def apply(kubeconfig: str, crds: list[dict[str, Any]], establish_seconds: float 
 
 
 def _run(props: dict[str, Any]) -> dict[str, Any]:
+    manifest = props.get("manifest")
     try:
-        crds = chart_crds(pull(props["repository"], props["chart"], props["version"]))
-        names = apply(props["kubeconfig"], crds)
-    except Exception as exc:  # the engine shows this message, naming the chart and the cause
-        raise CrdError(f"CRDs of {props['chart']} {props['version']} from {props['repository']}: {exc}") from None
+        if manifest:
+            annotation = props.get("expectAnnotation")
+            crds, policies = manifest_objects(fetch(manifest), tuple(annotation) if annotation else None)
+            names = apply(props["kubeconfig"], crds, policies=policies)
+        else:
+            names = apply(props["kubeconfig"], chart_crds(pull(props["repository"], props["chart"], props["version"])))
+    except Exception as exc:  # the engine shows this message, naming the source and the cause
+        source = manifest or f"{props['chart']} {props['version']} from {props['repository']}"
+        raise CrdError(f"CRDs of {source}: {exc}") from None
     return {**props, "crds": names}
 
 
@@ -121,7 +191,8 @@ class _Provider(pulumi.dynamic.ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
         # A new kubeconfig (rotated credentials) is not a reason to apply again.
-        keys = [k for k in ("repository", "chart", "version") if olds.get(k) != news.get(k)]
+        keys = [k for k in ("repository", "chart", "version", "manifest", "expectAnnotation")
+                if olds.get(k) != news.get(k)]
         return pulumi.dynamic.DiffResult(changes=bool(keys))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
@@ -132,13 +203,20 @@ class _Provider(pulumi.dynamic.ResourceProvider):
 
 
 class CrdsFirst(pulumi.dynamic.Resource, module="ck8s-gpu", name="CrdsFirst"):  # type: ignore[misc,call-arg]
-    """The chart's `crds/` at `version`, applied before its release (see the module docstring)."""
+    """The chart's `crds/` at `version`, or a release `manifest`'s CRDs, applied before the release
+    (see the module docstring)."""
 
     crds: pulumi.Output[list[str]]
 
-    def __init__(self, name: str, kubeconfig: pulumi.Input[str], *, repository: str, chart: str, version: str,
+    def __init__(self, name: str, kubeconfig: pulumi.Input[str], *, version: str, repository: str | None = None,
+                 chart: str | None = None, manifest: str | None = None,
+                 expect_annotation: tuple[str, str] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(_Provider(), name, {
-            "kubeconfig": pulumi.Output.secret(kubeconfig), "repository": repository, "chart": chart,
-            "version": version, "crds": None,
-        }, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])))
+        if (manifest is None) == (chart is None or repository is None):
+            raise ValueError(f"CrdsFirst {name}: either a chart and its repository, or a manifest")
+        props: dict[str, Any] = {"kubeconfig": pulumi.Output.secret(kubeconfig), "repository": repository,
+                                 "chart": chart, "version": version, "crds": None}
+        if manifest is not None:  # absent, not null, for a chart: states written before manifests stay equal
+            props |= {"manifest": manifest, "expectAnnotation": list(expect_annotation or ()) or None}
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+        super().__init__(_Provider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

@@ -96,6 +96,7 @@ _DYNAMIC_KEYS = {
     # draManagedBy operator: the gate's poll; the GPUCluster's operands (DRA plugin, validator) are
     # not modelled as steps yet (no committed stack runs that mode: issue 40).
     tokens.DYNAMIC_GPU_CLUSTER_READY: "wait-for-poll",
+    tokens.DYNAMIC_GATEWAY_READY: "wait-for-poll",
     tokens.DYNAMIC_DRA_MODE_GUARD: "dra-mode-guard",
     NODE_UPGRADE: "upgrade-noop",
     tokens.DYNAMIC_POOL_UPGRADE: "upgrade-noop",

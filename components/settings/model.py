@@ -345,6 +345,15 @@ class AddonSettings(_Model):
     values: dict[str, Any] = Field(default_factory=dict)
 
 
+class InferenceGatewaySettings(AddonSettings):
+    """The inference gateway add-on (components/addons/inference_gateway.py, ADR 0052)."""
+
+    # Where the Gateway API CRDs come from: a copy of the pinned release's standard-install.yaml
+    # (an air-gapped site's mirror). null: the release asset upstream (pins.GATEWAY_API_CRDS_URL).
+    # Each CRD must carry that release's bundle-version annotation: another release is refused.
+    gateway_api_crds: str | None = Field(default=None, pattern=r"^https?://\S+$", max_length=2048)
+
+
 class AddonsSettings(_Model):
     gpu_operator: AddonSettings = AddonSettings()
     dra_driver: AddonSettings = AddonSettings()
@@ -361,6 +370,7 @@ class AddonsSettings(_Model):
     kuberay_operator: AddonSettings = AddonSettings()
     kuberay_admission: AddonSettings = AddonSettings()
     keda: AddonSettings = AddonSettings()
+    inference_gateway: InferenceGatewaySettings = InferenceGatewaySettings()
 
     def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
         """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""

@@ -29,3 +29,8 @@ EFA_NODE_LABEL = "ck8s-gpu/efa"
 
 # Node labels naming a node's pool, on AWS and on simulated pools.
 POOL_LABELS = (POOL_TAG, SIMULATED_POOL_LABEL)
+
+# The inference gateway's listener takes routes only from namespaces carrying this label with the
+# value `allowed` (components/addons/inference_gateway.py): a route from any other namespace is
+# refused (NotAllowedByListeners), so no team can claim a path on the shared gateway by accident.
+INFERENCE_ROUTES_LABEL = "ck8s-gpu/inference-routes"

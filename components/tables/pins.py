@@ -129,7 +129,21 @@ CHARTS: dict[str, ChartPin] = {
     # release tools/mod/keda builds and CI runs (the kedacore/charts release of each app version
     # carries the same number).
     "keda": ChartPin("keda", "https://kedacore.github.io/charts", "2.21.1"),
+    # The inference gateway (components/addons/inference_gateway.py, ADR 0052): chart 41.3.0
+    # (traefik/traefik-helm-chart a8a66d0, 2026-08-21, appVersion v3.7.11), run with the proxy at
+    # TRAEFIK below, the release tools/mod/traefik builds and CI runs.
+    "traefik": ChartPin("traefik", "https://traefik.github.io/charts", "41.3.0"),
 }
+
+# The inference gateway's proxy and Gateway API controller (one binary): v3.7.13, two patch
+# releases past the chart's appVersion, because that is the newest the module proxy serves and so
+# the one CI runs (tools/mod/traefik); the chart's values accept any v3.7 (image.tag).
+TRAEFIK = "v3.7.13"
+# The Gateway API CRDs the inference gateway installs: the standard channel at the version
+# TRAEFIK's go.mod builds against (sigs.k8s.io/gateway-api v1.6.1), from its release assets.
+GATEWAY_API = "v1.6.1"
+GATEWAY_API_CRDS_URL = (f"https://github.com/kubernetes-sigs/gateway-api/releases/download/{GATEWAY_API}/"
+                        "standard-install.yaml")
 
 # The GPU Operator's `driver.version` with `gpuStack.driver: precompiled` (driver.usePrecompiled):
 # a driver BRANCH, not a version. The operator pulls `<repository>/<image>:<version>-<node's

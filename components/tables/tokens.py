@@ -35,6 +35,7 @@ DYNAMIC_CLUSTER_POLICY_READY = "pulumi-python:dynamic/ck8s-gpu:ClusterPolicyRead
 DYNAMIC_GPU_CLUSTER_READY = "pulumi-python:dynamic/ck8s-gpu:GpuClusterReady"
 DYNAMIC_DRA_MODE_GUARD = "pulumi-python:dynamic/ck8s-gpu:DraModeGuard"
 DYNAMIC_CRDS_FIRST = "pulumi-python:dynamic/ck8s-gpu:CrdsFirst"
+DYNAMIC_GATEWAY_READY = "pulumi-python:dynamic/ck8s-gpu:GatewayReady"
 DYNAMIC_NODE_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:NodeUpgrade"
 DYNAMIC_POOL_UPGRADE = "pulumi-python:dynamic/ck8s-gpu:PoolUpgrade"
 DYNAMIC_SMOKE_RUN = "pulumi-python:dynamic/ck8s-gpu:SmokeRun"
