@@ -105,8 +105,8 @@ def route(name: str, namespace: str, rules: list[dict[str, Any]]) -> dict[str, A
                      "rules": rules}}
 
 
-def weighted(weights: dict[str, int]) -> dict[str, Any]:
-    return {"matches": [{"path": {"type": "PathPrefix", "value": "/v1"}}],
+def weighted(weights: dict[str, int], path: str = "/v1") -> dict[str, Any]:
+    return {"matches": [{"path": {"type": "PathPrefix", "value": path}}],
             "backendRefs": [{"name": n, "port": 8000, "weight": w} for n, w in weights.items()]}
 
 
@@ -202,8 +202,8 @@ def test_weighted_split_and_header_routing(env: Env) -> None:
 
 def test_breaks_are_named(env: Env) -> None:
     parent = (addon.NAMESPACE, addon.GATEWAY)
-    env.cluster.apply([route("to-nowhere", NS, [weighted({"llm-gone": 1})]),
-                       route("stray", "elsewhere", [weighted({"llm-a": 1})])])
+    env.cluster.apply([route("to-nowhere", NS, [weighted({"llm-gone": 1}, "/nowhere")]),
+                       route("stray", "elsewhere", [weighted({"llm-a": 1}, "/stray")])])
 
     def named(name: str, ns: str, reason: str) -> bool:
         problems = route_problems(env.get("httproute", name, ns), "HTTPRoute", parent, addon.CONTROLLER, "web")
@@ -213,7 +213,13 @@ def test_breaks_are_named(env: Env) -> None:
     env.wait("a route from a namespace the listener does not allow refused",
              lambda: named("stray", "elsewhere", "NotAllowedByListeners"))
     problems = route_problems(env.get("httproute", "to-nowhere", NS), "HTTPRoute", parent, addon.CONTROLLER, "web")
+    print(f"\nbroken route: {problems}")
     assert problems == [p for p in problems if "ResolvedRefs" in p and "llm-gone" in p], problems
+    # What a client sees meanwhile: the unresolved backend's share answers 500 (httproute.go
+    # loadWRRService), and the refused route's path is not routed at all.
+    env.wait("the proxy answering for the unresolved backend", lambda: env.traefik.request("/nowhere", {})[0] == 500,
+             timeout=30)
+    assert env.traefik.request("/stray", {})[0] == 404
 
 
 def test_older_gateway_api_crds_are_refused_over_these(env: Env) -> None:
