@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STACK ?= kind
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# The installer of the project's pinned dependencies: uv installs them from its cache in seconds,
+# where pip took 80 s of every CI run (docs/benchmarks.md); pinned, itself installed by pip.
+UV_VERSION := 0.13.9
 
 .PHONY: plan test check lint types unit fast slow integration layers setup debs tools bench docs up down
 
@@ -19,7 +22,8 @@ check: lint types layers fast             ## the contributor's tier: lint, types
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS)) -e '.[test]'
 	touch $@
 
 setup: $(STAMP)
