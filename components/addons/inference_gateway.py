@@ -26,9 +26,12 @@ test_inference_gateway_local.py). Choices, each against the chart's default:
 - `global.checkNewVersion` false: no call home from an air-gapped cluster; usage data stays off.
 - Two replicas and a PodDisruptionBudget (maxUnavailable 1): a node drain never takes the
   gateway of every model down.
-- Metrics on the chart's `metrics` entry point (:9100, /metrics); the metrics Service and a
-  ServiceMonitor exactly where the Prometheus Operator's CRDs are (servicemonitor.yaml fails the
-  install without them unless told not to check).
+- Metrics on the chart's `metrics` entry point (:9100, /metrics), with per-router series
+  (`addRoutersLabels`, off in the chart): a router counts every request an HTTPRoute rule matched,
+  answered or not, which is what wakes a model from zero replicas (docs/inference.md); per-service
+  series exist only for a service with servers (pkg/server/service/service.go wraps each server's
+  proxy). The metrics Service and a ServiceMonitor exactly where the Prometheus Operator's CRDs are
+  (servicemonitor.yaml fails the install without them unless told not to check).
 - `restricted` Pod Security: values.yaml's securityContext/podSecurityContext (non-root 65532,
   read-only root, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp).
 """
@@ -91,7 +94,8 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "gateway": {"enabled": False},
         "gatewayClass": {"enabled": False},
         "extraObjects": [gateway_class_object(), gateway_object()],
-        "metrics": {"prometheus": {"service": {"enabled": monitors}, "serviceMonitor": {"enabled": monitors}}},
+        "metrics": {"prometheus": {"addRoutersLabels": True, "service": {"enabled": monitors},
+                                   "serviceMonitor": {"enabled": monitors}}},
         # Off-GPU, beside the other system add-ons.
         "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
     }

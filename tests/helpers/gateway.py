@@ -34,8 +34,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from components.addons import inference_gateway
+from components.addons.crds_first import _Provider
+from components.settings import parse_settings
+from tests.helpers import chart_repo
 from tests.helpers.controller_env import Process
 from tests.helpers.tools import load_tool
+from tests.integration.conftest import inline_kubeconfig
 
 BINARY = "traefik"
 # sigs.k8s.io/gateway-api v1.6.1 config/crd/standard/ (tools/build.sh module_crds)
@@ -88,6 +93,7 @@ class Traefik:
             f"--entryPoints.metrics.address=127.0.0.1:{self.metrics_port}/tcp",
             "--ping=true",
             "--metrics.prometheus=true", "--metrics.prometheus.entrypoint=metrics",
+            "--metrics.prometheus.addRoutersLabels=true",
             "--providers.kubernetesgateway",
             "--providers.kubernetesgateway.statusaddress.ip=127.0.0.1",
             "--log.level=INFO",
@@ -116,6 +122,12 @@ class Traefik:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")
+
+    def metrics(self) -> str:
+        """Its Prometheus exposition, from the `metrics` entry point."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            text: str = r.read().decode()
+        return text
 
     def stop(self) -> None:
         self.process.stop()
@@ -161,3 +173,19 @@ class ModelServer:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def install_crds(cluster: Any, bin_dir: Path, work: Path) -> list[str]:
+    """The add-on's CrdsFirst step (`manifest`), run by its provider against this API server: the
+    standard channel's files joined as the release's standard-install.yaml joins them, served over
+    HTTP where the add-on fetches the release asset."""
+    release = work / "release"
+    release.mkdir()
+    (release / "standard-install.yaml").write_text("\n---\n".join(
+        (crd_dir(bin_dir) / f).read_text() for f in (*CRDS, SAFE_UPGRADES)))
+    m = inference_gateway.crd_manifest(parse_settings({"platform": "local"}))
+    with chart_repo.serve(release) as url:
+        props = {"kubeconfig": inline_kubeconfig(cluster.kubeconfig), "manifest": f"{url}/standard-install.yaml",
+                 "version": m.version, "expectAnnotation": list(m.annotation), "repository": None, "chart": None}
+        created: list[str] = _Provider().create(props).outs["crds"]
+    return created

@@ -34,21 +34,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.addons import inference_gateway as addon
-from components.addons.crds_first import _Provider
 from components.kube.gateway_api import gateway_class_problems, gateway_problems, route_problems, split_problem
-from components.settings import parse_settings
-from tests.helpers import chart_repo, gateway
+from tests.helpers import gateway
 from tests.helpers.controller_env import ClusterEnv
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
-from tests.integration.conftest import inline_kubeconfig
 
-pytestmark = pytest.mark.integration
+# The real-controller scenarios balance the lanes (scripts/all_tiers.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.kubelet_lane]
 
 lc = load_tool("localcluster")
 NS = "serve"
@@ -116,22 +113,6 @@ def by_header(value: str, to: str) -> dict[str, Any]:
             "backendRefs": [{"name": to, "port": 8000}]}
 
 
-def install_crds(cluster: Any, bin_dir: Path, work: Path) -> list[str]:
-    """The add-on's CrdsFirst step (`manifest`), run by its provider against this API server: the
-    standard channel's files joined as the release's standard-install.yaml joins them, served over
-    HTTP where the add-on fetches the release asset."""
-    release = work / "release"
-    release.mkdir()
-    (release / "standard-install.yaml").write_text("\n---\n".join(
-        (gateway.crd_dir(bin_dir) / f).read_text() for f in (*gateway.CRDS, gateway.SAFE_UPGRADES)))
-    m = addon.crd_manifest(parse_settings({"platform": "local"}))
-    with chart_repo.serve(release) as url:
-        props = {"kubeconfig": inline_kubeconfig(cluster.kubeconfig), "manifest": f"{url}/standard-install.yaml",
-                 "version": m.version, "expectAnnotation": list(m.annotation), "repository": None, "chart": None}
-        created: list[str] = _Provider().create(props).outs["crds"]
-    return created
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     bin_dir = cluster_bin_dir()
@@ -142,7 +123,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     cluster = lc.LocalCluster(work / "cluster", nodes=0, bin_dir=bin_dir)
     with cluster:
         # The add-on's own CRD step, from a release manifest made as upstream's standard-install.yaml is.
-        applied = install_crds(cluster, bin_dir, work)
+        applied = gateway.install_crds(cluster, bin_dir, work)
         assert "httproutes.gateway.networking.k8s.io" in applied
         traefik = gateway.Traefik(work, bin_dir, cluster.kubeconfig)
         servers = {"llm-a": gateway.ModelServer("llm-a", "GPU-aaaaaaaa", MODEL).start(),

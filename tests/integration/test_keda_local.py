@@ -34,6 +34,8 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,14 +43,17 @@ from typing import Any
 import pytest
 import yaml
 
+from components.addons import inference_gateway
 from components.kube.client import api_client
+from components.kube.gateway_api import route_problems
 from components.smoke.gateway import KubeGateway
 from tests.fakes.kai.binder import QUEUE_LABEL, SCHEDULER, KaiStandIn
-from tests.helpers import keda
+from tests.helpers import gateway, keda
 from tests.helpers.controller_env import ClusterEnv, wait_established
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
-pytestmark = pytest.mark.integration
+# The real-controller scenarios balance the lanes (scripts/all_tiers.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.kubelet_lane]
 
 lc = load_tool("localcluster")
 dra = load_tool("dra_publisher")
@@ -297,3 +302,102 @@ def test_a_podmonitor_beside_the_workload_is_discovered_without_touching_monitor
         if prometheus is not None:
             prometheus.stop()
         operator.stop()
+
+
+FROM_ZERO = ROOT / "examples" / "inference-from-zero.yaml"
+
+
+def test_from_zero_on_the_gateways_count_and_back_to_zero(env: Env, tmp_path: Path) -> None:
+    """examples/inference-from-zero.yaml, as a user applies it, behind the real inference gateway
+    (Traefik v3.7.13, tools/mod/traefik) with a real Prometheus scraping Traefik's /metrics as the
+    stack's does through the add-on's ServiceMonitor (with its target labels). Nothing runs and no GPU is held
+    while no request comes; requests through the gateway (answered 503: no replica yet) wake the
+    Deployment through KEDA; once they stop, it goes back to zero and the GPU is freed. The query's
+    window and KEDA's cooldown are shortened (2 m and 300 s in the example), the algorithm is the same."""
+    bin_dir = env.cluster.bin_dir
+    if gone := gateway.missing(bin_dir):
+        skip_or_fail(f"Traefik or the Gateway API CRDs not built: missing {', '.join(gone)}; "
+                     "build them with `bash tools/build.sh`")
+    gateway.install_crds(env.cluster, bin_dir, tmp_path)
+    traefik = gateway.Traefik(tmp_path / "traefik", bin_dir, env.cluster.kubeconfig).start()
+    scraper: keda.Prometheus | None = None
+    try:
+        env.cluster.apply([
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": inference_gateway.NAMESPACE}},
+            {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": NS, "labels": dict([inference_gateway.ROUTES_LABEL])}},
+            inference_gateway.gateway_class_object(), inference_gateway.gateway_object(port=traefik.web_port)])
+        traefik.wait_ready()
+        # The labels the Prometheus Operator gives the ServiceMonitor's targets (prometheus-operator
+        # v0.93.1 pkg/prometheus/promcfg.go): job from jobLabel (the release), service, namespace.
+        scraper = keda.Prometheus(tmp_path / "prometheus", bin_dir, [f"127.0.0.1:{traefik.metrics_port}"],
+                                  {"job": "traefik", "service": "traefik-metrics",
+                                   "namespace": inference_gateway.NAMESPACE}).start()
+        scraper.wait_ready()
+        docs = [d for d in yaml.safe_load_all(FROM_ZERO.read_text()) if d and d["kind"] != "PodMonitor"]
+        for d in docs:
+            d["metadata"]["namespace"] = NS
+            if d["kind"] == "ScaledObject":
+                d["spec"] |= {"pollingInterval": 1, "cooldownPeriod": 5}
+                for trigger in d["spec"]["triggers"]:
+                    trigger["metadata"]["serverAddress"] = scraper.url
+                    trigger["metadata"]["query"] = trigger["metadata"]["query"].replace("[2m]", "[10s]")
+        env.cluster.apply(docs)
+        env.wait("the route to llm0 accepted", lambda: not route_problems(
+            env.cluster.get_json("httproute", "llm0", "-n", NS), "HTTPRoute",
+            (inference_gateway.NAMESPACE, inference_gateway.GATEWAY), inference_gateway.CONTROLLER, "web"))
+
+        def scaled_object() -> dict[str, str]:
+            status = env.cluster.get_json("scaledobject", "llm0", "-n", NS).get("status") or {}
+            return {c["type"]: c["status"] for c in status.get("conditions") or []}
+
+        env.wait("the ScaledObject ready and inactive", lambda: scaled_object().get("Ready") == "True"
+                 and scaled_object().get("Active") == "False", timeout=60)
+        time.sleep(3)  # three polling intervals with nothing asked: still nothing runs
+        assert env.replicas("llm0") == 0 and not pods_of(env, "llm0")
+
+        # A caller arrives: the gateway answers 503 (no replica), and counts the request.
+        answers: Counter[int] = Counter()
+
+        def knock() -> bool:
+            answers[send(traefik)] += 1
+            return env.replicas("llm0") >= 1
+
+        query = 'traefik_router_requests_total{router=~"httproute-serve-llm0-gw-.+@kubernetesgateway"}'
+
+        def counted() -> list[dict[str, Any]] | None:
+            answers[send(traefik)] += 1
+            return scraper.query(query) or None if scraper is not None else None
+
+        try:
+            series = env.wait("the gateway's count of llm0's requests in Prometheus", counted, timeout=30)
+        except AssertionError as e:
+            counters = [m for m in traefik.metrics().splitlines() if "requests_total" in m]
+            raise AssertionError(f"{e}\nanswers: {answers}\n--- traefik's counters ---\n{counters[:40]}") from None
+        assert answers[503] >= 1 and {s["metric"]["code"] for s in series} >= {"503"}, (answers, series)
+        env.wait("KEDA waking the Deployment on the gateway's count", knock, timeout=60)
+        env.wait("one replica holding a GPU", lambda: len(pods_of(env, "llm0")) == 1 and all(
+            len(d) == 1 for d in env.devices_of(pods_of(env, "llm0"), NS).values()), timeout=90)
+
+        # Quiet: the rate falls to 0, KEDA's cooldown passes, the Deployment and its GPU are gone.
+        env.wait("back to zero replicas once no request comes", lambda: env.replicas("llm0") == 0, timeout=90)
+        env.wait("no GPU held by llm0", lambda: not pods_of(env, "llm0") and not [
+            c for c in env.items("resourceclaims", "-n", NS)
+            if c["metadata"]["name"].startswith("llm0-") and c.get("status", {}).get("allocation")], timeout=90)
+    finally:
+        if scraper is not None:
+            scraper.stop()
+        traefik.stop()
+
+
+def pods_of(env: Env, app: str) -> list[dict[str, Any]]:
+    return [p for p in env.items("pods", "-n", NS, "-l", f"app={app}") if not p["metadata"].get("deletionTimestamp")]
+
+
+def send(traefik: gateway.Traefik) -> int:
+    """One chat request through the gateway: its status, 0 when nothing answered in time (a KWOK
+    pod's address leads nowhere once the replica is ready)."""
+    try:
+        return traefik.request("/v1/chat/completions", {"model": MODEL, "messages": []})[0]
+    except OSError:
+        return 0

@@ -45,7 +45,8 @@ from tests.helpers import kuberay
 from tests.helpers.controller_env import ClusterEnv, wait_established
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
-pytestmark = pytest.mark.integration
+# The real-controller scenarios balance the lanes (scripts/all_tiers.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.kubelet_lane]
 
 lc = load_tool("localcluster")
 dra = load_tool("dra_publisher")

@@ -77,7 +77,7 @@ def test_the_proxy_at_the_pin_and_under_a_mirror() -> None:
 
 def test_service_monitor_exactly_where_the_prometheus_operator_crds_are() -> None:
     with_monitoring = values(stack(AWS))  # aws installs kube-prometheus-stack by default
-    assert with_monitoring["metrics"]["prometheus"] == {"service": {"enabled": True},
+    assert with_monitoring["metrics"]["prometheus"] == {"addRoutersLabels": True, "service": {"enabled": True},
                                                         "serviceMonitor": {"enabled": True}}
     # servicemonitor.yaml fails the install where monitoring.coreos.com/v1 is not served
     without = values(parse_settings({**EXISTING, "gpuStack": {"addons": {"inferenceGateway": {"enabled": True}}}}))
