@@ -136,6 +136,33 @@ def inputs_changed(olds: dict[str, Any], news: dict[str, Any], keys: tuple[str, 
     return any(olds.get(k) != news.get(k) for k in keys)
 
 
+class ObservingGateProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
+    """A gate that polls until what it watches holds, then records what it saw (`observed`): its
+    outputs repeat its inputs `KEYS`, so the next diff compares the new inputs with them and a new
+    kubeconfig alone re-checks. A subclass names `KEYS` and `ID_PREFIX` and implements `observe`."""
+
+    KEYS: tuple[str, ...] = ()
+    ID_PREFIX = "gate"
+
+    def observe(self, props: dict[str, Any]) -> str:
+        """Poll until the gate holds; the last observation's detail (WaitTimeout otherwise)."""
+        raise NotImplementedError
+
+    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+        seen = self.observe(props)
+        return {**{k: props.get(k) for k in self.KEYS}, "timeoutSeconds": props["timeoutSeconds"],
+                "observed": seen, "kubeconfigSha256": sha256(str(props["kubeconfig"]))}
+
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        return pulumi.dynamic.CreateResult(f"{self.ID_PREFIX}-{uuid.uuid4().hex[:12]}", self._run(props))
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
+        return pulumi.dynamic.DiffResult(changes=inputs_changed(olds, news, self.KEYS))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
+        return pulumi.dynamic.UpdateResult(self._run(news))
+
+
 class _ApiReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         outs = check_api_ready(str(props["kubeconfig"]), float(props["timeoutSeconds"]),

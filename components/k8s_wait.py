@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi.dynamic
 
-from .k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
+from .k8s_ready import ObservingGateProvider, kubeconfig_endpoint
 from .kube.errors import ApiFailure
 from .kube.wait import Observation, WaitTimeout, poll
 
@@ -190,24 +189,12 @@ def _target(props: dict[str, Any]) -> Target:
                   props["jsonpath"], props["equals"])
 
 
-class _WaitForProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
-    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        seen = wait_for(str(props["kubeconfig"]), _target(props), float(props["timeoutSeconds"]))
-        return {
-            **{k: props.get(k) for k in _TARGET_KEYS},
-            "timeoutSeconds": props["timeoutSeconds"],
-            "observed": seen,
-            "kubeconfigSha256": sha256(str(props["kubeconfig"])),
-        }
+class _WaitForProvider(ObservingGateProvider):
+    KEYS = _TARGET_KEYS
+    ID_PREFIX = "waitfor"
 
-    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        return pulumi.dynamic.CreateResult(f"waitfor-{uuid.uuid4().hex[:12]}", self._run(props))
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return pulumi.dynamic.DiffResult(changes=inputs_changed(olds, news, _TARGET_KEYS))
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        return pulumi.dynamic.UpdateResult(self._run(news))
+    def observe(self, props: dict[str, Any]) -> str:
+        return wait_for(str(props["kubeconfig"]), _target(props), float(props["timeoutSeconds"]))
 
 
 class WaitFor(pulumi.dynamic.Resource, module="ck8s-gpu", name="WaitFor"):  # type: ignore[misc,call-arg]

@@ -12,14 +12,13 @@ dynamic provider is pickled into the state by reference: it must stay here under
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi.dynamic
 
-from ..k8s_ready import inputs_changed, kubeconfig_endpoint, sha256
+from ..k8s_ready import ObservingGateProvider, kubeconfig_endpoint
 from ..kube.errors import ApiFailure
 from ..kube.gateway_api import gateway_class_problems, gateway_problems
 from ..kube.wait import Observation, WaitTimeout, poll
@@ -96,24 +95,13 @@ def wait_ready(kubeconfig: str, target: Target, timeout_seconds: float) -> str:
     return last.detail
 
 
-_KEYS = ("gatewayClass", "controller", "namespace", "objectName", "trigger")
+class _GatewayReadyProvider(ObservingGateProvider):
+    KEYS = ("gatewayClass", "controller", "namespace", "objectName", "trigger")
+    ID_PREFIX = "gateway-ready"
 
-
-class _GatewayReadyProvider(pulumi.dynamic.ResourceProvider):  # type: ignore[misc]
-    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+    def observe(self, props: dict[str, Any]) -> str:
         target = Target(props["gatewayClass"], props["controller"], props["namespace"], props["objectName"])
-        seen = wait_ready(str(props["kubeconfig"]), target, float(props["timeoutSeconds"]))
-        return {**{k: props.get(k) for k in _KEYS}, "timeoutSeconds": props["timeoutSeconds"], "observed": seen,
-                "kubeconfigSha256": sha256(str(props["kubeconfig"]))}
-
-    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        return pulumi.dynamic.CreateResult(f"gateway-ready-{uuid.uuid4().hex[:12]}", self._run(props))
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.DiffResult:
-        return pulumi.dynamic.DiffResult(changes=inputs_changed(olds, news, _KEYS))
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.UpdateResult:
-        return pulumi.dynamic.UpdateResult(self._run(news))
+        return wait_ready(str(props["kubeconfig"]), target, float(props["timeoutSeconds"]))
 
 
 class GatewayReady(pulumi.dynamic.Resource, module="ck8s-gpu", name="GatewayReady"):  # type: ignore[misc,call-arg]
