@@ -39,10 +39,13 @@ from typing import Any
 import pytest
 
 from components.addons import inference_gateway as addon
+from components.addons.gateway_ready import _GatewayReadyProvider
 from components.kube.gateway_api import gateway_class_problems, gateway_problems, route_problems, split_problem
+from components.kube.wait import WaitTimeout
 from tests.helpers import gateway
 from tests.helpers.controller_env import ClusterEnv
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
+from tests.integration.conftest import inline_kubeconfig
 
 # The real-controller scenarios balance the lanes (scripts/all_tiers.sh).
 pytestmark = [pytest.mark.integration, pytest.mark.kubelet_lane]
@@ -157,6 +160,21 @@ def test_gateway_accepted_and_programmed(env: Env) -> None:
         env.get("gateway", addon.GATEWAY, addon.NAMESPACE), addon.NAMESPACE, addon.GATEWAY))
     gw = env.get("gateway", addon.GATEWAY, addon.NAMESPACE)
     assert gw is not None and gw["status"]["addresses"] == [{"type": "IPAddress", "value": "127.0.0.1"}]
+
+    # The add-on's gate, its provider as the engine runs it, against this controller: passes here...
+    kubeconfig = inline_kubeconfig(env.cluster.kubeconfig)
+    props = {"kubeconfig": kubeconfig, "gatewayClass": addon.GATEWAY_CLASS, "controller": addon.CONTROLLER,
+             "namespace": addon.NAMESPACE, "objectName": addon.GATEWAY, "timeoutSeconds": 30, "trigger": None}
+    assert "Accepted and Programmed" in _GatewayReadyProvider().create(props).outs["observed"]
+    # ...and on a Gateway whose listener no entry point serves, fails with the controller's reason.
+    stray = addon.gateway_object(port=1)
+    stray["metadata"]["name"] = "no-entry-point"
+    env.cluster.apply([stray])
+    with pytest.raises(WaitTimeout) as e:
+        _GatewayReadyProvider().create({**props, "objectName": "no-entry-point", "timeoutSeconds": 8})
+    print(f"\ngate on a gateway without an entry point: {e.value}")
+    assert "Gateway inference-gateway/no-entry-point" in str(e.value) and "not Programmed" in str(e.value), e.value
+    env.kubectl("delete", "gateway", "no-entry-point", "-n", addon.NAMESPACE)
 
 
 def test_weighted_split_and_header_routing(env: Env) -> None:
