@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
               f"(pulumi config set --secret {KUBECONFIG_KEY} < kubeconfig)", file=sys.stderr)
     if not args.quiet:
         where = f", {plan.settings.region}" if plan.settings.region else ""
-        print(f"Stack {plan.stack} ({plan.settings.platform}{where}):")
+        print(f"Stack {plan.stack} ({plan.settings.platform}{where}) from {stack_file(args.stack, args.stacks_dir)}:")
         print("\n".join(tree_lines(plan.resources)))
         print()
     print("\n".join(count_lines(plan.resources)))

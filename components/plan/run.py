@@ -35,7 +35,9 @@ class Plan:
 
 
 def stack_file(name: str, stacks_dir: Path | None = None) -> Path:
-    return (stacks_dir or PROJECT_DIR / "stacks") / f"Pulumi.{name}.yaml"
+    """The stack's file, absolute: `stacks_dir` (a command's --stacks-dir) is taken from the working
+    directory, the default from the checkout, and every message then names the file really read."""
+    return ((stacks_dir or PROJECT_DIR / "stacks") / f"Pulumi.{name}.yaml").absolute()
 
 
 def offline_config(config: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], list[str]]:

@@ -24,6 +24,21 @@ def test_kind_plan_prints_a_sorted_tree_with_counts(capsys: pytest.CaptureFixtur
     assert lines[-1].split() == ["total", str(len(tree))]
 
 
+def test_stacks_dir_is_read_from_the_working_directory_and_named_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A relative --stacks-dir is the caller's folder, never the checkout's file of the same name, and
+    the plan names the file it read (issue 46)."""
+    mine = tmp_path / "stacks"
+    mine.mkdir()
+    checkout = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.kind.yaml"
+    (mine / "Pulumi.kind.yaml").write_text(checkout.read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "--stack", "kind", "--stacks-dir", "stacks"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"Stack kind (kind) from {mine / 'Pulumi.kind.yaml'}:"
+    assert main(["plan", "--stack", "aws-dev", "--stacks-dir", "stacks", "--quiet"]) == 2  # only the checkout has it
+    assert f"invalid settings in {mine / 'Pulumi.aws-dev.yaml'}" in capsys.readouterr().err
+
+
 def test_plan_writes_resources_manifests_and_masks_secrets(tmp_path: Path) -> None:
     assert main(["plan", "--stack", "kind", "--out", str(tmp_path), "--quiet"]) == 0
     doc = json.loads((tmp_path / "resources.json").read_text())
