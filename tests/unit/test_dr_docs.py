@@ -50,3 +50,26 @@ def test_the_runbook_covers_every_step_with_a_duration() -> None:
         assert step in text.lower(), step
     rows = re.findall(r"^\| \d \| .* \| (.*) \|$", text, flags=re.M)
     assert len(rows) == 8 and all(re.search(r"\d+(-\d+)? min", r) for r in rows), rows
+
+
+def test_the_deploy_steps_duration_is_the_modeled_one() -> None:
+    """Step 4's minutes are aws-prod's modeled `up` (the generated table beside it, issue 46): the
+    low bound rounded down, the high bound up, in the step table and the step's heading."""
+    text = DOCS[0].read_text()
+    row = re.search(r"^\| `aws-prod` \| (\d+)m(\d+)s-(\d+)m(\d+)s \|", text, flags=re.M)
+    assert row is not None, "the generated modeled-rebuild table has no aws-prod row"
+    low = int(row.group(1))
+    high = int(row.group(3)) + (1 if int(row.group(4)) else 0)
+    expected = f"{low}-{high} min"
+    step = re.search(r"^\| 4 \| deploy the replacement .* \| (.*) \|$", text, flags=re.M)
+    assert step is not None and step.group(1).startswith(expected), (step and step.group(1), expected)
+    assert f"### 4. Deploy ({expected}" in text
+
+
+def test_the_expected_total_adds_up_the_steps() -> None:
+    text = DOCS[0].read_text()
+    rows = re.findall(r"^\| \d \| .* \| (\d+)(?:-(\d+))? min", text, flags=re.M)
+    low = sum(int(a) for a, _ in rows)
+    high = sum(int(b or a) for a, b in rows)
+    hours = -(-high // 60)
+    assert f"Expected total: **{low} min to {hours} hours**" in text, (low, high)
