@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import shlex
 
+import pytest
+
 from components.cli.main import build_parser
 from components.plan.run import PROJECT_DIR
 from tests.unit.test_dr_docs import commands
@@ -55,3 +57,14 @@ def test_the_upgrade_and_resume_use_the_same_command() -> None:
 def test_every_step_row_has_a_duration() -> None:
     rows = re.findall(r"^\| \d \| .* \| (.*) \|$", RUNBOOK.read_text(), flags=re.M)
     assert len(rows) == 6 and all(re.search(r"\d+(-\d+)? min", r) for r in rows), rows
+
+
+def test_the_refusal_quoted_for_a_pinned_stack_is_the_clis(capsys: pytest.CaptureFixture[str]) -> None:
+    """The runbook quotes what `upgrade` says on the pinned aws-prod (issue 46): the same words."""
+    from components.cli.main import main
+
+    assert main(["upgrade", "--stack", "aws-prod", "--to", "1.35-classic"]) == 2
+    said = " ".join(capsys.readouterr().err.removeprefix("ck8s-gpu upgrade: ").split())
+    quoted = " ".join(" ".join(line[2:] for line in RUNBOOK.read_text().splitlines()
+                               if line.startswith("> ")).split())
+    assert said == quoted, (said, quoted)
