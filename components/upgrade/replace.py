@@ -63,14 +63,36 @@ def instance_urn(resources: Sequence[Mapping[str, Any]], instance_id: str) -> st
                        "through their Auto Scaling group)")
 
 
+def offline_plan(settings: Settings, name: str, force: bool = False) -> list[str]:
+    """What --plan can say without AWS (issue 46): the node's role and instance come from EC2, so
+    both procedures, with what the settings know (the control planes' count: one is refused)."""
+    count = settings.control_plane.count
+    cps = [NodeRef(f"<instance of control plane {i}>", f"<control plane {i}>", "control-plane") for i in range(count)]
+    as_cp = NodeRef("<its instance>", name, "control-plane")
+    as_worker = NodeRef("<its instance>", name, "worker")
+    lines = [f"offline: no AWS credentials, so whether {name} is a control plane or a GPU pool's node (and its "
+             "instance) is not known; the steps for each:", f"if {name} is one of the {count} control plane(s):"]
+    reason = refusal(cps, as_cp, force)
+    lines += [f"   refused: {reason}"] if reason else ["   " + line for line in describe(as_cp, [as_cp, *cps[1:]])]
+    lines += [f"if {name} is a GPU pool's node:", *("   " + line for line in describe(as_worker, cps))]
+    return lines
+
+
 def run(settings: Settings, stack: str, name: str, force: bool, automation_stack: Callable[[str], Any],
         plan_only: bool = False) -> int:
     import boto3
+    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
 
     from .aws_runner import SsmRunner, discover
 
     region = settings.region or ""
-    cps, pools = discover(region, settings.cluster_name)
+    try:
+        cps, pools = discover(region, settings.cluster_name)
+    except (NoCredentialsError, PartialCredentialsError):
+        if not plan_only:
+            raise
+        print("\n".join(offline_plan(settings, name, force)))
+        return 0
     node = find(cps, pools, name)
     reason = refusal(cps, node, force)
     if reason:

@@ -38,3 +38,31 @@ def test_instance_urn_comes_from_the_state_by_instance_id() -> None:
     assert replace.instance_urn(resources, "i-2") == "urn:b"
     with pytest.raises(replace.ReplaceError, match="not a resource of this stack"):
         replace.instance_urn(resources, "i-9")
+
+
+def test_plan_without_credentials_prints_both_procedures(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`replace-node --plan` needs EC2 to know the node's role; without credentials it prints the
+    steps for either role from what the settings know (issue 46), and a real replacement still fails."""
+    from botocore.exceptions import NoCredentialsError
+
+    from components.settings import parse_settings
+    from components.upgrade import aws_runner
+
+    def no_credentials(*_: object) -> None:
+        raise NoCredentialsError()
+
+    monkeypatch.setattr(aws_runner, "discover", no_credentials)
+    base = {"platform": "aws", "environment": "dev", "region": "eu-west-1",
+            "network": {"availabilityZones": ["eu-west-1a", "eu-west-1b"]}}
+    three = parse_settings({**base, "controlPlane": {"count": 3},
+                            "network": {"azCount": 3, "availabilityZones": ["eu-west-1a", "eu-west-1b", "eu-west-1c"]}})
+    assert replace.run(three, "s", "ip-10-0-1-23", False, lambda _s: None, plan_only=True) == 0
+    out = capsys.readouterr().out
+    assert "is one of the 3 control plane(s):" in out and "`k8s remove-node ip-10-0-1-23` on" in out
+    assert "is a GPU pool's node:" in out and "desired capacity kept" in out
+    one = parse_settings(base)
+    assert replace.run(one, "s", "ip-10-0-1-23", False, lambda _s: None, plan_only=True) == 0
+    assert "refused: ip-10-0-1-23 is the only control plane" in capsys.readouterr().out
+    with pytest.raises(NoCredentialsError):
+        replace.run(three, "s", "ip-10-0-1-23", False, lambda _s: None, plan_only=False)
