@@ -13,10 +13,12 @@ from the wheel: ADR 0044): the class must stay here under that name, and the pro
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import urllib.parse
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pulumi
@@ -97,31 +99,42 @@ def nodes_path(node_selector: str | None) -> str:
 # I/O
 
 
+@contextlib.contextmanager
+def gate_client(kubeconfig: str, what: Callable[[str], str]) -> Iterator[tuple[Any, str]]:
+    """The API client of `kubeconfig` and its endpoint (for messages), closed on exit; WaitTimeout
+    naming `what(endpoint)` when the kubeconfig is unusable: waiting cannot fix it. Every gate's poll
+    (ApiReady, WaitFor, GatewayReady) runs inside one."""
+    from .kube.client import api_client  # the kubernetes client is slow to import
+
+    endpoint = kubeconfig_endpoint(kubeconfig)
+    try:
+        api = api_client(kubeconfig)
+    except Exception as exc:  # malformed kubeconfig
+        raise WaitTimeout(f"{what(endpoint)}: unusable kubeconfig: {exc}") from None
+    try:
+        yield api, endpoint
+    finally:
+        api.close()
+
+
 def check_api_ready(
     kubeconfig: str, timeout_seconds: float, min_ready_nodes: int, waiting_for: str = "",
     node_selector: str | None = None,
 ) -> dict[str, Any]:
     """Poll until /readyz is ok and enough nodes are Ready. Returns the dynamic resource's outputs."""
-    from .kube.client import api_client, http_get  # the kubernetes client is slow to import
+    from .kube.client import http_get
 
-    endpoint = kubeconfig_endpoint(kubeconfig)
-    try:
-        api = api_client(kubeconfig)
-    except Exception as exc:  # malformed kubeconfig: waiting cannot fix it
-        raise WaitTimeout(f"Kubernetes API at {endpoint}: unusable kubeconfig: {exc}") from None
+    with gate_client(kubeconfig, lambda endpoint: f"Kubernetes API at {endpoint}") as (api, endpoint):
 
-    def probe() -> Observation:
-        ready = readyz_observation(http_get(api, "/readyz"))
-        return nodes_observation(http_get(api, nodes_path(node_selector)), min_ready_nodes) if ready.done else ready
+        def probe() -> Observation:
+            ready = readyz_observation(http_get(api, "/readyz"))
+            return nodes_observation(http_get(api, nodes_path(node_selector)), min_ready_nodes) if ready.done else ready
 
-    try:
         last, _ = poll(
             probe,
             timeout_seconds=timeout_seconds,
             describe_timeout=lambda elapsed, n, obs: api_timeout_message(endpoint, elapsed, n, obs, waiting_for),
         )
-    finally:
-        api.close()
     return {"endpoint": endpoint, "readyNodes": int(last.value)}
 
 

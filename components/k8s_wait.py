@@ -25,9 +25,9 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from .k8s_ready import ObservingGateProvider, kubeconfig_endpoint
+from .k8s_ready import ObservingGateProvider, gate_client
 from .kube.errors import ApiFailure
-from .kube.wait import Observation, WaitTimeout, poll
+from .kube.wait import Observation, poll
 
 # --------------------------------------------------------------------------------------------
 # field paths
@@ -149,35 +149,28 @@ def wait_timeout_message(target: Target, endpoint: str, elapsed: float, attempts
 
 def wait_for(kubeconfig: str, target: Target, timeout_seconds: float) -> str:
     """Poll until the target's field equals the expected value; returns the observed value."""
-    from .kube.client import api_client, http_get  # the kubernetes client is slow to import
+    from .kube.client import http_get  # the kubernetes client is slow to import
 
-    endpoint = kubeconfig_endpoint(kubeconfig)
     keys = parse_field_path(target.jsonpath)
-    try:
-        api = api_client(kubeconfig)
-    except Exception as exc:  # malformed kubeconfig: waiting cannot fix it
-        raise WaitTimeout(f"waiting for {target.ref} on {endpoint}: unusable kubeconfig: {exc}") from None
-    found: list[tuple[str, bool]] = []
+    with gate_client(kubeconfig, lambda endpoint: f"waiting for {target.ref} on {endpoint}") as (api, endpoint):
+        found: list[tuple[str, bool]] = []
 
-    def probe() -> Observation:
-        if not found:
-            obs, res = discovery_observation(target, http_get(api, discovery_path(target.api_version)))
-            if res is None:
-                return obs
-            found.append(res)
-        plural = found[0][0]
-        return object_observation(
-            target, keys, http_get(api, object_path(target.api_version, plural, target.namespace, target.name))
-        )
+        def probe() -> Observation:
+            if not found:
+                obs, res = discovery_observation(target, http_get(api, discovery_path(target.api_version)))
+                if res is None:
+                    return obs
+                found.append(res)
+            plural = found[0][0]
+            return object_observation(
+                target, keys, http_get(api, object_path(target.api_version, plural, target.namespace, target.name))
+            )
 
-    try:
         last, _ = poll(
             probe,
             timeout_seconds=timeout_seconds,
             describe_timeout=lambda e, n, obs: wait_timeout_message(target, endpoint, e, n, obs),
         )
-    finally:
-        api.close()
     return last.value
 
 

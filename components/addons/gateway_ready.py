@@ -18,10 +18,10 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from ..k8s_ready import ObservingGateProvider, kubeconfig_endpoint
+from ..k8s_ready import ObservingGateProvider, gate_client
 from ..kube.errors import ApiFailure
 from ..kube.gateway_api import gateway_class_problems, gateway_problems
-from ..kube.wait import Observation, WaitTimeout, poll
+from ..kube.wait import Observation, poll
 from ..tables import tokens
 
 TYPE = tokens.DYNAMIC_GATEWAY_READY
@@ -71,27 +71,21 @@ def judge(target: Target, gateway_class: str | ApiFailure, gateway: str | ApiFai
 
 
 def wait_ready(kubeconfig: str, target: Target, timeout_seconds: float) -> str:
-    from ..kube.client import api_client, http_get  # the kubernetes client is slow to import
+    from ..kube.client import http_get  # the kubernetes client is slow to import
 
-    endpoint = kubeconfig_endpoint(kubeconfig)
-    try:
-        api = api_client(kubeconfig)
-    except Exception as exc:  # malformed kubeconfig: waiting cannot fix it
-        raise WaitTimeout(f"inference gateway on {endpoint}: unusable kubeconfig: {exc}") from None
+    with gate_client(kubeconfig, lambda endpoint: f"inference gateway on {endpoint}") as (api, endpoint):
 
-    def probe() -> Observation:
-        return judge(target, http_get(api, f"{API}/gatewayclasses/{target.gateway_class}"),
-                     http_get(api, f"{API}/namespaces/{target.namespace}/gateways/{target.name}"))
+        def probe() -> Observation:
+            return judge(target, http_get(api, f"{API}/gatewayclasses/{target.gateway_class}"),
+                         http_get(api, f"{API}/namespaces/{target.namespace}/gateways/{target.name}"))
 
-    def timed_out(elapsed: float, attempts: int, last: Observation) -> str:
-        verb = "gave up" if last.permanent or last.fatal else "timed out"
-        return (f"inference gateway {target.namespace}/{target.name} on {endpoint}: {verb} after {elapsed:.0f}s "
-                f"and {attempts} attempts waiting for Accepted and Programmed; last observed: {last.detail}")
+        def timed_out(elapsed: float, attempts: int, last: Observation) -> str:
+            verb = "gave up" if last.permanent or last.fatal else "timed out"
+            return (f"inference gateway {target.namespace}/{target.name} on {endpoint}: {verb} after "
+                    f"{elapsed:.0f}s and {attempts} attempts waiting for Accepted and Programmed; last observed: "
+                    f"{last.detail}")
 
-    try:
         last, _ = poll(probe, timeout_seconds=timeout_seconds, describe_timeout=timed_out)
-    finally:
-        api.close()
     return last.detail
 
 
