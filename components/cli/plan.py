@@ -63,13 +63,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"ck8s-gpu plan: settings.kubernetes.track: {'; '.join(problems)} (deployed per {args.diff})",
                   file=sys.stderr)
             return 2
-    config = read_stack_file(stack_file(args.stack, args.stacks_dir))
+    path = stack_file(args.stack, args.stacks_dir)
+    config = read_stack_file(path)
     if plan.settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in config:
         print(f"note: config.{KUBECONFIG_KEY} is not set: `pulumi up` needs it "
               f"(pulumi config set --secret {KUBECONFIG_KEY} < kubeconfig)", file=sys.stderr)
     if not args.quiet:
         where = f", {plan.settings.region}" if plan.settings.region else ""
-        print(f"Stack {plan.stack} ({plan.settings.platform}{where}) from {stack_file(args.stack, args.stacks_dir)}:")
+        print(f"Stack {plan.stack} ({plan.settings.platform}{where}) from {path}:")
         print("\n".join(tree_lines(plan.resources)))
         print()
     print("\n".join(count_lines(plan.resources)))
