@@ -32,6 +32,10 @@ test_inference_gateway_local.py). Choices, each against the chart's default:
   series exist only for a service with servers (pkg/server/service/service.go wraps each server's
   proxy). The metrics Service and a ServiceMonitor exactly where the Prometheus Operator's CRDs are
   (servicemonitor.yaml fails the install without them unless told not to check).
+- The Service is ClusterIP, not the chart's LoadBalancer (values.yaml service.spec.type): with the AWS
+  cloud controller manager a LoadBalancer Service becomes an internet-facing load balancer, and a
+  model endpoint must not be public by accident. Clients in the cluster use the Service; to publish
+  it, a stack sets `service.spec` (e.g. an internal NLB's annotations) in this add-on's values.
 - `restricted` Pod Security: values.yaml's securityContext/podSecurityContext (non-root 65532,
   read-only root, no privilege escalation, all capabilities dropped, RuntimeDefault seccomp).
 """
@@ -58,6 +62,12 @@ LISTENER = "web"
 # a Gateway listener binds to the entry point whose address has its port (kubernetes.go entryPointName).
 WEB_PORT = 8000
 ROUTES_LABEL = (labels.INFERENCE_ROUTES_LABEL, "allowed")
+# The chart's Service (templates/_service.tpl traefik.service-name: traefik.fullname, which is the
+# release name when it contains the chart's; the release is named for the chart, Addon.release_name)
+# and its port for the `web` entry point (traefik.portname of the ports key): what clients in the
+# cluster, and the smoke test through the API server's service proxy, send requests to.
+SERVICE = CHART
+SERVICE_PORT = LISTENER
 
 _SOURCE = ("traefik/traefik-helm-chart v41.3.0 traefik/values.yaml image.*, templates/_helpers.tpl "
            "traefik.image-name: `<registry>/<repository>:<tag>`")
@@ -89,6 +99,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "deployment": {"replicas": 2},
         "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
         "ingressClass": {"enabled": False},
+        "service": {"spec": {"type": "ClusterIP"}},
         "providers": {"kubernetesCRD": {"enabled": False}, "kubernetesIngress": {"enabled": False},
                       "kubernetesGateway": {"enabled": True}},
         "gateway": {"enabled": False},

@@ -66,6 +66,15 @@ def test_only_the_gateway_provider_and_the_add_ons_own_gateway() -> None:
     assert v["deployment"]["replicas"] == 2 and v["podDisruptionBudget"] == {"enabled": True, "maxUnavailable": 1}
 
 
+def test_the_gateway_is_not_published_by_default() -> None:
+    # The chart's default is a LoadBalancer Service: with the AWS cloud controller manager, an
+    # internet-facing load balancer in front of every model.
+    assert values(stack(AWS))["service"] == {"spec": {"type": "ClusterIP"}}
+    # The Service the smoke test and in-cluster clients use: traefik.fullname of a release named
+    # for the chart is the release name.
+    assert gw.ADDON.release_name == gw.SERVICE == "traefik" and gw.SERVICE_PORT == "web"
+
+
 def test_the_proxy_at_the_pin_and_under_a_mirror() -> None:
     assert values(stack(AWS))["image"] == {"registry": "docker.io", "repository": "library/traefik",
                                             "tag": pins.TRAEFIK}
