@@ -62,8 +62,10 @@ from localcluster import LOOPBACK, free_port, tools_bin_dir
 TOOLKIT_BINARIES = ("nvidia-ctk", "nvidia-container-runtime", "nvidia-container-runtime.cdi",
                     "nvidia-container-runtime.legacy", "nvidia-container-runtime-hook")
 #: Binaries of the tools cache this tier needs (tools/build.sh).
+#: The smoke `inference` case's model-server stand-in, carried in the probe image (tools/probe_image.py).
+MODEL_SERVER = "ck8s-model-server"
 REQUIRED_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "ck8s-gpu-kubelet-plugin",
-                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY, *TOOLKIT_BINARIES)
+                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY, MODEL_SERVER, *TOOLKIT_BINARIES)
 #: The EC2 node script: its host_toolkit function configures a host-toolkit node's containerd here too.
 NODE_SCRIPT = Path(__file__).resolve().parents[1] / "components" / "aws" / "scripts" / "ck8s-node.sh"
 TOOLKIT_UNIT = "snap.k8s.containerd.service.d/10-ck8s-gpu-nvidia-runtime.conf"
@@ -719,7 +721,7 @@ class NodeTier:
         t0 = time.monotonic()
         self.down()  # an earlier run's leftovers in the same directory
         try:
-            self.probe, self.pause = probe_image.build(self.workdir / "images")
+            self.probe, self.pause = probe_image.build(self.workdir / "images", self.bin_dir / MODEL_SERVER)
             for node in self.nodes:
                 node.write_configs(self.pause.name)
                 node.make_cgroups()

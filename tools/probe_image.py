@@ -8,6 +8,10 @@ host's own Debian binaries plus the shared libraries ``ldd`` names for them, in 
 layer, written as an OCI image layout archive that ``ctr images import`` reads
 (image-spec v1.1: image-layout.md, manifest.md, config.md).
 
+With ``--model-server BIN`` (the node tier passes tools/build.sh's ``ck8s-model-server``, a static
+Go binary) the image also carries ``/usr/bin/ck8s-model-server``: the model-server stand-in of the
+smoke test's ``inference`` case, which runs from the same image as the probes.
+
 The same root filesystem, with ``sleep infinity`` as its entrypoint, is the pod sandbox ("pause")
 image containerd pins: kubelet's pods need one and registry.k8s.io cannot be reached here.
 
@@ -38,6 +42,8 @@ PROBE_COMMANDS = ("bash", "env", "grep", "date", "sleep")
 REPOSITORY = "ck8s-gpu.local"
 PROBE_NAME = f"{REPOSITORY}/smoke-probe"
 PAUSE_NAME = f"{REPOSITORY}/pause"
+#: Where the model-server stand-in sits in the image (charts/gpu-smoke-test templates/inference.yaml runs it).
+MODEL_SERVER = "usr/bin/ck8s-model-server"
 #: Merged /usr (Debian bookworm): these top-level names are symlinks into /usr in the image too.
 USR_MERGE = {"bin": "usr/bin", "lib": "usr/lib", "lib64": "usr/lib64", "sbin": "usr/sbin"}
 LAYER_MEDIA = "application/vnd.oci.image.layer.v1.tar"
@@ -186,9 +192,13 @@ def write_image(out: Path, kind: str, name: str, layer_tar: bytes, entrypoint: S
     return Image(kind, name, str(desc["digest"]), archive)
 
 
-def build(out: Path) -> tuple[Image, Image]:
-    """(probe, pause): both from one layer; the tag is the layer's content hash (host binaries)."""
-    layer_tar = layer(rootfs_files())
+def build(out: Path, model_server: Path | None = None) -> tuple[Image, Image]:
+    """(probe, pause): both from one layer; the tag is the layer's content hash (host binaries, and
+    the model server when given)."""
+    files = rootfs_files()
+    if model_server is not None:
+        files = dict(sorted({**files, MODEL_SERVER: model_server.resolve()}.items()))
+    layer_tar = layer(files)
     tag = hashlib.sha256(layer_tar).hexdigest()[:12]
     probe = write_image(out, "probe", f"{PROBE_NAME}:{tag}", layer_tar, ["/bin/bash"])
     pause = write_image(out, "pause", f"{PAUSE_NAME}:{tag}", layer_tar, ["/usr/bin/sleep", "infinity"])
@@ -198,8 +208,9 @@ def build(out: Path) -> tuple[Image, Image]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="directory for the .oci.tar archives")
+    ap.add_argument("--model-server", type=Path, help="the static ck8s-model-server binary to carry (tools/build.sh)")
     args = ap.parse_args(argv)
-    for image in build(args.out):
+    for image in build(args.out, args.model_server):
         print(image.kind, image.reference, image.archive)
     return 0
 

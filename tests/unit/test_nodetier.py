@@ -159,6 +159,20 @@ def test_probe_image_is_a_valid_oci_layout_with_two_names(tmp_path: Path) -> Non
     assert any(b'"Entrypoint": ["/usr/bin/sleep", "infinity"]' in data for data in pause_config.values())
 
 
+def test_the_model_server_rides_in_the_probe_image_when_given(tmp_path: Path) -> None:
+    server = tmp_path / "ck8s-model-server"
+    server.write_bytes(b"\x7fELF static stand-in")
+    server.chmod(0o755)
+    plain, _ = pi.build(tmp_path / "plain")
+    probe, pause = pi.build(tmp_path / "with", server)
+    assert probe.tag != plain.tag  # the tag is the layer's content: another image, another pin
+    files = members(probe.archive)
+    manifest = json.loads(files[f"blobs/sha256/{probe.digest.split(':')[1]}"])
+    with tarfile.open(fileobj=io.BytesIO(files[f"blobs/sha256/{manifest['layers'][0]['digest'].split(':')[1]}"])) as tar:
+        member = tar.getmember(pi.MODEL_SERVER)
+        assert member.mode & 0o111 and tar.extractfile(member).read() == server.read_bytes()  # type: ignore[union-attr]
+
+
 def test_probe_image_is_reproducible(tmp_path: Path) -> None:
     first = pi.build(tmp_path / "a")
     again = pi.build(tmp_path / "b")
