@@ -243,6 +243,11 @@ module_crds=(
   "keda github.com/kedacore/keda/v2 config/crd/bases/keda.sh_scaledjobs.yaml"
   "keda github.com/kedacore/keda/v2 config/crd/bases/keda.sh_triggerauthentications.yaml"
   "keda github.com/kedacore/keda/v2 config/crd/bases/keda.sh_clustertriggerauthentications.yaml"
+  # The operator also watches CloudEventSources: without their CRDs its cache never syncs and the
+  # manager exits about two minutes after start ("failed to wait for cloudeventsource caches to
+  # sync", cmd/operator/main.go); the chart installs every file of config/crd/bases.
+  "keda github.com/kedacore/keda/v2 config/crd/bases/eventing.keda.sh_cloudeventsources.yaml"
+  "keda github.com/kedacore/keda/v2 config/crd/bases/eventing.keda.sh_clustercloudeventsources.yaml"
   # - traefik: the Gateway API standard channel at the version Traefik builds against, every file
   #   its release's standard-install.yaml is made of (config/crd/kustomization.yaml at v1.6.1).
   "traefik sigs.k8s.io/gateway-api config/crd/standard/gateway.networking.k8s.io_gatewayclasses.yaml"

@@ -75,6 +75,10 @@ class Traefik:
     workdir: Path
     bin_dir: Path
     kubeconfig: Path
+    # Where the `web` entry point listens: loopback for requests from this process; this machine's
+    # address (host_address) where the API server's service proxy must reach it (it refuses loopback
+    # endpoints: k8s.io/apimachinery pkg/util/proxy IsProxyableIP).
+    listen: str = "127.0.0.1"
     web_port: int = field(default=0, init=False)
     admin_port: int = field(default=0, init=False)
     metrics_port: int = field(default=0, init=False)
@@ -88,14 +92,14 @@ class Traefik:
         self.process.run([
             str(self.bin_dir / BINARY),
             "--global.checkNewVersion=false", "--global.sendAnonymousUsage=false",
-            f"--entryPoints.web.address=127.0.0.1:{self.web_port}/tcp",
+            f"--entryPoints.web.address={self.listen}:{self.web_port}/tcp",
             f"--entryPoints.traefik.address=127.0.0.1:{self.admin_port}/tcp",
             f"--entryPoints.metrics.address=127.0.0.1:{self.metrics_port}/tcp",
             "--ping=true",
             "--metrics.prometheus=true", "--metrics.prometheus.entrypoint=metrics",
             "--metrics.prometheus.addRoutersLabels=true",
             "--providers.kubernetesgateway",
-            "--providers.kubernetesgateway.statusaddress.ip=127.0.0.1",
+            f"--providers.kubernetesgateway.statusaddress.ip={self.listen}",
             "--log.level=INFO",
         ], {"KUBECONFIG": str(self.kubeconfig)})
         return self
@@ -115,7 +119,7 @@ class Traefik:
 
     def request(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, str]:
         """POST through the gateway's `web` listener: (status, body)."""
-        req = urllib.request.Request(f"http://127.0.0.1:{self.web_port}{path}", data=json.dumps(body).encode(),
+        req = urllib.request.Request(f"http://{self.listen}:{self.web_port}{path}", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json", **(headers or {})})
         try:
             with urllib.request.urlopen(req, timeout=5) as r:

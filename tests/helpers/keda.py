@@ -54,8 +54,11 @@ NAMESPACE = "keda"
 # the operator's `--metrics-server-service-name` is `<operator.name>-metrics-apiserver`.
 OPERATOR_SERVICE = "keda-operator"
 ADAPTER_SERVICE = "keda-operator-metrics-apiserver"
+# Every file of config/crd/bases, as the chart installs them: the operator's manager waits for a
+# cache of each kind it watches, CloudEventSources included, and exits when one never syncs.
 CRDS = ("keda.sh_scaledobjects.yaml", "keda.sh_scaledjobs.yaml", "keda.sh_triggerauthentications.yaml",
-        "keda.sh_clustertriggerauthentications.yaml")
+        "keda.sh_clustertriggerauthentications.yaml", "eventing.keda.sh_cloudeventsources.yaml",
+        "eventing.keda.sh_clustercloudeventsources.yaml")
 
 
 def crd_dir(bin_dir: Path) -> Path:
@@ -224,8 +227,18 @@ class Prometheus:
         self.process = Process("prometheus", self.workdir)
         self.process.run([str(self.bin_dir / PROMETHEUS), f"--config.file={config}",
                           f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-                          f"--web.listen-address=127.0.0.1:{self.port}"], {})
+                          f"--web.listen-address=127.0.0.1:{self.port}",
+                          # POST /-/reload: what the config-reloader beside the operator's Prometheus calls
+                          "--web.enable-lifecycle"], {})
         return self
+
+    def reload(self, config_text: str) -> None:
+        """Load a new configuration as the operator's config-reloader sidecar does: write it, then
+        POST /-/reload (web/web.go, served with --web.enable-lifecycle)."""
+        (self.workdir / "prometheus.yml").write_text(config_text)
+        req = urllib.request.Request(f"{self.url}/-/reload", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 200, r.status
 
     @property
     def url(self) -> str:
