@@ -15,6 +15,12 @@ from .image_refs import Entry, ImageRef, always, never
 from .kai_scheduler import QUEUE_LABEL
 
 NAMESPACE = "monitoring"
+NAME = "kube-prometheus-stack"
+# The Prometheus the chart runs, in the cluster: templates/prometheus/service.yaml names its Service
+# `<kube-prometheus-stack.fullname>-prometheus` (the release name, which is the chart's: _helpers.tpl),
+# port prometheus.service.port 9090 (values.yaml at 88.5.3). What in-cluster queriers (a KEDA
+# trigger) use by default.
+PROMETHEUS_URL = f"http://{NAME}-prometheus.{NAMESPACE}.svc:9090"
 
 
 def values(_ctx: AddonContext) -> dict[str, Any]:
@@ -106,7 +112,7 @@ IMAGES: tuple[Entry, ...] = (
 
 
 ADDON = Addon(
-    name="kube-prometheus-stack",
+    name=NAME,
     settings_key="kube_prometheus_stack",
     description="Prometheus Operator, Prometheus, Alertmanager, Grafana (only where none exists)",
     namespace=NAMESPACE,

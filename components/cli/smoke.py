@@ -157,7 +157,7 @@ def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any]
     from ..smoke import report as reports
     from ..smoke.gateway import KubeError, KubeUnreachable
     from ..smoke.plan import smoke_plan
-    from ..smoke.run import Progress, Ref, RunSpec, cleanup, install, run_smoke
+    from ..smoke.run import Progress, Ref, RunSpec, cleanup, install, namespace_labels, run_smoke
     from ..smoke.values import SmokeConfigError
     from ..tables import pins
 
@@ -191,6 +191,7 @@ def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any]
     with _sigterm_as_interrupt():
         try:
             install(gw, objects, plan.namespace, created, say=lambda m: progress(Progress(0.0, "install", m)),
+                    labels=namespace_labels(plan.expectations),
                     clock=run_kw.get("clock"))
             outcome = run_smoke(gw, RunSpec.from_dict(plan.spec()), progress=progress, **run_kw)
         except (KubeError, KubeUnreachable) as exc:

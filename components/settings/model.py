@@ -521,6 +521,24 @@ class FirstAvailableSettings(_Model):
     fallback_pool: str | None = Field(default=None, pattern=DNS_LABEL)
 
 
+class InferenceCaseSettings(_Model):
+    """Smoke case `inference` (docs/inference.md, components/smoke/cases/inference.py): two backends
+    of the model-server stand-in (`stable` and `canary`), each replica with its own GPU through a
+    claim, behind the inference gateway's Gateway; a weighted split and a header route through it;
+    the stable backend autoscaled by KEDA on the server's own queue metric, which Prometheus
+    discovers through the case's PodMonitor. Off unless asked; needs the project-built probe image
+    (smokeTest.image), which carries the stand-in."""
+
+    enabled: bool = False
+    # Requests of the weighted split through the gateway, and the canary backend's share of them.
+    requests: int = Field(default=200, ge=50, le=5000)
+    canary_percent: int = Field(default=20, ge=5, le=95)
+    # How far the stable backend scales out on the driven queue (from one replica) and back.
+    max_replicas: int = Field(default=2, ge=2, le=8)
+    # The Prometheus KEDA's trigger queries; null: kube-prometheus-stack's in-cluster Service.
+    prometheus_url: str | None = Field(default=None, pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[^\s]*)?$")
+
+
 class SmokeTestSettings(_Model):
     # null = on where it can prove something: the DRA allocation path (allocation dra).
     enabled: bool | None = None
@@ -581,6 +599,7 @@ class SmokeTestSettings(_Model):
     nvlink_group: NvlinkGroupSettings = NvlinkGroupSettings()
     compute_domain: ComputeDomainCaseSettings = ComputeDomainCaseSettings()
     first_available: FirstAvailableSettings = FirstAvailableSettings()
+    inference: InferenceCaseSettings = InferenceCaseSettings()
     # Smoke case `gpuHealth`: no device the driver tainted goes to a claim without a toleration.
     # null: on exactly when gpuStack.gpuHealth is (effectively) on.
     gpu_health: bool | None = None

@@ -15,7 +15,7 @@ from ..settings.model import Settings
 from ..tables import pins, tokens
 from .plan import smoke_plan
 from .provider import SmokeRun
-from .run import NAMESPACE_LABELS
+from .run import namespace_labels
 from .values import CHART
 
 TYPE = tokens.SMOKE_TEST
@@ -50,7 +50,7 @@ class SmokeTest(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=cluster.provider)
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=plan.namespace, labels=NAMESPACE_LABELS),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=plan.namespace, labels=namespace_labels(plan.expectations)),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cluster.ready])),
         )
         self.release = k8s.helm.v3.Release(

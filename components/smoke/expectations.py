@@ -78,6 +78,31 @@ class CaseExpectation:
 
 
 @dataclass(frozen=True)
+class InferenceExpectation:
+    """Case `inference` (components/smoke/cases/inference.py): the chart's objects by name and what
+    the runner drives through them. Not a Job case: its pods are Deployments' replicas, started and
+    scaled by the runner, so the Job-path checks leave them to the case's own."""
+
+    stable: str  # Deployment (and Service) of the stable backend; the ScaledObject scales it
+    canary: str  # Deployment (and Service) of the canary backend
+    route: str  # HTTPRoute
+    scaled_object: str  # KEDA ScaledObject of `stable` (its HPA: keda-hpa-<name>)
+    models: tuple[str, str]  # (stable, canary) model names the servers answer for
+    header: str  # the header whose value (the canary's model) routes to the canary backend
+    gateway_namespace: str
+    gateway: str
+    listener: str
+    service: str  # the gateway's Service, reached through the API server's service proxy
+    service_port: str
+    port: int  # the model server's container port (name `http`)
+    requests: int
+    header_requests: int
+    canary_percent: int
+    max_replicas: int
+    threshold: int  # the trigger's target per replica: driving threshold * maxReplicas scales to the max
+
+
+@dataclass(frozen=True)
 class Expectations:
     namespace: str
     run_id: str
@@ -94,6 +119,7 @@ class Expectations:
     dcgm: bool | None  # True: required, False: off, None: checked when an exporter exists
     # Smoke case gpuHealth (components/smoke/cases/gpu_health.py): judged over every case's claims, no Job of its own.
     gpu_health: bool = False
+    inference: InferenceExpectation | None = None
 
     def case(self, name: str) -> CaseExpectation | None:
         return next((c for c in self.cases if c.case == name), None)
@@ -110,6 +136,10 @@ class Expectations:
         d["pools"] = None if pools is None else tuple(
             PoolExpectation(**{**p, "nodes": int(p["nodes"]), "gpus_per_node": int(p["gpus_per_node"])})
             for p in pools)
+        inf = d.get("inference")
+        ints = ("port", "requests", "header_requests", "canary_percent", "max_replicas", "threshold")
+        d["inference"] = None if not inf else InferenceExpectation(
+            **{**inf, "models": tuple(inf["models"]), **{k: int(inf[k]) for k in ints}})
         d["cases"] = tuple(
             CaseExpectation(**{**c, "pods": int(c["pods"]), "containers": tuple(c["containers"]),
                                "gpus_per_pod": int(c.get("gpus_per_pod", 0)),
@@ -120,7 +150,7 @@ class Expectations:
 
 
 # Expectations fields that may be None (the engine drops them from the dynamic resource's inputs).
-NULLABLE = ("pools", "dcgm")
+NULLABLE = ("pools", "dcgm", "inference")
 
 
 def pool_expectations(settings: Settings, facts: ClusterFacts) -> tuple[PoolExpectation, ...]:
@@ -160,6 +190,7 @@ def expectations_for(
     cases: tuple[CaseExpectation, ...],
     pools_known: bool = True,
     dcgm: bool | None = None,
+    inference: InferenceExpectation | None = None,
 ) -> Expectations:
     """`cases`: components/smoke/cases case_expectations (the registry sits above this module)."""
     t = settings.smoke_test
@@ -177,4 +208,5 @@ def expectations_for(
         probe_expect=facts.gpu_view,
         dcgm=dcgm,
         gpu_health=smoke_gpu_health_on(settings),
+        inference=inference,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 # The REST failure model; its names stay importable from here (runner, collector, CLI, fakes).
@@ -34,7 +35,32 @@ KINDS: dict[str, tuple[str, bool]] = {
     "ResourceClaimTemplate": ("resourceclaimtemplates", True),
     "PodGroup": ("podgroups", True),
     "ComputeDomain": ("computedomains", True),  # resource.nvidia.com/v1beta1 (case compute-domain)
+    # Case inference: the model servers, their route and Gateway, their autoscaler.
+    "Deployment": ("deployments", True),
+    "HTTPRoute": ("httproutes", True),  # gateway.networking.k8s.io/v1
+    "Gateway": ("gateways", True),
+    "ScaledObject": ("scaledobjects", True),  # keda.sh/v1alpha1
+    "PodMonitor": ("podmonitors", True),  # monitoring.coreos.com/v1
+    "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),  # autoscaling/v2
 }
+
+
+def proxy_path(kind: str, namespace: str, name: str, port: str, path: str) -> str:
+    """The API server's proxy to a Service's or a pod's port (`services/<name>:<port>/proxy/...`):
+    the one way to a workload that works wherever the API does, also from outside the cluster."""
+    plural = {"Service": "services", "Pod": "pods"}[kind]
+    return f"/api/v1/namespaces/{namespace}/{plural}/{name}:{port}/proxy/{path.lstrip('/')}"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What came back from a proxied request: `status` and `body` as sent; `proxy_error` the API
+    server's own refusal (a Status object: no such Service, no endpoints, dial failed), "" when the
+    answer came from behind the proxy."""
+
+    status: int
+    body: str
+    proxy_error: str = ""
 
 
 def path(api_version: str, kind: str, namespace: str | None = None, name: str | None = None) -> str:
@@ -77,6 +103,11 @@ class Gateway(Protocol):
 
     def get_text(self, api_path: str) -> str:
         """GET of a non-JSON path, e.g. a pod proxy's /metrics."""
+        ...
+
+    def request(self, method: str, api_path: str, *, body: Obj | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 10.0) -> Answer:
+        """Any request through the API server (a service or pod proxy), answered whatever its status."""
         ...
 
 
@@ -172,3 +203,34 @@ class KubeGateway:
 
     def get_text(self, api_path: str) -> str:
         return bytes(self._call("GET", api_path, accept="*/*").data).decode("utf-8", errors="replace")
+
+    def request(self, method: str, api_path: str, *, body: Obj | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 10.0) -> Answer:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        head = {"Accept": "*/*", "Content-Type": "application/json", **(headers or {})}
+        try:
+            resp = self.client.call_api(api_path, method, query_params=[], header_params=head, body=body,
+                                        auth_settings=["BearerToken"], _preload_content=False,
+                                        _request_timeout=timeout)
+            return Answer(int(resp.status), bytes(resp.data).decode("utf-8", errors="replace"))
+        except ApiException as exc:
+            if not exc.status:
+                raise call_failure(exc) from None
+            text = exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")
+            return Answer(int(exc.status), text, proxy_error(text))
+        except (HTTPError, OSError) as exc:
+            raise call_failure(exc) from None
+
+
+def proxy_error(text: str) -> str:
+    """The API server's own message when an answer is its Status object (a proxied server's error
+    page is not one), else ""."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return ""
+    if isinstance(doc, dict) and doc.get("kind") == "Status" and doc.get("apiVersion") == "v1":
+        return str(doc.get("message") or doc.get("reason") or "error")
+    return ""

@@ -51,6 +51,19 @@ NEXT_STEP: dict[str, str] = {
     "case-gpu-health": "kubectl get resourceslices -o json | jq '.items[].spec.devices[] | select(.taints)': a "
                        "tainted device went to a claim (DRADeviceTaints off on the scheduler?) or turned unhealthy "
                        "while held (the node's GPU: nvidia-smi -q, dmesg for the XID)",
+    "case-inference-route": "kubectl -n inference-gateway get gateway inference -o yaml and kubectl -n {ns} get "
+                            "httproutes -o yaml (status.parents[].conditions: BackendNotFound, "
+                            "NotAllowedByListeners); the namespace needs the label ck8s-gpu/inference-routes=allowed",
+    "case-inference-replicas": "kubectl -n {ns} get pods,resourceclaims -l ck8s-gpu.io/smoke-case=inference -o wide; "
+                               "kubectl -n {ns} logs <replica> (CK8S-MODEL gpus/no-gpu: what nvidia-smi listed inside)",
+    "case-inference-split": "kubectl -n {ns} get httproutes -o yaml (backendRefs[].weight); the gateway's own log "
+                            "(kubectl -n inference-gateway logs deploy/traefik) for the failed requests",
+    "case-inference-header": "kubectl -n {ns} get httproutes -o yaml: the header match must be Exact on "
+                             "X-Gateway-Model-Name with the canary's model name",
+    "case-inference-metrics": "kubectl -n {ns} describe hpa and scaledobjects (TriggerError: the query's series); "
+                              "the PodMonitor's targets in Prometheus (Status > Targets) and KEDA's operator log",
+    "case-inference-autoscale": "kubectl -n {ns} describe hpa (desiredReplicas, conditions, events); pending new "
+                                "replicas: kubectl -n {ns} describe pods (no free GPU for their claims?)",
     "dcgm-metrics": "kubectl -n gpu-operator get pods,svc -l app=nvidia-dcgm-exporter; its /metrics on port 9400",
 }
 RERUN = ("Then `pulumi up` again: a failed run is not recorded, so it runs again "

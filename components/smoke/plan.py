@@ -12,7 +12,7 @@ from typing import Any
 from ..facts.cluster import ClusterFacts
 from ..settings.model import Settings
 from ..tables import pins
-from .cases import case_expectations
+from .cases import case_expectations, inference_expectation
 from .expectations import Expectations, expectations_for
 from .values import SmokeConfigError, chart_digest, chart_values, resource_api, run_id
 
@@ -70,7 +70,8 @@ def smoke_plan(
     values = {**draft, "runId": rid}
     exp = expectations_for(settings, facts, release=release, run_id=rid, resource_api=resource_api(
         facts.kubernetes_minor), cases=case_expectations(settings, release=release, run_id=rid),
-        pools_known=pools_known, dcgm=dcgm)
+        pools_known=pools_known, dcgm=dcgm,
+        inference=inference_expectation(settings, release=release, run_id=rid))
     return SmokePlan(release=release, namespace=t.namespace, values=values, expectations=exp,
                      timeout_seconds=t.timeout_seconds,
                      slice_wait_seconds=max(30, t.timeout_seconds // SLICE_WAIT_SHARE),

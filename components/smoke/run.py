@@ -13,8 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..addons.inference_gateway import ROUTES_LABEL
 from ..settings.model import SmokeTestSettings
 from . import report
+from .cases.inference import HOPS
 from .collect import COMPUTE_DOMAIN_API, ClaimRecorder, collect, record_pod_claims
 from .expectations import (
     CASE_LABEL,
@@ -25,6 +27,7 @@ from .expectations import (
     Expectations,
 )
 from .gateway import Gateway, KubeError, Obj
+from .inference_run import InferencePhase, Timing
 from .snapshot import FINISHED_PHASES, condition, events_for, name, slice_devices, start_failure
 from .verifier import leftover_claims, verify
 
@@ -375,6 +378,21 @@ class Runner:
                 self.gw.patch(JOB_API, "Job", case.job, self.spec.namespace, {"spec": {"suspend": True}})
                 self.say("cleanup", f"suspended unfinished Job {case.job}")
 
+    def run_inference(self) -> dict[str, Any] | None:
+        """Case `inference` after the Job cases: its replicas are Deployments' (inference_run.py)."""
+        if self.exp.inference is None:
+            return None
+        t = self.clock.monotonic()
+        if t >= self.deadline:
+            self.say("inference", f"not started: the {self.timeout_seconds}s budget is spent")
+            return {"stopped": {"hop": HOPS[0][1], "why": "not started: the run's budget was spent"}}
+        timing = Timing(self.clock.monotonic, self.clock.sleep, self.deadline, self.poll, self.spec.stuck_seconds)
+        obs = InferencePhase(self.gw, self.spec.namespace, self.exp.run_id, self.exp.inference, timing,
+                             lambda m: self.say("inference", m), self.recorder).run()
+        self.phases.append({"case": "inference", "job": "", "state": "stopped" if obs.get("stopped") else "done",
+                            "seconds": round(self.clock.monotonic() - t, 1)})
+        return obs
+
     def run(self) -> Outcome:
         start_ms = self.clock.wall_ms()
         self.recorder.start()
@@ -387,9 +405,11 @@ class Runner:
                     continue
                 if self.run_case(case) in ("timeout", "stuck"):
                     break
+            inference = self.run_inference()
             self.wait_released()
             snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s),
                            pod_claims=self.pod_claims, compute_domains=self.compute_domains)
+            snap.inference = inference
         finally:
             self.recorder.stop()
         self.settle()
@@ -409,7 +429,7 @@ def run_smoke(gw: Gateway, spec: RunSpec, **kw: Any) -> Outcome:
 # --- install / clean up (the CLI; under Pulumi, helm owns the objects) -------------------------
 
 INSTALL_ORDER = ("Namespace", "NetworkPolicy", "Service", "ConfigMap", "ResourceClaimTemplate", "ResourceClaim",
-                 "PodGroup", "ComputeDomain", "Job")
+                 "PodGroup", "ComputeDomain", "Deployment", "HTTPRoute", "PodMonitor", "ScaledObject", "Job")
 # The pods meet the restricted standard: enforce it where the smoke test makes its own namespace.
 NAMESPACE_LABELS = {
     "pod-security.kubernetes.io/enforce": "restricted",
@@ -417,6 +437,12 @@ NAMESPACE_LABELS = {
     "pod-security.kubernetes.io/audit": "restricted",
     "app.kubernetes.io/part-of": "ck8s-gpu",
 }
+
+
+def namespace_labels(exp: Expectations) -> dict[str, str]:
+    """The smoke namespace's labels; with case `inference`, also the one by which the inference
+    gateway's listener admits the namespace's routes (addons/inference_gateway.py ROUTES_LABEL)."""
+    return {**NAMESPACE_LABELS, **(dict([ROUTES_LABEL]) if exp.inference is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -432,7 +458,7 @@ class Ref:
 
 def install(gw: Gateway, objects: Sequence[Obj], namespace: str, created: list[Ref],
             say: Callable[[str], None] = lambda _m: None, *, clock: Clock | None = None,
-            terminating_wait: float = 180.0) -> None:
+            terminating_wait: float = 180.0, labels: dict[str, str] | None = None) -> None:
     """Create the rendered chart, in dependency order; every created object lands in `created`
     at once, so an interrupt mid-way still cleans up what exists."""
     clock = clock or RealClock()
@@ -448,7 +474,7 @@ def install(gw: Gateway, objects: Sequence[Obj], namespace: str, created: list[R
             raise KubeError(409, f"namespace {namespace} is still terminating after {terminating_wait:.0f}s")
     if ns is None:
         gw.create({"apiVersion": "v1", "kind": "Namespace",
-                   "metadata": {"name": namespace, "labels": NAMESPACE_LABELS}})
+                   "metadata": {"name": namespace, "labels": labels or NAMESPACE_LABELS}})
         created.append(Ref("v1", "Namespace", namespace, None))
         say(f"created namespace {namespace}")
     for obj in sorted(objects, key=lambda o: INSTALL_ORDER.index(o["kind"])):

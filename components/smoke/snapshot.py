@@ -45,6 +45,9 @@ class Snapshot:
     # node -> DCGM exporter metrics text; None: no exporter found (see metrics_note).
     metrics: dict[str, str] | None = None
     metrics_note: str = ""
+    # Case `inference`: what the runner saw while it drove the model servers (plain JSON; the case's
+    # module reads it: components/smoke/cases/inference.py). None: the case did not run.
+    inference: dict[str, Any] | None = None
 
 
 FINISHED_PHASES = ("Succeeded", "Failed")  # a pod in one of these holds no device any more

@@ -41,9 +41,12 @@ import pytest
 import yaml
 
 from components.addons.gpu_operator import ADDON as GPU_OPERATOR
+from components.smoke.cases import inference
 from components.smoke.expectations import CASE_LABEL, RUN_LABEL
 from components.smoke.report import passed
 from tests.fakes.gpu_operator import runtime_classes
+from tests.helpers import inference_stack
+from tests.helpers.inference_stack import InferenceControllers
 from tests.helpers.node_tier import SETTINGS_KEY, kubelet_tier, stack_settings, start_kwok_pool
 from tests.helpers.tools import copy_project, skip_or_fail
 from tests.integration.conftest import EngineTools, inline_kubeconfig, load_tool
@@ -58,6 +61,9 @@ PASSPHRASE = "node-tier-integration-test"
 MUST_PASS = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
              "container-device", "distinct-gpus", "jobs-complete", "claims-released", "case-nvlink-group",
              "case-gpu-health", "case-compute-domain", "case-first-available")
+# Case inference (smokeTest.inference, which this test turns on: the stack file leaves it off, since
+# `make up` runs no gateway, KEDA or Prometheus): every hop of a model served behind the gateway.
+INFERENCE_HOPS = tuple(check for check, _hop in inference.HOPS)
 
 nt = load_tool("nodetier")
 
@@ -74,6 +80,7 @@ class Tier:
     outputs: dict[str, Any]
     up_seconds: float
     start_seconds: float
+    controllers: InferenceControllers
 
 
 def set_smoke(tier: Tier, **values: Any) -> None:
@@ -85,7 +92,7 @@ def set_smoke(tier: Tier, **values: Any) -> None:
 
 
 # The stack file's optional cases, by the key that switches each.
-CASES = ("nvlinkGroup", "computeDomain", "firstAvailable")
+CASES = ("nvlinkGroup", "computeDomain", "firstAvailable", "inference")
 
 
 def only_cases(tier: Tier, *cases: str) -> dict[str, Any]:
@@ -99,30 +106,36 @@ def only_cases(tier: Tier, *cases: str) -> dict[str, Any]:
             **{c: {**full[c], "enabled": c in cases} for c in CASES}}
 
 
-def all_cases(tier: Tier) -> dict[str, Any]:
+def all_cases(tier: Tier, *, inference_on: bool = True) -> dict[str, Any]:
     """smokeTest values of the stack file as the tier deployed it: every case on."""
     full = tier.settings["smokeTest"]
-    return {k: full[k] for k in ("gpus", "gpuHealth", *CASES)}
+    return {**{k: full[k] for k in ("gpus", "gpuHealth", *CASES)},
+            "inference": {**full["inference"], "enabled": inference_on}}
 
 
 @pytest.fixture(scope="module")
 def tier(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tier]:
     from pulumi import automation as auto
 
-    lacking = nt.missing(engine_tools.bin_dir)
+    lacking = nt.missing(engine_tools.bin_dir) + inference_stack.missing(engine_tools.bin_dir)
     if lacking:
         skip_or_fail("node tier cannot run here: " + "; ".join(lacking))
     work = tmp_path_factory.mktemp("node-tier")
     settings = stack_settings()
     t0 = time.monotonic()
     cluster, kwok_nodes = start_kwok_pool(work, engine_tools.bin_dir, settings)
-    nodes = stack = None
+    nodes = stack = controllers = None
     try:
         nodes, kubelet_nodes = kubelet_tier(work, engine_tools.bin_dir, cluster, settings)
         nodes.up()
+        controllers = InferenceControllers(cluster, engine_tools.bin_dir, work / "inference",
+                                           node=next(iter(kubelet_nodes)), image=nodes.pause.reference).start()
         start_seconds = time.monotonic() - t0
         print(f"\ncluster + node tier start: {start_seconds:.1f}s (node tier {nodes.start_seconds:.1f}s)")
-        settings["smokeTest"] = {**settings["smokeTest"], "image": nodes.probe.reference}
+        # The budget is an upper bound, not a wait: the inference case's autoscaling (two HPA syncs
+        # each way) runs after every Job case.
+        settings["smokeTest"] = {**settings["smokeTest"], "image": nodes.probe.reference, "timeoutSeconds": 420,
+                                 "inference": {"enabled": True, "prometheusUrl": controllers.prometheus_url}}
         project = copy_project(work / "project")
         stack_name = f"node-tier-{uuid.uuid4().hex[:6]}"
         (project / f"Pulumi.{stack_name}.yaml").write_text(
@@ -136,7 +149,7 @@ def tier(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory) ->
         up_seconds = time.monotonic() - t1
         print(f"pulumi up: {up_seconds:.1f}s")
         yield Tier(cluster, nodes, stack, project, settings, kubelet_nodes, kwok_nodes,
-                   {k: v.value for k, v in up.outputs.items()}, up_seconds, start_seconds)
+                   {k: v.value for k, v in up.outputs.items()}, up_seconds, start_seconds, controllers)
     finally:
         try:
             if stack is not None:
@@ -146,6 +159,8 @@ def tier(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory) ->
                     stack.workspace.remove_stack(stack.name, force=True)
         finally:
             try:
+                if controllers is not None:
+                    controllers.stop()
                 if nodes is not None:
                     nodes.down()
             finally:
@@ -222,6 +237,106 @@ def test_smoke_pods_run_on_real_kubelets_and_see_exactly_their_gpu(tier: Tier) -
     # The pods are done: the kubelet unprepared their claims and the plugins removed each claim's CDI spec.
     tier.cluster.wait_for("the claims' CDI specs to be removed on unprepare",
                           lambda: not [f for n in tier.nodes.nodes for f in n.paths.cdi.glob("*.yaml")], timeout=60)
+
+
+def test_a_model_served_through_the_gateway_on_real_gpus_autoscales_on_its_queue(tier: Tier) -> None:
+    """Case inference in the same `up`: every hop passed, and independently of the verifier, what the
+    real Prometheus scraped through the chart's PodMonitor: each replica (both backends, and the one
+    the HPA added) reported one GPU from inside, no GPU twice, each a GPU a kubelet node publishes;
+    and what the real Traefik counted on the route's routers."""
+    report = tier.outputs["smokeReport"]
+    tests = report_tests(report)
+    for check in INFERENCE_HOPS:
+        assert tests[check]["status"] == "passed", (check, tests[check])
+    print("\n".join(f"{c}: {tests[c]['message']}" for c in INFERENCE_HOPS))
+    ns = tier.settings["smokeTest"].get("namespace", "gpu-smoke-test")
+    seen = tier.controllers.prometheus.query(f'max_over_time(ck8s_model_gpu_info{{namespace="{ns}"}}[1h])')
+    gpu_of = {r["metric"]["pod"]: r["metric"]["uuid"] for r in seen}
+    stable_max = int(tier.settings["smokeTest"]["inference"].get("maxReplicas", 2))
+    assert len(gpu_of) >= stable_max + 1, gpu_of  # the scaled-out stable replicas and the canary
+    assert len(set(gpu_of.values())) == len(gpu_of), f"a GPU served two replicas: {gpu_of}"
+    published_uuids = {d["attributes"]["uuid"]["string"]: node for (node, _), d in published(tier).items()}
+    assert {published_uuids.get(u) for u in gpu_of.values()} <= set(tier.kubelet_nodes), gpu_of
+    counted = sum(float(line.rsplit(" ", 1)[1]) for line in tier.controllers.traefik.metrics().splitlines()
+                  if line.startswith("traefik_router_requests_total{") and "httproute-" in line
+                  and ns in line)
+    asked = inference.HEADER_REQUESTS + int(tier.settings["smokeTest"]["inference"].get("requests", 200))
+    assert counted >= asked, (counted, asked)
+
+
+def inference_break(tier: Tier, tamper: Any, why: str) -> dict[str, dict[str, Any]]:
+    """Case inference alone (one base pod beside it), run as `ck8s-gpu smoke` runs it (render,
+    install, the runner `up` runs too, clean up) with the rendered objects changed by `tamper`: the
+    break a user's edit or a controller's bug would make, without an `up` per break."""
+    from components.facts.cluster import cluster_facts
+    from components.kube.charts import render
+    from components.kube.client import api_client
+    from components.smoke.gateway import KubeGateway
+    from components.smoke.plan import smoke_plan
+    from components.smoke.run import Ref, RunSpec, cleanup, install, namespace_labels, run_smoke
+    from components.tables import pins
+    from components.validate import parse
+
+    smoke = {**tier.settings["smokeTest"], **only_cases(tier, "inference", "gpuHealth"), "namespace": "inference-break"}
+    settings = parse({**tier.settings, "smokeTest": smoke}, "node tier")
+    plan = smoke_plan(settings, cluster_facts(settings), pins.image("smoke-test"), nonce=why)
+    objects = render("gpu-smoke-test", plan.values, release=plan.release, namespace=plan.namespace)
+    tamper({(o["kind"], o["metadata"]["name"].split("-")[-2]): o for o in objects})
+    gw = KubeGateway(api_client(Path(tier.cluster.kubeconfig).read_text()))
+    created: list[Ref] = []
+    t = time.monotonic()
+    try:
+        install(gw, objects, plan.namespace, created, labels=namespace_labels(plan.expectations))
+        outcome = run_smoke(gw, RunSpec.from_dict(plan.spec()), progress=lambda p: print(p.hop, p.message))
+    finally:
+        left = cleanup(gw, created)
+    print(f"inference break {why}: {time.monotonic() - t:.1f}s")
+    assert not left, left
+    assert not outcome.passed
+    return report_tests(outcome.report)
+
+
+def test_inference_breaks_each_fail_naming_their_hop(tier: Tier) -> None:
+    """A route to a Service that does not exist; a replica without a claim; and, in one run, a wrong
+    weight, a header rule that does not match and an autoscaler on a metric no server exports: each
+    fails its own hop, with why; hops past a stop are not reached, never passed."""
+
+    def missing_backend(objs: dict[tuple[str, str], Any]) -> None:
+        objs[("HTTPRoute", "route")]["spec"]["rules"][1]["backendRefs"][0]["name"] = "no-such-model"
+
+    tests = inference_break(tier, missing_backend, "missing-backend")
+    assert tests["case-inference-route"]["status"] == "failed", tests["case-inference-route"]
+    assert "BackendNotFound" in tests["case-inference-route"]["message"], tests["case-inference-route"]
+    assert tests["case-inference-replicas"]["status"] == "passed", tests["case-inference-replicas"]
+    for later in INFERENCE_HOPS[2:]:
+        assert tests[later]["status"] == "skipped" and "not reached" in tests[later]["message"], tests[later]
+
+    def no_claim(objs: dict[tuple[str, str], Any]) -> None:
+        pod = objs[("Deployment", "canary")]["spec"]["template"]["spec"]
+        del pod["resourceClaims"]
+        del pod["containers"][0]["resources"]["claims"]
+
+    tests = inference_break(tier, no_claim, "no-claim")
+    r = tests["case-inference-replicas"]
+    assert r["status"] == "failed" and "holds no ResourceClaim" in r["message"] + str(r.get("extra")), r
+    for later in INFERENCE_HOPS[1:]:
+        assert tests[later]["status"] == "skipped" and "not reached" in tests[later]["message"], tests[later]
+
+    def three(objs: dict[tuple[str, str], Any]) -> None:
+        rules = objs[("HTTPRoute", "route")]["spec"]["rules"]
+        rules[0]["matches"][0]["headers"][0]["value"] = "a-model-nobody-asks-for"
+        for ref in rules[1]["backendRefs"]:
+            ref["weight"] = 50
+        trigger = objs[("ScaledObject", "scaler")]["spec"]["triggers"][0]["metadata"]
+        trigger["query"] = trigger["query"].replace("vllm:num_requests_waiting", "vllm:no_such_metric")
+
+    tests = inference_break(tier, three, "three-at-once")
+    for check, words in (("case-inference-split", "its weight asks 80.0%"),
+                         ("case-inference-header", "the header rule did not match"),
+                         ("case-inference-metrics", "ScalingActive False")):
+        assert tests[check]["status"] == "failed" and words in tests[check]["message"], tests[check]
+    assert tests["case-inference-route"]["status"] == tests["case-inference-replicas"]["status"] == "passed"
+    assert tests["case-inference-autoscale"]["status"] == "skipped", tests["case-inference-autoscale"]
 
 
 def broken_up(tier: Tier, trigger: str, *cases: str) -> str:
@@ -339,7 +454,9 @@ def test_the_fallback_taken_while_the_preferred_model_was_free_fails(tier: Tier)
 
 
 def test_up_passes_again_once_every_hop_is_mended(tier: Tier) -> None:
-    set_smoke(tier, trigger="mended", **all_cases(tier))
+    # Case inference's breaks go through the runner (test_inference_breaks_...), never through `up`:
+    # nothing of it needs mending, and its minute is not spent twice.
+    set_smoke(tier, trigger="mended", **all_cases(tier, inference_on=False))
     result = tier.stack.up(on_output=print, color="never")
     report = result.outputs["smokeReport"].value
     assert passed(report), report["results"]["summary"]

@@ -164,11 +164,12 @@ def test_the_model_server_rides_in_the_probe_image_when_given(tmp_path: Path) ->
     server.write_bytes(b"\x7fELF static stand-in")
     server.chmod(0o755)
     plain, _ = pi.build(tmp_path / "plain")
-    probe, pause = pi.build(tmp_path / "with", server)
+    probe, _ = pi.build(tmp_path / "with", server)
     assert probe.tag != plain.tag  # the tag is the layer's content: another image, another pin
     files = members(probe.archive)
     manifest = json.loads(files[f"blobs/sha256/{probe.digest.split(':')[1]}"])
-    with tarfile.open(fileobj=io.BytesIO(files[f"blobs/sha256/{manifest['layers'][0]['digest'].split(':')[1]}"])) as tar:
+    layer = files[f"blobs/sha256/{manifest['layers'][0]['digest'].split(':')[1]}"]
+    with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
         member = tar.getmember(pi.MODEL_SERVER)
         assert member.mode & 0o111 and tar.extractfile(member).read() == server.read_bytes()  # type: ignore[union-attr]
 

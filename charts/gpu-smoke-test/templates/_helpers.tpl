@@ -108,8 +108,8 @@ patterns; these are the cross-field rules).
 {{- define "gpu-smoke-test.validate" -}}
 {{- $v := .Values -}}
 {{- $c := $v.cases -}}
-{{- if not (or $c.wholeGpu $c.sharedClaim $c.sharedNamedClaim $c.gang $c.mig.enabled $v.allReduce.enabled $v.computeDomain.enabled $v.firstAvailable.enabled) -}}
-{{- fail "no case is enabled (cases.wholeGpu, sharedClaim, sharedNamedClaim, gang, mig.enabled, allReduce.enabled, computeDomain.enabled, firstAvailable.enabled): the smoke test would prove nothing" -}}
+{{- if not (or $c.wholeGpu $c.sharedClaim $c.sharedNamedClaim $c.gang $c.mig.enabled $v.allReduce.enabled $v.computeDomain.enabled $v.firstAvailable.enabled $v.inference.enabled) -}}
+{{- fail "no case is enabled (cases.wholeGpu, sharedClaim, sharedNamedClaim, gang, mig.enabled, allReduce.enabled, computeDomain.enabled, firstAvailable.enabled, inference.enabled): the smoke test would prove nothing" -}}
 {{- end -}}
 {{- if and $v.allReduce.enabled (ne $v.scheduler.name "kai-scheduler") -}}
 {{- fail (printf "allReduce needs scheduler.name kai-scheduler (a topology-aware gang), got %q" $v.scheduler.name) -}}

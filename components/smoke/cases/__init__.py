@@ -13,13 +13,14 @@ from ...settings.model import Settings
 from ...settings.problems import Problem
 from ..checks.base import Check
 from ..checks.path import AFTER_CASES, BEFORE_CASES
-from ..expectations import CaseExpectation, object_name
+from ..expectations import CaseExpectation, InferenceExpectation, object_name
 from . import (
     all_reduce,
     compute_domain,
     first_available,
     gang,
     gpu_health,
+    inference,
     mig,
     nvlink_group,
     shared,
@@ -38,6 +39,7 @@ FAMILIES: tuple[CaseFamily, ...] = (
     all_reduce.FAMILY,
     compute_domain.FAMILY, first_available.FAMILY,
     nvlink_group.FAMILY, gpu_health.FAMILY,
+    inference.FAMILY,
 )
 
 CHECKS: tuple[Check, ...] = BEFORE_CASES + tuple(c for f in FAMILIES for c in f.checks) + AFTER_CASES
@@ -50,6 +52,11 @@ def case_expectations(settings: Settings, *, release: str, run_id: str) -> tuple
         return object_name(release, part, run_id)
 
     return tuple(c for f in FAMILIES for c in f.expect(settings, name))
+
+
+def inference_expectation(settings: Settings, *, release: str, run_id: str) -> InferenceExpectation | None:
+    """Case `inference`'s objects and drive (not a Job case: the runner runs it after them)."""
+    return inference.expectation(settings, lambda part: object_name(release, part, run_id), run_id)
 
 
 def case_problems(settings: Settings) -> Iterator[Problem]:

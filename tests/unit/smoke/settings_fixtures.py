@@ -108,3 +108,16 @@ LOCAL_CD_FA: dict[str, Any] = {
     "smokeTest": {"timeoutSeconds": 300, "computeDomain": {"enabled": True, "pool": "gb200"},
                   "firstAvailable": {"enabled": True, "preferredPool": "h100", "fallbackPool": "gb200"}},
 }
+
+
+# Case inference on the node tier's shape: a kubelet pool of simulated L4s, the project-built probe
+# image (it carries the model server), a Prometheus on this machine's address.
+PROBE_IMAGE = "ck8s-gpu.local/smoke-probe:0123456789ab@sha256:" + "ab" * 32
+LOCAL_INFERENCE: dict[str, Any] = {
+    "platform": "local",
+    "environment": "ci",
+    "nodePools": [{"name": "gpu", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
+    "local": {"kubeletPools": ["gpu"]},
+    "smokeTest": {"scheduler": "default", "timeoutSeconds": 300, "image": PROBE_IMAGE,
+                  "inference": {"enabled": True, "prometheusUrl": "http://10.1.2.3:9090"}},
+}

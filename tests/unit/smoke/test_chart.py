@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ import yaml
 from components.kube.charts import chart_dir, render
 from components.smoke.expectations import RELEASE_ANNOTATION, RELEASE_VALUE
 from components.smoke.plan import SmokePlan
+from tests.helpers import gateway, keda
 from tests.helpers.golden import assert_golden
-from tests.helpers.k8s_schema import VERSIONS, schema_errors
+from tests.helpers.k8s_schema import VERSIONS, crd_schemas, custom_resource_errors, schema_errors
+from tests.helpers.tools import cluster_bin_dir
 from tests.unit.smoke import settings_fixtures as sf
 
 PLANS = {
@@ -27,6 +30,7 @@ PLANS = {
     "kind": lambda: sf.plan(sf.KIND),
     "local": lambda: sf.plan(sf.LOCAL),
     "local-compute-domain-first-available": lambda: sf.plan(sf.LOCAL_CD_FA),
+    "local-inference": lambda: sf.plan(sf.LOCAL_INFERENCE),
 }
 # KAI's PodGroup (scheduling.run.ai/v2alpha2, KAI v0.17.0 pkg/apis/scheduling/v2alpha2/podgroup_types.go)
 # has no upstream OpenAPI schema in kubernetes-validate: its spec is checked against these fields.
@@ -72,11 +76,39 @@ def test_golden_render(stack: str) -> None:
     assert_golden(Path(f"charts/gpu-smoke-test/{stack}.yaml"), text)
 
 
+# Case inference's custom resources (HTTPRoute, PodMonitor, ScaledObject), against the CRDs CI
+# builds at the pins (tools/build.sh: Gateway API v1.6.1 standard channel, KEDA v2.21.1, the
+# Prometheus Operator v0.93.1 `crds` output).
+CASE_CRDS = {("gateway.networking.k8s.io/v1", "HTTPRoute"), ("keda.sh/v1alpha1", "ScaledObject"),
+             ("monitoring.coreos.com/v1", "PodMonitor")}
+
+
+@functools.cache
+def case_crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    bin_dir = cluster_bin_dir()
+    crds = [d for f in (*gateway.crd_dir(bin_dir).glob("*.yaml"), *keda.crd_dir(bin_dir).glob("*.yaml"))
+            for d in yaml.safe_load_all(f.read_text()) if d]
+    crds += [d for d in yaml.load_all(keda.operator_crds(bin_dir), Loader=_PlainEquals) if d]
+    return crd_schemas(crds)
+
+
+class _PlainEquals(yaml.SafeLoader):
+    """YAML 1.1 reads a bare `=` as the `value` tag, which PyYAML cannot build; the CRDs mean the
+    string (label-matcher operators), as the API server's YAML 1.2 reader does."""
+
+
+_PlainEquals.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
 @pytest.mark.parametrize("stack", sorted(PLANS))
 @pytest.mark.parametrize("version", VERSIONS)
 def test_render_validates_strictly(stack: str, version: str) -> None:
     errors = []
     for obj in rendered(PLANS[stack]()):
+        if (obj["apiVersion"], obj["kind"]) in CASE_CRDS:
+            if err := custom_resource_errors(obj, case_crd_schemas()):
+                errors.append(err)
+            continue
         if obj["kind"] == "PodGroup":
             assert obj["apiVersion"] == "scheduling.run.ai/v2alpha2"
             assert set(obj["spec"]) <= PODGROUP_SPEC_FIELDS, obj["spec"]

@@ -79,7 +79,7 @@ def test_ctrf_document_shape() -> None:
     r = doc["results"]
     assert r["tool"] == {"name": "ck8s-gpu-smoke"}
     s = r["summary"]
-    assert (s["tests"], s["passed"], s["failed"], s["skipped"], s["pending"], s["other"]) == (21, 11, 0, 10, 0, 0)
+    assert (s["tests"], s["passed"], s["failed"], s["skipped"], s["pending"], s["other"]) == (27, 11, 0, 16, 0, 0)
     assert (s["start"], s["stop"]) == (1000, 4500)
     assert {t["status"] for t in r["tests"]} <= {"passed", "failed", "skipped"}
     assert all(isinstance(t["duration"], float) for t in r["tests"])
@@ -102,7 +102,7 @@ def test_table_and_failure_message_name_the_broken_hop() -> None:
     assert lines[0].split() == ["CHECK", "HOP", "RESULT", "MS", "DETAIL"]
     assert any(line.startswith("device-class") and " FAIL " in line for line in lines)
     assert all(len(line) <= 100 for line in lines[:-1])
-    assert lines[-1] == f"10 passed, 1 failed, 10 skipped in 2.0s (run {fx.RUN})"
+    assert lines[-1] == f"10 passed, 1 failed, 16 skipped in 2.0s (run {fx.RUN})"
     msg = report.failure_message(doc)
     assert msg.splitlines()[0] == f"GPU smoke test failed: 1 check(s) failed (run {fx.RUN}, namespace {fx.NS})"
     assert "  device-class [DeviceClass]:" in msg and "DeviceClass gpu.nvidia.com does not exist" in msg
