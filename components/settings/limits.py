@@ -8,9 +8,10 @@ the platform's own, smaller bound.
 
 from __future__ import annotations
 
-import re
+import difflib
 from collections.abc import Iterator
 
+from ..tables.ec2_instance_types import BOTOCORE, EC2_INSTANCE_TYPES
 from .facts import mirrored_pool, pool_gpus
 from .model import MAX_CLUSTER_NODES, GpuFactsSettings, Settings
 from .problems import ROOT, Problem, cut
@@ -21,10 +22,6 @@ from .problems import ROOT, Problem, cut
 # 2-4 cores, 7-16 GB) worth of such containers, which is all kind here is for: a preview of the
 # GPU path, where two workers already show multi-node scheduling.
 KIND_MAX_WORKERS = 8
-# An EC2 instance type: family letters, a generation digit, attribute letters (and a `-` part like
-# p6e-gb200, u7i-12tb), a dot, then the size (EC2 User Guide, "Amazon EC2 instance type naming
-# conventions": e.g. c7gn.xlarge, p5.48xlarge, m7i.metal-24xl).
-EC2_TYPE = re.compile(r"^[a-z]+[0-9]+[a-z0-9]*(-[a-z0-9]+)*\.[a-z0-9]+(-[a-z0-9]+)?$")
 # KAI v0.17.0 pkg/common/constants/constants.go UnlimitedResourceQuantity: -1 means no bound.
 UNLIMITED = -1
 # The most GPUs a pool's node may declare (model.py GpuFactsSettings.count's bound).
@@ -54,14 +51,32 @@ def _kind_size(s: Settings) -> Iterator[Problem]:
                f"{KIND_MAX_WORKERS} (docs/adr/0038). The pool's size matters on aws; kind only previews it")
 
 
+def ec2_type_problem(instance_type: str) -> str | None:
+    """Why `instance_type` is no EC2 instance type (EC2's own list at the pinned botocore,
+    components/tables/ec2_instance_types.py), with the nearest real ones; None when it is one. A
+    pool's declared GPUs do not make a misspelt type real: AWS refuses it at launch."""
+    if instance_type in EC2_INSTANCE_TYPES:
+        return None
+    near = difflib.get_close_matches(instance_type.strip().lower(), EC2_INSTANCE_TYPES, n=3, cutoff=0.75)
+    hint = f"did you mean {', '.join(near)}?" if near else "no close match"
+    return (f"'{cut(instance_type)}' is not an EC2 instance type (botocore {BOTOCORE}'s EC2 model lists "
+            f"{len(EC2_INSTANCE_TYPES)}): {hint} A type newer than that botocore needs boto3/botocore bumped")
+
+
+def _instance_types(s: Settings) -> Iterator[Problem]:
+    if s.platform != "aws":
+        return
+    for itype, where in [(s.control_plane.instance_type, f"{ROOT}.controlPlane.instanceType")] + [
+            (p.instance_type, f"{ROOT}.nodePools[{i}].instanceType") for i, p in enumerate(s.node_pools)]:
+        if (why := ec2_type_problem(itype)) is not None:
+            yield where, why
+
+
 def _control_plane(s: Settings) -> Iterator[Problem]:
-    """An EC2 type on aws; on the other platforms the EC2-only settings are ignored, so a value
-    there (right or wrong) is refused rather than silently dropped."""
+    """An EC2 type on aws (_instance_types); on the other platforms the EC2-only settings are
+    ignored, so a value there (right or wrong) is refused rather than silently dropped."""
     cp, path = s.control_plane, f"{ROOT}.controlPlane"
     if s.platform == "aws":
-        if not EC2_TYPE.match(cp.instance_type):
-            yield (f"{path}.instanceType", f"'{cut(cp.instance_type)}' is not an EC2 instance type (family, generation "
-                                           "and size, like m7i.xlarge)")
         return
     ignored = {"instance_type": "instanceType", "root_volume_gib": "rootVolumeGiB",
                "api_load_balancer": "apiLoadBalancer", "ami": "ami"}
@@ -105,7 +120,7 @@ def _gpu_capacity(s: Settings) -> tuple[int, str]:
     return total, "the stack's node pools at their maxSize"
 
 
-RULES = (_cluster_size, _kind_size, _control_plane, _queues)
+RULES = (_cluster_size, _kind_size, _instance_types, _control_plane, _queues)
 
 
 def limit_problems(s: Settings) -> Iterator[Problem]:

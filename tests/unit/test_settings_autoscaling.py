@@ -92,8 +92,8 @@ def test_a_type_the_autoscaler_cannot_model_is_refused(instance_type: str) -> No
 
 
 def test_a_type_outside_the_table_is_refused_even_with_declared_gpus() -> None:
-    p = model_problems(aws({"name": "gpu", "instanceType": "g7.xlarge", "autoscaling": {"maxSize": 2},
-                            "gpu": {"count": 1, "productName": "NVIDIA RTX PRO 6000", "memoryGiB": 96}}))
+    p = model_problems(aws({"name": "gpu", "instanceType": "gr6.4xlarge", "autoscaling": {"maxSize": 2},
+                            "gpu": {"count": 1, "productName": "NVIDIA L4", "memoryGiB": 24}}))
     assert "knows no GPU devices" in p[f"{POOL}.instanceType"]
 
 

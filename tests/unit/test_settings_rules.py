@@ -45,7 +45,7 @@ def test_dra_on_old_track_is_allowed_with_explicit_gates() -> None:
 
 
 def test_declared_gpu_facts_make_an_unknown_instance_type_acceptable() -> None:
-    s = parse_settings({**AWS, "nodePools": [{"name": "x", "instanceType": "g7.xlarge", "desiredSize": 2,
+    s = parse_settings({**AWS, "nodePools": [{"name": "x", "instanceType": "gr6.4xlarge", "desiredSize": 2,
                                                 "gpu": {"count": 2, "productName": "NVIDIA X", "memoryGiB": 32}}]})
     facts = pool_gpus(s.node_pools[0])
     assert facts is not None and facts.count == 2 and facts.memory_mib == 32 * 1024

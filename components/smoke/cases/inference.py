@@ -47,6 +47,7 @@ from ...addons.selected import installed
 from ...kube.gateway_api import gateway_problems, route_problems, split_problem
 from ...settings.model import Settings
 from ...settings.problems import ROOT, Problem
+from ...settings.rules.queues import smoke_quota_problems
 from ..checks.base import Check
 from ..expectations import InferenceExpectation
 from ..snapshot import Obj, allocation_results, attribute
@@ -139,6 +140,12 @@ def problems(s: Settings) -> Iterator[Problem]:
                "required with smokeTest.inference: the case runs the model-server stand-in, which only the "
                "project-built probe image carries (tools/probe_image.py --model-server), pushed where the nodes "
                "pull from")
+    if s.smoke_test.scheduler == "kai":
+        # The replicas carry the smoke test's non-preemptible queue label: scaled out, the stable
+        # backend's maxReplicas and the canary hold that many GPUs at once.
+        c = s.smoke_test.inference
+        yield from smoke_quota_problems(s, c.max_replicas + 1, "smokeTest.inference (maxReplicas stable replicas "
+                                        "and one canary, scaled out)", "smokeTest.inference.maxReplicas")
     if s.platform in ("aws", "kind"):
         names = installed(s)
         for addon, key, what in NEEDS:

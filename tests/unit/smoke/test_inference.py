@@ -66,6 +66,14 @@ def test_where_the_program_installs_add_ons_it_names_each_one_the_case_drives() 
         assert f"settings.gpuStack.addons.{key}.enabled: smokeTest.inference needs it" in text, text
 
 
+def test_under_kai_the_scaled_out_replicas_must_fit_the_smoke_queues_quota() -> None:
+    raw = aws()
+    raw["queues"] = [{"name": "smoke-test", "gpu": {"quota": 2, "limit": -1}}]
+    text = settings_problems(raw)
+    assert ("settings.queues[0].gpu.quota: queue 'smoke-test' has a GPU quota of 2, but smokeTest.inference "
+            "(maxReplicas stable replicas and one canary, scaled out) holds 3 non-preemptible GPU(s)") in text, text
+
+
 @pytest.mark.parametrize("bad", [{"canaryPercent": 0}, {"canaryPercent": 96}, {"requests": 10},
                                  {"maxReplicas": 1}, {"prometheusUrl": "prometheus:9090"},
                                  {"prometheusUrl": "http://a b"}, {"weights": [80, 20]}])
