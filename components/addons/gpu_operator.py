@@ -11,6 +11,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import yaml
+
+from ..facts.mig import CONFIG_MAP as MIG_CONFIG_MAP
+from ..facts.mig import mig_parted_config, mig_pools
 from ..facts.nodes import gpu_tolerations
 from ..settings.facts import compute_domains_on
 from ..settings.model import NodePoolSettings, Settings
@@ -128,7 +132,20 @@ def _device_plugin_on(s: Settings) -> bool:
 
 
 def _mig_manager_on(s: Settings) -> bool:
-    return s.gpu_stack.mig_strategy != "none"
+    return s.gpu_stack.mig_strategy != "none" or bool(mig_pools(s))
+
+
+def mig_manager_values(s: Settings) -> dict[str, Any]:
+    """The MIG manager, and with pool layouts the ConfigMap of their configs (components/facts/mig.py):
+    the chart creates it from `data` (templates/mig_config.yaml: only with create and data) and the
+    ClusterPolicy names it (templates/clusterpolicy.yaml migManager.config.name), which turns off
+    mig-manager's own config generated from the hardware."""
+    out: dict[str, Any] = {"enabled": _mig_manager_on(s)}
+    config = mig_parted_config(s)
+    if config is not None:
+        out["config"] = {"name": MIG_CONFIG_MAP, "create": True, "default": "all-disabled",
+                         "data": {"config.yaml": yaml.safe_dump(config, sort_keys=False)}}
+    return out
 
 
 def manages_dra(s: Settings) -> bool:
@@ -191,7 +208,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
             "serviceMonitor": {"enabled": "monitoring-crds" in ctx.capabilities},
         },
         "mig": {"strategy": mig},
-        "migManager": {"enabled": _mig_manager_on(s)},
+        "migManager": mig_manager_values(s),
         "daemonsets": {"tolerations": gpu_tolerations(s)},
         "node-feature-discovery": {"worker": {"tolerations": nfd_worker_tolerations(s)}},
         # Helm never upgrades a chart's crds/ (ClusterPolicy, NVIDIADriver...): this pre-upgrade

@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..settings.model import NodePoolSettings, Settings
-from ..tables.labels import DRA_NODE_LABEL, EFA_NODE_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
+from ..tables.labels import DRA_NODE_LABEL, EFA_NODE_LABEL, MIG_CONFIG_LABEL, POOL_TAG, SIMULATED_POOL_LABEL
 from .efa import efa_enabled
+from .mig import config_name
 
 
 def gpu_node_labels(settings: Settings, pool: str) -> dict[str, str]:
@@ -30,7 +31,8 @@ def pool_node_labels(settings: Settings, pool: NodePoolSettings) -> dict[str, st
     labels the GPU add-ons select on (those win). The node's join (components/aws/userdata.py) and
     the autoscaler's NodePool template (components/facts/autoscaling.py) both put exactly these."""
     efa = {EFA_NODE_LABEL: "true"} if efa_enabled(pool) else {}
-    return {**pool.labels, POOL_TAG: pool.name, **efa, **gpu_node_labels(settings, pool.name)}
+    mig = {MIG_CONFIG_LABEL: config_name(pool)} if pool.mig is not None else {}
+    return {**pool.labels, POOL_TAG: pool.name, **efa, **mig, **gpu_node_labels(settings, pool.name)}
 
 
 def pool_label(settings: Settings) -> str:

@@ -270,6 +270,17 @@ class AutoscalingSettings(_Model):
     expire_after: str | None = Field(default=None, pattern=KARPENTER_DURATION)
 
 
+class MigLayoutSettings(_Model):
+    """How the pool's GPUs are cut (issue 43, docs/sharing.md): every GPU of every node the same.
+    Exactly one of: `config`, a layout by the MIG manager's names (all-disabled, all-balanced,
+    all-<profile> at the most instances, `+` spelt `.`: all-1g.10gb, all-1g.10gb.me); `devices`,
+    the profiles of one GPU and how many of each (components/tables/mig_profiles.py judges them
+    against the pool's GPU)."""
+
+    config: str | None = Field(default=None, min_length=1, max_length=64)
+    devices: dict[str, int] | None = Field(default=None, min_length=1, max_length=8)
+
+
 class NodePoolSettings(_Model):
     name: str = Field(pattern=DNS_LABEL)
     instance_type: str = "g6.xlarge"
@@ -305,6 +316,9 @@ class NodePoolSettings(_Model):
     # aws: nodes launched by the autoscaler for pending GPU work instead of a fixed group size;
     # minSize/desiredSize/maxSize of the pool are then not set (autoscaling.minSize/maxSize are).
     autoscaling: AutoscalingSettings | None = None
+    # The pool's MIG layout, applied by the GPU Operator's MIG manager through the node label
+    # nvidia.com/mig.config the nodes join with; null: whole GPUs (the operator's all-disabled).
+    mig: MigLayoutSettings | None = None
 
     @property
     def start_size(self) -> int:

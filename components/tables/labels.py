@@ -14,6 +14,13 @@ DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
 # The MIG manager knows no other label; under a GPUCluster the operator removes it
 # (devicePluginOnlyStateLabelKeys).
 GPU_CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
+# The GPU Operator's MIG manager cuts a node's GPUs to the config this label names (mig-parted
+# v0.15.0 state_manager.go migConfigLabelKey), and reports its progress in the state label
+# (pending, rebooting, success, failed: pkg/mig/reconfigure/reconfigure.go). A pool with a MIG
+# layout joins with it (components/facts/mig.py); unlabelled MIG-capable nodes get all-disabled
+# from the operator (nodelabeling_controller.go).
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 # fake-gpu-operator assigns simulated GPUs by this label's value (its topology pool name).
 SIMULATED_POOL_LABEL = "run.ai/simulated-gpu-node-pool"
 

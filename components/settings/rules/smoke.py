@@ -54,8 +54,10 @@ def _smoke(s: Settings) -> Iterator[Problem]:
                "the smoke test proves the DRA allocation path: it cannot run with allocation device-plugin")
     if t.gang and t.gpus < 2:
         yield f"{path}.gpus", "the gang case needs at least 2 pods (gpus >= 2): a gang of one proves nothing"
-    if t.mig and (s.gpu_stack.mig_strategy == "none" or s.gpu_stack.allocation != "dra"):
-        yield f"{path}.mig", "the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"
+    layouts = any(p.mig is not None for p in s.node_pools)
+    if t.mig and ((s.gpu_stack.mig_strategy == "none" and not layouts) or s.gpu_stack.allocation != "dra"):
+        yield (f"{path}.mig", "the MIG case needs MIG devices (a pool's nodePools[].mig layout, or "
+                              "gpuStack.migStrategy single|mixed) and allocation dra")
     if t.mig and s.platform in SIMULATED_GPUS:
         yield (f"{path}.mig", f"{SIMULATED_GPUS[s.platform]} publishes whole GPUs only (type gpu): no MIG device "
                               "exists, so the MIG case could never be allocated")

@@ -81,7 +81,8 @@ def test_a_profile_contradicting_mig_false_is_refused() -> None:
 
 def test_a_profile_still_needs_a_mig_strategy() -> None:
     p = problems(with_smoke(AWS_L4, migProfile="1g.10gb"))
-    assert p == {"settings.smokeTest.mig": ["the MIG case needs gpuStack.migStrategy single|mixed and allocation dra"]}
+    assert p == {"settings.smokeTest.mig": ["the MIG case needs MIG devices (a pool's nodePools[].mig layout, or "
+                                           "gpuStack.migStrategy single|mixed) and allocation dra"]}
 
 
 @pytest.mark.parametrize("platform", ["kind", "local"])

@@ -1,0 +1,164 @@
+"""MIG layouts per pool (issue 43): the profile table's fit rules against what NVIDIA documents and
+the MIG manager's own configs, the settings refusals (every one named at its field), the label a
+pool's nodes join with, and the MIG manager's ConfigMap the GPU Operator's chart creates."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from components.addons import gpu_operator
+from components.addons.graph import final_values, install_graph
+from components.facts import mig
+from components.facts.nodes import pool_node_labels
+from components.settings import SettingsError
+from components.tables import mig_profiles as mp
+from components.tables.labels import MIG_CONFIG_LABEL
+from components.validate import parse
+
+A100_40, H100 = "NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3"
+AWS: dict[str, Any] = {"platform": "aws", "environment": "dev", "region": "eu-west-1",
+                       "network": {"availabilityZones": ["eu-west-1a", "eu-west-1b"]}}
+
+
+def stack(*pools: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {**copy.deepcopy(AWS), "nodePools": list(pools), **extra}
+
+
+def pool(name: str = "h100", instance_type: str = "p5.48xlarge", **mig_layout: Any) -> dict[str, Any]:
+    return {"name": name, "instanceType": instance_type, "minSize": 1, "desiredSize": 1, "maxSize": 1,
+            "mig": mig_layout}
+
+
+def problems(raw: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(SettingsError) as e:
+        parse(raw, "test")
+    return dict(e.value.problems)
+
+
+# --- the table -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("gpu", "devices"), [
+    (H100, {"1g.10gb": 7}), (H100, {"1g.20gb": 4}), (H100, {"2g.20gb": 3}), (H100, {"3g.40gb": 2}),
+    (H100, {"4g.40gb": 1, "3g.40gb": 1}),  # the chart's own example (deployments/gpu-operator/values.yaml)
+    (H100, {"2g.20gb": 2, "3g.40gb": 1}),  # the chart's own example
+    (H100, {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}), (H100, {"7g.80gb": 1}),
+    (H100, {"1g.10gb+me": 1, "1g.10gb": 6}), (A100_40, {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+    *((gpu, layout) for gpu, layout in mp.BALANCED.items()),
+])
+def test_layouts_nvidia_documents_fit(gpu: str, devices: dict[str, int]) -> None:
+    assert mp.layout_problem(gpu, devices) is None
+
+
+@pytest.mark.parametrize(("devices", "why"), [
+    ({"3g.40gb": 2, "1g.10gb": 1}, "cannot be placed side by side"),  # 7 compute slices, no memory left
+    ({"4g.40gb": 2}, "holds at most 1"),
+    ({"1g.10gb": 8}, "holds at most 7"),
+    ({"4g.40gb": 1, "2g.20gb": 2}, "8 compute slices"),
+    ({"1g.10gb+me": 2}, "holds at most 1"),
+    ({"1g.5gb": 1}, "not a MIG profile of the NVIDIA H100 80GB HBM3"),
+    ({"1g.10gb": 0}, "leave a profile out"),
+])
+def test_layouts_that_do_not_fit_say_why(devices: dict[str, int], why: str) -> None:
+    got = mp.layout_problem(H100, devices)
+    assert got is not None and why in got, got
+
+
+def test_named_configs_are_the_mig_managers() -> None:
+    # gpu-operator v26.7.0 assets/state-mig-manager/0400_configmap.yaml: all-1g.10gb is 7 on the
+    # 80GB parts and 4 (the double-memory 1g) on the 40GB ones; +me spelt .me in the name.
+    assert mp.named_layout(H100, "all-1g.10gb") == {"1g.10gb": 7}
+    assert mp.named_layout(A100_40, "all-1g.10gb") == {"1g.10gb": 4}
+    assert mp.named_layout(H100, "all-1g.10gb.me") == {"1g.10gb+me": 1}
+    assert mp.named_layout(H100, "all-balanced") == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+    assert mp.named_layout(H100, "all-disabled") == {}
+    assert mp.named_layout(H100, "all-1g.5gb") is None
+
+
+# --- the settings ----------------------------------------------------------------------------------
+
+
+def test_a_named_layout_plans_and_its_nodes_join_with_the_label() -> None:
+    s = parse(stack(pool(config="all-1g.10gb")), "test")
+    p = s.node_pools[0]
+    name = mig.config_name(p)
+    assert pool_node_labels(s, p)[MIG_CONFIG_LABEL] == name and name.startswith("ck8s-h100-")
+    assert mig.pool_mig_devices(p) == {"1g.10gb": 7}
+
+
+def test_the_config_name_changes_with_the_layout_and_only_with_it() -> None:
+    def name(**layout: Any) -> str:
+        s = parse(stack(pool(**layout)), "test")
+        return mig.config_name(s.node_pools[0])
+
+    assert name(config="all-1g.10gb") == name(devices={"1g.10gb": 7})  # the same cut, however spelt
+    assert name(config="all-1g.10gb") != name(config="all-balanced")
+    long = parse(stack(pool("p" * 63, config="all-balanced")), "test").node_pools[0]
+    assert len(mig.config_name(long)) <= 63
+
+
+def test_the_mig_managers_configmap_holds_every_pools_config() -> None:
+    s = parse(stack(pool(config="all-balanced"), pool("a100", "p4d.24xlarge", devices={"3g.20gb": 2})), "test")
+    values = final_values(install_graph(s), s)[gpu_operator.ADDON.name]
+    manager = values["migManager"]
+    assert manager["enabled"] is True
+    cfg = manager["config"]
+    assert (cfg["name"], cfg["create"], cfg["default"]) == (mig.CONFIG_MAP, True, "all-disabled")
+    parted = yaml.safe_load(cfg["data"]["config.yaml"])
+    h100, a100 = (mig.config_name(p) for p in s.node_pools)
+    assert parted == {"version": "v1", "mig-configs": {
+        "all-disabled": [{"devices": "all", "mig-enabled": False}],
+        h100: [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}],
+        a100: [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.20gb": 2}}]}}
+
+
+def test_without_layouts_the_values_stay_what_they_were() -> None:
+    s = parse(stack({"name": "h100", "instanceType": "p5.48xlarge"}), "test")
+    assert final_values(install_graph(s), s)[gpu_operator.ADDON.name]["migManager"] == {"enabled": False}
+    assert MIG_CONFIG_LABEL not in pool_node_labels(s, s.node_pools[0])
+
+
+@pytest.mark.parametrize(("p", "extra", "where", "words"), [
+    (pool(config="all-1g.10gb", devices={"1g.10gb": 7}), {}, "mig", "exactly one of config"),
+    (pool(), {}, "mig", "exactly one of config"),
+    (pool(instance_type="g6.12xlarge", config="all-1g.10gb"), {}, "mig", "NVIDIA L4 of 'g6.12xlarge' has no MIG"),
+    (pool(config="all-enabled"), {}, "mig.config", "creates no instance"),
+    (pool(config="all-1g.5gb"), {}, "mig.config", "not a MIG manager config for the NVIDIA H100 80GB HBM3: "
+                                                  "all-disabled, all-balanced, all-1g.10gb"),
+    (pool(devices={"3g.40gb": 2, "1g.10gb": 1}), {}, "mig.devices", "cannot be placed side by side"),
+    (pool(config="all-1g.10gb"), {"gpuStack": {"draManagedBy": "operator", "toolkit": "host"}}, "mig",
+     "a GPUCluster deploys no MIG manager"),
+    (pool(config="all-1g.10gb"), {"gpuStack": {"addons": {"gpuOperator": {"enabled": False}}}}, "mig",
+     "needs the GPU Operator's MIG manager"),
+    ({**pool(config="all-1g.10gb"), "labels": {MIG_CONFIG_LABEL: "all-1g.10gb"}}, {}, "labels",
+     "is this program's to set"),
+])
+def test_layouts_that_cannot_be_applied_are_named(p: dict[str, Any], extra: dict[str, Any], where: str,
+                                                  words: str) -> None:
+    if not p["mig"]:
+        p = {**p, "mig": {}}
+    found = problems(stack(p, **extra))
+    assert words in found.get(f"settings.nodePools[0].{where}", ""), found
+
+
+def test_an_autoscaled_pool_cannot_be_cut() -> None:
+    p = {"name": "h100", "instanceType": "p5.48xlarge", "autoscaling": {"maxSize": 2},
+         "mig": {"config": "all-1g.10gb"}}
+    found = problems(stack(p))
+    assert "the autoscaler models whole GPUs only" in found["settings.nodePools[0].mig"], found
+
+
+@pytest.mark.parametrize("platform", ["existing", "local"])
+def test_where_this_program_makes_no_node_the_layout_is_refused(platform: str) -> None:
+    raw = {"platform": platform, "environment": "dev",
+           "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "mig": {"config": "all-1g.10gb"}}]}
+    found = problems(raw)
+    assert f"on {platform} this program makes no node" in found["settings.nodePools[0].mig"], found
+
+
+def test_the_mig_case_runs_on_a_layout_without_a_cluster_wide_strategy() -> None:
+    parse(stack(pool(config="all-1g.10gb"), smokeTest={"mig": True, "migProfile": "1g.10gb"}), "test")
