@@ -174,17 +174,26 @@ def _off(hop: tuple[str, str]) -> CheckResult:
     return CheckResult(hop[0], hop[1], SKIPPED, "smokeTest.inference is off")
 
 
+def _start(v: View, hop: tuple[str, str]) -> CheckResult | tuple[dict[str, Any], InferenceExpectation]:
+    """What a check judges, or its SKIPPED result: the case off, or a hop the run never reached."""
+    obs, e = _obs(v), v.exp.inference
+    if obs is None or e is None:
+        return _off(hop)
+    if (skipped := _not_reached(obs, hop)) is not None:
+        return skipped
+    return obs, e
+
+
 def _stopped_here(obs: dict[str, Any], hop: tuple[str, str]) -> str:
     stopped = obs.get("stopped") or {}
     return str(stopped.get("why", "")) if stopped.get("hop") == hop[1] else ""
 
 
 def check_route(v: View) -> CheckResult:
-    obs, e = _obs(v), v.exp.inference
-    if obs is None or e is None:
-        return _off(ROUTE)
-    if (skipped := _not_reached(obs, ROUTE)) is not None:
-        return skipped
+    started = _start(v, ROUTE)
+    if isinstance(started, CheckResult):
+        return started
+    obs, e = started
     problems = gateway_problems(obs.get("gateway"), e.gateway_namespace, e.gateway)
     problems += route_problems(obs.get("route"), "HTTPRoute", (e.gateway_namespace, e.gateway),
                                gateway_addon.CONTROLLER, e.listener)
@@ -201,11 +210,10 @@ def _device_uuid(v: View, result: Obj) -> str:
 
 
 def check_replicas(v: View) -> CheckResult:
-    obs, e = _obs(v), v.exp.inference
-    if obs is None or e is None:
-        return _off(REPLICAS)
-    if (skipped := _not_reached(obs, REPLICAS)) is not None:
-        return skipped
+    started = _start(v, REPLICAS)
+    if isinstance(started, CheckResult):
+        return started
+    obs, _ = started
     pods: dict[str, dict[str, Any]] = obs.get("pods") or {}
     claims = {str(c.get("metadata", {}).get("name")): c for c in v.snap.claims}
     problems: list[str] = []
@@ -264,23 +272,26 @@ def _answers(obs: dict[str, Any], key: str) -> tuple[Counter[str], list[str]]:
     return counts, failures
 
 
-def _failures(failures: list[str], total: int) -> str:
-    common = Counter(failures).most_common(3)
-    return f"{len(failures)} of {total} request(s) failed: " + "; ".join(f"{n} x {w}" for w, n in common)
+def _traffic(obs: dict[str, Any], key: str, wanted: int) -> tuple[Counter[str], int, list[str]]:
+    """(answers per backend, requests sent, problems: the failed ones by reason, and too few sent)."""
+    counts, failures = _answers(obs, key)
+    total = len(obs.get(key) or [])
+    problems = []
+    if failures:
+        common = Counter(failures).most_common(3)
+        problems.append(f"{len(failures)} of {total} request(s) failed: " + "; ".join(f"{n} x {w}" for w, n in common))
+    if total < wanted:
+        problems.append(f"{total} of {wanted} requests sent")
+    return counts, total, problems
 
 
 def check_split(v: View) -> CheckResult:
-    obs, e = _obs(v), v.exp.inference
-    if obs is None or e is None:
-        return _off(SPLIT)
-    if (skipped := _not_reached(obs, SPLIT)) is not None:
-        return skipped
-    counts, failures = _answers(obs, "split")
-    total = len(obs.get("split") or [])
+    started = _start(v, SPLIT)
+    if isinstance(started, CheckResult):
+        return started
+    obs, e = started
+    counts, total, problems = _traffic(obs, "split", e.requests)
     tol = tolerance(e.requests, e.canary_percent)
-    problems = [_failures(failures, total)] if failures else []
-    if total < e.requests:
-        problems.append(f"{total} of {e.requests} requests sent")
     weights = {STABLE: 100 - e.canary_percent, CANARY: e.canary_percent}
     if counts and (why := split_problem(counts, weights, tol)):
         problems.append(why)
@@ -298,16 +309,11 @@ def check_split(v: View) -> CheckResult:
 
 
 def check_header(v: View) -> CheckResult:
-    obs, e = _obs(v), v.exp.inference
-    if obs is None or e is None:
-        return _off(HEADER_HOP)
-    if (skipped := _not_reached(obs, HEADER_HOP)) is not None:
-        return skipped
-    counts, failures = _answers(obs, "header")
-    total = len(obs.get("header") or [])
-    problems = [_failures(failures, total)] if failures else []
-    if total < e.header_requests:
-        problems.append(f"{total} of {e.header_requests} requests sent")
+    started = _start(v, HEADER_HOP)
+    if isinstance(started, CheckResult):
+        return started
+    obs, e = started
+    counts, total, problems = _traffic(obs, "header", e.header_requests)
     if wrong := {b: n for b, n in counts.items() if b != CANARY}:
         problems.append(f"{sum(wrong.values())} of {total} requests with `{e.header}: {e.models[1]}` answered by "
                         + ", ".join(f"{b} ({n})" for b, n in sorted(wrong.items()))
@@ -332,11 +338,10 @@ def current_value(hpa: Obj | None) -> str:
 
 
 def check_metrics(v: View) -> CheckResult:
-    obs, e = _obs(v), v.exp.inference
-    if obs is None or e is None:
-        return _off(METRICS)
-    if (skipped := _not_reached(obs, METRICS)) is not None:
-        return skipped
+    started = _start(v, METRICS)
+    if isinstance(started, CheckResult):
+        return started
+    obs, e = started
     hpa = obs.get("hpa")
     name = HPA_PREFIX + e.scaled_object
     problems: list[str] = []
@@ -358,11 +363,10 @@ def check_metrics(v: View) -> CheckResult:
 
 
 def check_autoscale(v: View) -> CheckResult:
-    obs, e = _obs(v), v.exp.inference
-    if obs is None or e is None:
-        return _off(AUTOSCALE)
-    if (skipped := _not_reached(obs, AUTOSCALE)) is not None:
-        return skipped
+    started = _start(v, AUTOSCALE)
+    if isinstance(started, CheckResult):
+        return started
+    obs, e = started
     out, back = obs.get("scale_out") or {}, obs.get("scale_in") or {}
     problems: list[str] = []
     if int(out.get("ready", 0)) < e.max_replicas:
