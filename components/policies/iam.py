@@ -62,7 +62,22 @@ ANY_ARN = "arn:aws:zzznewservice:zz-new-1:123456789012:thing/zzz"
 # Actions that let a principal grant itself anything else (IAM privilege escalation): allowed on
 # every resource they are as good as `*`.
 ESCALATION = ("iam:AttachRolePolicy", "iam:AttachUserPolicy", "iam:PutRolePolicy", "iam:PutUserPolicy",
-              "iam:CreatePolicyVersion", "iam:UpdateAssumeRolePolicy", "iam:CreateAccessKey", "iam:PassRole")
+              "iam:CreatePolicyVersion", "iam:UpdateAssumeRolePolicy", "iam:CreateAccessKey", "iam:PassRole",
+              "sts:AssumeRole")
+# "Every resource" in disguise: a pattern that covers every resource an action can act on, in every
+# account (and region), is as good as `*` for that action. What each escalating action acts on, as
+# an ARN's resource part (Service Authorization Reference, "Actions defined by AWS Identity and
+# Access Management" and "... by AWS Security Token Service": the resource type of each action).
+# IAM and STS ARNs carry no region (arn:<partition>:iam::<account>:role/<path><name>).
+ACTS_ON = {"iam:AttachRolePolicy": "role", "iam:PutRolePolicy": "role", "iam:UpdateAssumeRolePolicy": "role",
+           "iam:PassRole": "role", "sts:AssumeRole": "role", "iam:AttachUserPolicy": "user",
+           "iam:PutUserPolicy": "user", "iam:CreateAccessKey": "user", "iam:CreatePolicyVersion": "policy"}
+# Judged by what the pattern MATCHES: any two accounts, a region no ARN names yet, a resource type no
+# service has yet (with a path, as IAM names may carry one), in each partition (aws, aws-cn, aws-us-gov).
+ACCOUNTS = ("123456789012", "210987654321")
+NEW_REGION = "zz-new-1"
+NEW_RESOURCE = "zzznewtype/zzz/new-path/zzz"
+PARTITIONS = ("aws", "aws-cn", "aws-us-gov")
 
 
 def documents(resource_type: str, props: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -96,6 +111,44 @@ def _wild_resource(resource: Any) -> bool:
     return isinstance(resource, str) and (resource == "*" or matches(resource, ANY_ARN))
 
 
+def service_wide(resource: Any) -> str | None:
+    """What every resource `resource` matches amounts to, in every account and region of some
+    partition: "every <service> resource" (`arn:aws:s3:::*`, `arn:aws:ec2:*:*:*`, `arn:*:iam::*:*`) or
+    "every <type> of <service>" with the account wildcarded (`arn:aws:secretsmanager:*:*:secret:*`,
+    `arn:aws:iam::*:role/*`); None when it names less (an account, a region, a name, a bucket).
+    Region and account may be absent from a service's ARNs (S3 buckets: neither; IAM: no region): an
+    empty segment then covers them all, but only the whole service, never "a type": an S3 key prefix
+    is a bucket's name, not a type."""
+    if not isinstance(resource, str):
+        return None
+    parts = resource.split(":", 5)
+    if len(parts) != 6 or parts[0].lower() != "arn":
+        return None
+    _, partition, service, region, account, rest = parts
+    if not any(matches(partition, p) for p in PARTITIONS) or any(c in service for c in "*?"):
+        return None
+    if not (region == "" or matches(region, NEW_REGION)):
+        return None
+    any_account = account != "" and all(matches(account, a) for a in ACCOUNTS)
+    if (account == "" or any_account) and matches(rest, NEW_RESOURCE):
+        return f"every {service.lower()} resource"
+    literal = re.split(r"[*?]", rest, maxsplit=1)[0]
+    if any_account and literal != rest and literal[-1:] in ("/", ":") and matches(rest[len(literal):], NEW_RESOURCE):
+        return f"every {literal[:-1]} of {service.lower()}"
+    return None
+
+
+def _covers_every_target(resource: Any, action: str) -> bool:
+    """Whether `resource` names every resource `action` acts on (every role, user or policy) in every
+    account of some partition: e.g. `arn:aws:iam::*:role/*` for iam:PassRole."""
+    if not isinstance(resource, str) or action not in ACTS_ON:
+        return False
+    service = action.split(":", 1)[0]
+    kind = ACTS_ON[action]
+    return any(all(matches(resource, f"arn:{p}:{svc}::{a}:{kind}/{NEW_RESOURCE}") for a in ACCOUNTS)
+               for p in PARTITIONS for svc in {service, "iam"})
+
+
 def statement_problem(statement: Mapping[str, Any]) -> str | None:
     """Allow statements whose actions AND resources are unbounded. NotAction/NotResource count as
     unbounded: they grant everything except a list, including whatever AWS adds later."""
@@ -110,11 +163,21 @@ def statement_problem(statement: Mapping[str, Any]) -> str | None:
         actions = f"{', '.join(escalating)} (lets it grant itself anything)"
     else:
         return None
-    if wild_resource := [r for r in _as_list(statement.get("Resource")) if _wild_resource(r)]:
+    resources = _as_list(statement.get("Resource"))
+    if wild_resource := [r for r in resources if _wild_resource(r)]:
         shown = wild_resource[0]
         return f"allows {actions} on Resource '{shown}'" + ("" if shown == "*" else " (every resource)")
     if "NotResource" in statement:
         return f"allows {actions} on NotResource (every resource but a list)"
+    if wild or "NotAction" in statement:
+        for r in resources:
+            if (what := service_wide(r)) is not None:
+                return f"allows {actions} on Resource '{r}' ({what}, in every account and region)"
+    for action in _escalating(listed):
+        for r in resources:
+            if _covers_every_target(r, action):
+                return (f"allows {action} on Resource '{r}' (every {ACTS_ON[action]} of every account): as good "
+                        "as '*' for it")
     return None
 
 

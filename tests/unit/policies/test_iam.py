@@ -114,3 +114,63 @@ def test_a_role_anyone_may_assume_violates(principal: object, condition: object,
         statement["Condition"] = condition
     found = violations(NO_WILDCARD_IAM, "aws:iam/role:Role", {"assumeRolePolicy": doc(statement)})
     assert bool(found) is bad, found
+
+
+# --- "every resource" in disguise (issue 45): what a pattern covers, in any account, region and
+# partition, judged by matching, not by spelling.
+
+@pytest.mark.parametrize(("action", "resource"), [
+    ("*", "arn:aws:s3:::*"),                       # every bucket and object
+    ("*", "arn:aws:ec2:*:*:*"),                    # every EC2 resource, every region and account
+    ("*", "arn:aws:ec2:*:*:*/*"),
+    ("*", "arn:aws:ec2:??-*:*:*"),
+    ("*", "arn:aws:iam::*:*"),                     # IAM has no region segment
+    ("*", "ARN:aws:iam::*:*"),
+    ("*", "arn:*:secretsmanager:*:*:secret:*"),    # every secret of every account: the service's one type
+    ("*", "arn:aws:ec2:*:*:instance/*"),           # every instance of every account
+    ("NotAction", "arn:aws:ec2:*:*:*"),
+    ("*", "arn:aws-cn:dynamodb:*:*:*"),
+    ("*", "arn:aws*:sqs:*:*:*"),
+    ("iam:PassRole", "arn:aws:iam::*:role/*"),     # every role of every account
+    ("iam:PassRole", "arn:aws:iam::*:role*"),
+    ("iam:PassRole", "arn:*:iam::*:*"),
+    ("iam:Pass*", "arn:aws:iam::??????????*:role/*"),
+    ("sts:AssumeRole", "arn:aws:iam::*:role/*"),
+    ("sts:AssumeRole", "arn:aws-us-gov:iam::*:*"),
+    ("iam:AttachUserPolicy", "arn:aws:iam::*:user/*"),
+    ("iam:CreateAccessKey", "arn:aws:iam::*:user*"),
+    ("iam:CreatePolicyVersion", "arn:aws:iam::*:policy/*"),
+    ("iam:*", "arn:aws:iam::*:role/*"),
+])
+def test_every_resource_in_disguise_violates(action: str, resource: str) -> None:
+    statement = ({"Effect": "Allow", "NotAction": "s3:*", "Resource": resource} if action == "NotAction"
+                 else {"Effect": "Allow", "Action": action, "Resource": resource})
+    found = violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(statement)})
+    assert found, (action, resource)
+    assert "every" in found[0] and resource in found[0], found
+
+
+@pytest.mark.parametrize(("action", "resource"), [
+    ("*", "arn:aws:s3:::backups/*"),               # one bucket's objects
+    ("*", "arn:aws:ec2:eu-west-1:123456789012:*"),  # one account, one region
+    ("*", "arn:aws:ec2:*:123456789012:*"),         # one account
+    ("*", "arn:aws:iam::123456789012:*"),
+    ("*", "arn:aws:s3:::logs-*"),                  # buckets by a name prefix, not every bucket
+    ("*", "arn:aws:ec2:*:123456789012:instance/*"),
+    ("s3:GetObject", "arn:aws:s3:::*"),            # a read, not every action and no escalation
+    ("ec2:DescribeInstances", "arn:aws:ec2:*:*:*"),
+    ("iam:PassRole", "arn:aws:iam::123456789012:role/ck8s-gpu-worker-*"),   # this stack's roles
+    ("iam:PassRole", "arn:aws:iam::*:role/ck8s-gpu-worker"),                # one role name
+    ("sts:AssumeRole", "arn:aws:iam::123456789012:role/backup-writer"),
+    ("iam:CreateAccessKey", "arn:aws:iam::*:user/ci-*"),
+    ("iam:GetRole", "arn:aws:iam::*:role/*"),      # a read of every role: not an escalation
+    ("iam:PassRole", "arn:aws:ec2:*:*:instance/*"),  # nothing IAM acts on
+])
+def test_look_alikes_stay_quiet(action: str, resource: str) -> None:
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Effect": "Allow", "Action": action, "Resource": resource})}) == []
+
+
+def test_deny_statements_are_never_judged() -> None:
+    assert violations(NO_WILDCARD_IAM, ROLE_POLICY, {"policy": doc(
+        {"Effect": "Deny", "Action": "*", "Resource": "arn:aws:iam::*:*"})}) == []
