@@ -260,7 +260,13 @@ EXCLUSIVE_ATTACHMENTS = tokens.AWS_IAM_ROLE_POLICY_ATTACHMENTS_EXCLUSIVE
 ROLE_KEYS = {ROLE_ATTACHMENT: "role", POLICY_ATTACHMENT: "roles", EXCLUSIVE_ATTACHMENTS: "roleName",
              ROLE_POLICY: "role", INSTANCE_PROFILE: "role"}
 ARN_KEYS = {ROLE_ATTACHMENT: "policyArn", POLICY_ATTACHMENT: "policyArn", EXCLUSIVE_ATTACHMENTS: "policyArns",
-            ROLE: "managedPolicyArns"}
+            ROLE: "managedPolicyArns", tokens.AWS_IAM_USER_POLICY_ATTACHMENT: "policyArn"}
+# IAM users: principals with standing credentials (access keys, passwords), held to the node roles'
+# rules. Where each resource names its user(s) (pulumi-aws 7.x: UserPolicy.user,
+# UserPolicyAttachment.user, PolicyAttachment.users).
+USER = tokens.AWS_IAM_USER
+USER_POLICY = tokens.AWS_IAM_USER_POLICY
+USER_KEYS = {USER_POLICY: "user", tokens.AWS_IAM_USER_POLICY_ATTACHMENT: "user", POLICY_ATTACHMENT: "users"}
 UNKNOWN = "<computed>"
 # Pulumi auto-names a resource `<logical name>-<7 hex>` (the mock engine: 8): how an id made from
 # an auto-named role reads when it is known.
@@ -297,7 +303,7 @@ def known(value: Any) -> Any:
 
 def nodes_of(resources: Any) -> list[Node]:
     """The IAM resources among `resources` (only they are read: a stack's other inputs can be large)."""
-    wanted = {ROLE, POLICY, *ROLE_KEYS, *ARN_KEYS}
+    wanted = {ROLE, POLICY, USER, *ROLE_KEYS, *ARN_KEYS, *USER_KEYS}
     return [Node(r.resource_type, r.urn, r.name, known(r.props), tuple(d.urn for d in (r.dependencies or [])),
                  {k: tuple(d.urn for d in v) for k, v in (r.property_dependencies or {}).items()})
             for r in resources if r.resource_type in wanted]
@@ -331,6 +337,7 @@ class _Stack:
     def __init__(self, nodes: list[Node]) -> None:
         self.by_urn = {n.urn: n for n in nodes}
         self.roles = [n for n in nodes if n.type == ROLE]
+        self.users = [n for n in nodes if n.type == USER]
         self.policies = [n for n in nodes if n.type == POLICY]
 
     def of_type(self, urns: tuple[str, ...], rtype: str) -> list[Node]:
@@ -416,11 +423,11 @@ def _attached(stack: _Stack, n: Node) -> list[str]:
 
 
 def node_role_problems(nodes: list[Node]) -> list[tuple[str, str]]:
-    """(urn, message) for every broad or unreviewable grant a node role holds."""
+    """(urn, message) for every broad or unreviewable grant a node role or an IAM user holds."""
     stack = _Stack(nodes)
     node_roles = stack.node_roles()
     if not node_roles:
-        return []
+        return user_problems(stack)
     out: list[tuple[str, str]] = []
     for n in nodes:
         if n.type == ROLE and n in node_roles:
@@ -444,6 +451,28 @@ def node_role_problems(nodes: list[Node]) -> list[tuple[str, str]]:
             else:
                 problems = []
             out += [(n.urn, f"node {_label(role)} ({why}) {p}") for p in problems]
+    return out + user_problems(stack)
+
+
+def user_problems(stack: _Stack) -> list[tuple[str, str]]:
+    """(urn, message) for every broad or unreviewable grant an IAM user holds: a user's credentials
+    do not expire with an instance, so it gets no more than a node role (the backup user's scoped
+    bucket policy is the model: components/dr/backup_target.py)."""
+    out: list[tuple[str, str]] = []
+    for n in stack.by_urn.values():
+        if n.type not in USER_KEYS:
+            continue
+        users = stack.referred(n, USER_KEYS[n.type], stack.users)
+        if not users:
+            continue
+        if n.type == USER_POLICY:
+            doc, bad = _parsed("policy", n.props.get("policy"))
+            problems = bad + [f"inline policy allows {g}" for g in (broad_grants(doc) if doc is not None else [])]
+        else:
+            problems = _attached(stack, n)
+        for user in users:
+            label = f"user {user.name}" if isinstance(user, Node) else f"user {user}"
+            out += [(n.urn, f"IAM {label} (standing credentials) {p}") for p in problems]
     return out
 
 
@@ -454,8 +483,8 @@ def validate_node_role_managed_policies(args: StackValidationArgs, report_violat
 
 NODE_ROLE_MANAGED_POLICIES = StackValidationPolicy(
     name="node-role-managed-policies",
-    description="Node roles hold no managed policy that grants a whole service or reads every secret, "
-                "and none this pack cannot review.",
+    description="Node roles and IAM users (standing credentials) hold no policy that grants a whole service "
+                "or reads every secret, and none this pack cannot review.",
     validate=validate_node_role_managed_policies,
     enforcement_level=EnforcementLevel.MANDATORY,
 )

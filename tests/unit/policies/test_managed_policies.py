@@ -211,8 +211,6 @@ SAFE: list[tuple[str, Any]] = [
     ("a broad policy on a role EC2 cannot assume", lambda: [
         node(ROLE, "ci-role", {"assumeRolePolicy": trust("codebuild.amazonaws.com")}),
         attach(FULL, "ci-role-1a2b3c4")]),
-    ("a broad policy on a user", lambda: [role(), node("aws:iam/userPolicyAttachment:UserPolicyAttachment", "u", {
-        "user": "velero", "policyArn": FULL})]),
     ("a broad policy on another role of the stack", lambda: [role(), node(ROLE, "ci-role", {
         "assumeRolePolicy": trust("codebuild.amazonaws.com")}), attach(FULL, "ci-role-9f8e7d6")]),
     ("a scoped customer policy", lambda: [role(), node(POLICY, "p", {"policy": doc(
@@ -246,3 +244,56 @@ def test_the_policy_reports_on_the_attachment_through_the_pack_interface() -> No
 def test_admin_policies_are_refused_on_any_principal_in_any_case() -> None:
     for arn in ("arn:aws:iam::aws:policy/administratoraccess", "arn:aws:iam::aws:policy/IAMFULLACCESS"):
         assert violations(NO_WILDCARD_IAM, ATTACH, {"policyArn": arn, "role": "ci"}), arn
+
+
+# --- IAM users: standing credentials, the node roles' rules (issue 45) ------------------------------
+
+USER = "aws:iam/user:User"
+USER_POLICY = "aws:iam/userPolicy:UserPolicy"
+USER_ATTACH = "aws:iam/userPolicyAttachment:UserPolicyAttachment"
+
+
+def user(logical: str = "backup-user", **props: Any) -> Node:
+    return node(USER, logical, {"name": "ck8s-backup", **props})
+
+
+USER_SPELLINGS: list[tuple[str, Any]] = [
+    ("UserPolicyAttachment by the user's name", lambda: [user(), node(USER_ATTACH, "a", {
+        "user": "ck8s-backup", "policyArn": FULL})]),
+    ("UserPolicyAttachment by name in another case", lambda: [user(), node(USER_ATTACH, "a", {
+        "user": "CK8S-Backup", "policyArn": FULL})]),
+    ("UserPolicyAttachment linked by property dependency", lambda: [user(), node(USER_ATTACH, "a", {
+        "user": "<computed>", "policyArn": FULL}, prop_deps={"user": (urn(USER, "backup-user"),)})]),
+    ("a user of another stack, by name", lambda: [node(USER_ATTACH, "a", {"user": "velero", "policyArn": FULL})]),
+    ("PolicyAttachment.users", lambda: [user(), node(POLICY_ATTACH, "pa", {
+        "users": ["ck8s-backup"], "policyArn": "arn:aws:iam::aws:policy/SecretsManagerReadWrite"})]),
+    ("inline UserPolicy, every action of a service", lambda: [user(), node(USER_POLICY, "p", {
+        "user": "ck8s-backup", "policy": doc({"Effect": "Allow", "Action": "s3:*", "Resource": "*"})})]),
+    ("inline UserPolicy, every bucket", lambda: [user(), node(USER_POLICY, "p", {
+        "user": "ck8s-backup", "policy": doc({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"})})]),
+    ("inline UserPolicy, every secret", lambda: [user(), node(USER_POLICY, "p", {
+        "user": "ck8s-backup", "policy": doc({"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+                                              "Resource": "*"})})]),
+    ("customer-managed policy by dependency", lambda: [user(), node(POLICY, "p", {"policy": CUSTOMER}),
+                                                       node(USER_ATTACH, "a", {"user": "ck8s-backup", "policyArn": "x"},
+                                                            deps=(urn(POLICY, "p"),))]),
+    ("an AWS-managed policy this pack cannot review", lambda: [user(), node(USER_ATTACH, "a", {
+        "user": "ck8s-backup", "policyArn": "arn:aws:iam::aws:policy/AmazonRDSFullAccess"})]),
+]
+
+
+@pytest.mark.parametrize("build", [b for _, b in USER_SPELLINGS], ids=[i for i, _ in USER_SPELLINGS])
+def test_a_user_with_standing_credentials_is_held_to_the_node_roles_rules(build: Any) -> None:
+    found = problems(*build())
+    assert found and all(m.startswith("IAM user ") and "(standing credentials)" in m for m in found), found
+
+
+def test_the_backup_users_own_policy_passes() -> None:
+    from components.dr.policies import velero_policy
+    from components.settings.model import RestoreSource
+
+    scoped = velero_policy(partition="aws", bucket_arn="arn:aws:s3:::ck8s-gpu-backups-abc",
+                           key_arn="arn:aws:kms:eu-west-2:123456789012:key/1234",
+                           restore_from=RestoreSource(cluster_name="old", region="eu-west-1"),
+                           source_ips=["203.0.113.7/32"])
+    assert problems(user(), node(USER_POLICY, "p", {"user": "ck8s-backup", "policy": json.dumps(scoped)})) == []
