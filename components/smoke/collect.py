@@ -111,6 +111,70 @@ class ClaimRecorder:
             return list(self._history)
 
 
+class TaintRecorder:
+    """Every device taint of `driver`'s ResourceSlices seen during the run, over every slice version
+    the watch delivers: a taint that came and went while a claim held its device is a finding the
+    final slices no longer show (the gpuHealth case judges them by time: cases/gpu_health.py)."""
+
+    def __init__(self, gateway: Gateway, api_version: str, driver: str) -> None:
+        self.gw, self.api, self.driver = gateway, api_version, driver
+        self._seen: dict[tuple[str, str, str, str, str, str], Obj] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.error = ""
+
+    def record(self, obj: Obj) -> None:
+        spec = obj.get("spec") if isinstance(obj, dict) else None
+        if not isinstance(spec, dict) or spec.get("driver") != self.driver:
+            return  # another driver's slice, or not a slice at all
+        pool = str((spec.get("pool") or {}).get("name", "")) if isinstance(spec.get("pool"), dict) else ""
+        for device in spec.get("devices") or []:
+            for taint in (device.get("taints") or []) if isinstance(device, dict) else []:
+                if isinstance(taint, dict):
+                    key = (pool, str(device.get("name", "")), str(taint.get("key", "")), str(taint.get("value", "")),
+                           str(taint.get("effect", "")), str(taint.get("timeAdded", "")))
+                    with self._lock:
+                        self._seen.setdefault(key, {"pool": pool, "device": key[1], "taint": dict(taint)})
+
+    def sync(self) -> str:
+        items, rv = self.gw.list(self.api, "ResourceSlice")
+        for s in items:
+            self.record(s)
+        return rv
+
+    def _loop(self) -> None:
+        rv = ""
+        while not self._stop.is_set():
+            try:
+                if not rv:
+                    rv = self.sync()
+                for kind, obj in self.gw.watch(self.api, "ResourceSlice", None, resource_version=rv,
+                                               timeout_seconds=WATCH_SECONDS):
+                    if self._stop.is_set():
+                        return
+                    rv = str(obj.get("metadata", {}).get("resourceVersion") or rv)
+                    if kind in ("ADDED", "MODIFIED"):
+                        self.record(obj)
+            except KubeError as exc:
+                rv = ""
+                self.error = str(exc)
+                self._stop.wait(1)
+            except Exception as exc:  # never let the recorder die: the final list still counts
+                self.error = f"{type(exc).__name__}: {exc}"
+                self._stop.wait(2)
+
+    def start(self) -> None:
+        self.sync()
+        threading.Thread(target=self._loop, name="taint-recorder", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def seen(self) -> list[Obj]:
+        with self._lock:
+            return list(self._seen.values())
+
+
 def record_pod_claims(recorded: dict[str, str], pods: list[Obj]) -> None:
     """Note each pod's claim the first time it is seen naming one. The runner lists its pods while
     they start and while the barrier holds them, so that is the claim the pod ran with; after it
@@ -160,7 +224,7 @@ def dcgm_metrics(gw: Gateway, nodes: set[str]) -> tuple[dict[str, str] | None, s
 
 def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = None,
             on_step: Callable[[str], None] = lambda _s: None, pod_claims: dict[str, str] | None = None,
-            compute_domains: dict[str, Obj] | None = None) -> Snapshot:
+            compute_domains: dict[str, Obj] | None = None, taints: TaintRecorder | None = None) -> Snapshot:
     """`compute_domains`: the run's ComputeDomains as the runner recorded them while their pods held
     their claims (Runner.record_domain); those win over what is listed now."""
     ns, api, run = exp.namespace, exp.resource_api, f"{RUN_LABEL}={exp.run_id}"
@@ -168,6 +232,10 @@ def collect(gw: Gateway, exp: Expectations, recorder: ClaimRecorder | None = Non
     on_step("device classes, slices, nodes")
     snap.device_classes = gw.list(api, "DeviceClass")[0]
     snap.slices = gw.list(api, "ResourceSlice")[0]
+    if taints is not None:
+        for sl in snap.slices:
+            taints.record(sl)
+        snap.taints_seen = taints.seen()
     snap.nodes = gw.list("v1", "Node")[0]
     on_step("pods, jobs, claims, events")
     snap.pods = gw.list("v1", "Pod", ns, label_selector=run)[0]

@@ -17,7 +17,7 @@ from ..addons.inference_gateway import ROUTES_LABEL
 from ..settings.model import SmokeTestSettings
 from . import report
 from .cases.inference import HOPS
-from .collect import COMPUTE_DOMAIN_API, ClaimRecorder, collect, record_pod_claims
+from .collect import COMPUTE_DOMAIN_API, ClaimRecorder, TaintRecorder, collect, record_pod_claims
 from .expectations import (
     CASE_LABEL,
     RELEASE_ANNOTATION,
@@ -155,6 +155,7 @@ class Runner:
         self.progress = progress or (lambda _p: None)
         self.poll = poll_seconds
         self.recorder = recorder or ClaimRecorder(gw, spec.namespace, spec.expectations.resource_api)
+        self.taints = TaintRecorder(gw, spec.expectations.resource_api, spec.expectations.driver)
         self.t0 = self.clock.monotonic()
         # The run's budget: the spec's (settings, at least 60 s) unless a caller (a test) passes its own.
         self.timeout_seconds = spec.timeout_seconds if timeout_seconds is None else timeout_seconds
@@ -396,6 +397,7 @@ class Runner:
     def run(self) -> Outcome:
         start_ms = self.clock.wall_ms()
         self.recorder.start()
+        self.taints.start()
         try:
             self.wait_for_slices()
             for case in self.exp.cases:
@@ -408,10 +410,11 @@ class Runner:
             inference = self.run_inference()
             self.wait_released()
             snap = collect(self.gw, self.exp, self.recorder, on_step=lambda s: self.say("collect", s),
-                           pod_claims=self.pod_claims, compute_domains=self.compute_domains)
+                           pod_claims=self.pod_claims, compute_domains=self.compute_domains, taints=self.taints)
             snap.inference = inference
         finally:
             self.recorder.stop()
+            self.taints.stop()
         self.settle()
         results = verify(self.exp, snap)
         for r in results:

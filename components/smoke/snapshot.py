@@ -7,6 +7,7 @@ can be copied from `kubectl get -o json` of real clusters.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 Obj = dict[str, Any]
@@ -29,6 +30,10 @@ class Snapshot:
     # status at it (pkg/controller/resourceclaim/controller.go at v1.34.4: it works from the pod's
     # spec, not its phase): the final status can then name a claim that never held a device.
     pod_claims: dict[str, str] = field(default_factory=dict)
+    # Every device taint of the driver's slices seen during the run, over every slice version the
+    # runner's watch delivered ({"pool", "device", "taint"}); [] when nothing watched (the final
+    # slices then stand alone).
+    taints_seen: list[Obj] = field(default_factory=list)
     # The namespace's claims as they are after the run (None: not listed): nothing may still hold a GPU.
     claims_after: list[Obj] | None = None
     # owned_allocated's index and what it was computed from (the claim lists, by identity and length)
@@ -48,6 +53,24 @@ class Snapshot:
     # Case `inference`: what the runner saw while it drove the model servers (plain JSON; the case's
     # module reads it: components/smoke/cases/inference.py). None: the case did not run.
     inference: dict[str, Any] | None = None
+
+
+def when(text: object) -> datetime | None:
+    """An API timestamp (RFC 3339, `Z`) as an aware datetime; None when absent or unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def status_written(claim: Obj) -> datetime | None:
+    """When this version's status was last written: its newest status-subresource managedFields entry
+    (the scheduler writes the allocation there; the first version carrying an allocation is that write)."""
+    times = [t for f in claim.get("metadata", {}).get("managedFields") or []
+             if f.get("subresource") == "status" and (t := when(f.get("time"))) is not None]
+    return max(times) if times else None
 
 
 FINISHED_PHASES = ("Succeeded", "Failed")  # a pod in one of these holds no device any more

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from . import probe
@@ -25,6 +26,8 @@ from .snapshot import (
     labels,
     name,
     slice_devices,
+    status_written,
+    when,
 )
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
@@ -62,6 +65,19 @@ class View:
     def __init__(self, exp: Expectations, snap: Snapshot) -> None:
         self.exp, self.snap = exp, snap
         self.slices = slice_devices(snap.slices, exp.driver)
+        # Every blocking taint of each device over the run: the final slices' and those the runner's
+        # watch saw in earlier slice versions (snap.taints_seen), each once.
+        self.taints: dict[tuple[str, str], list[Obj]] = {}
+        seen: set[tuple[str, ...]] = set()
+        observed = [(k, t) for k, sd in self.slices.items() for t in blocking_taints(sd)]
+        observed += [((str(e.get("pool", "")), str(e.get("device", ""))), e.get("taint") or {})
+                     for e in snap.taints_seen if isinstance(e, dict)]
+        for key, t in observed:
+            if isinstance(t, dict) and t.get("effect") in BLOCKING_TAINTS:
+                ident = (*key, *(str(t.get(f, "")) for f in ("key", "value", "effect", "timeAdded")))
+                if ident not in seen:
+                    seen.add(ident)
+                    self.taints.setdefault(key, []).append(t)
         self.claims = {name(c): c for c in snap.claims}
         self.nodes = {name(n): n for n in snap.nodes}
         # Events per (kind, name), oldest first: one pass, so per-pod lookups stay linear in the
@@ -87,6 +103,18 @@ class View:
             lb = labels(pod)
             if lb.get(RUN_LABEL) == exp.run_id and lb.get(CASE_LABEL) in wanted:
                 self.by_case[lb[CASE_LABEL]].append(pod)
+
+    def allocated_at(self, cname: str) -> datetime | None:
+        """When claim `cname` got its devices: the earliest status write among its allocated versions."""
+        times = [t for c in self.versions.get(cname, []) if (t := status_written(c)) is not None]
+        return min(times) if times else None
+
+    def run_started(self) -> datetime | None:
+        """When the run's first pod was created: a taint added later is no property of the slices the
+        run started from (the checks that read taints judge it by when it came: gpu_health.judge)."""
+        times = [t for p in self.snap.pods if labels(p).get(RUN_LABEL) == self.exp.run_id
+                 and (t := when(p.get("metadata", {}).get("creationTimestamp"))) is not None]
+        return min(times) if times else None
 
     def pods(self) -> list[tuple[CaseExpectation, Obj]]:
         return [(c, p) for c in self.exp.cases for p in self.by_case[c.case]]

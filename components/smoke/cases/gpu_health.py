@@ -21,13 +21,12 @@ from typing import Any
 from ...facts.feature_gates import smoke_gpu_health_on
 from ...settings.model import Settings
 from ..checks.base import Check
-from ..snapshot import Obj, allocation_results, name
+from ..snapshot import Obj, allocation_results, name, status_written, when
 from ..view import (
     FAILED,
     SKIPPED,
     CheckResult,
     View,
-    blocking_taints,
     outcome,
     request_tolerations,
     taint_text,
@@ -42,24 +41,6 @@ CHECK, HOP = "case-gpu-health", "device health"
 def values(s: Settings) -> dict[str, Any]:
     # The chart renders nothing for it; the value is here so turning the case on makes a new run id.
     return {"gpuHealth": {"enabled": bool(s.smoke_test.enabled) and smoke_gpu_health_on(s)}}
-
-
-def when(text: object) -> datetime | None:
-    """An API timestamp (RFC 3339, `Z`) as an aware datetime; None when absent or unreadable."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def status_written(claim: Obj) -> datetime | None:
-    """When this version's status was last written: its newest status-subresource managedFields entry
-    (the scheduler writes the allocation there; the first version carrying an allocation is that write)."""
-    times = [t for f in claim.get("metadata", {}).get("managedFields") or []
-             if f.get("subresource") == "status" and (t := when(f.get("time"))) is not None]
-    return max(times) if times else None
 
 
 @dataclass(frozen=True)
@@ -150,9 +131,9 @@ def check_gpu_health(v: View) -> CheckResult:
             continue
         for h in holdings(v, cname, pod):
             judged += 1
-            sd = v.slices.get((h.pool, h.device))
             tolerations = request_tolerations(h.spec, h.request)
-            for taint in blocking_taints(sd):
+            # every taint the device carried during the run, not only in the final slices
+            for taint in v.taints.get((h.pool, h.device), []):
                 if not tolerates(tolerations, taint) and (why := judge(h, taint)):
                     problems.append(why)
     if not judged and not problems:

@@ -7,6 +7,8 @@ own checks (components/smoke/cases) run between cleanup and DCGM.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from ...tables.labels import POOL_LABELS
 from .. import device_class as dclass
 from ..expectations import GFD_COUNT_LABEL, INSTANCE_TYPE_LABEL, NO_KUBELET, QUEUE_LABEL
@@ -25,13 +27,13 @@ from ..snapshot import (
     name,
     reporter,
     start_failure,
+    when,
 )
 from ..view import (
     FAILED,
     SKIPPED,
     CheckResult,
     View,
-    blocking_taints,
     describe,
     must_see,
     observed,
@@ -76,9 +78,10 @@ def check_slices(v: View) -> CheckResult:
                            f"no node publishes a {exp.driver} ResourceSlice (is the DRA kubelet plugin running "
                            "on the GPU nodes?)")
     problems = _incomplete_pools(v)
+    started = v.run_started()
     for node, devs in sorted(per_node.items()):
-        tainted = [f"{sd.name} ({', '.join(taint_text(t) for t in blocking_taints(sd))})"
-                   for sd in devs if blocking_taints(sd)]
+        tainted = [f"{sd.name} ({', '.join(taint_text(t) for t in pre)})" for sd in devs
+                   if (pre := [t for t in v.taints.get((sd.pool, sd.name), []) if _before(t, started)])]
         if tainted and not exp.gpu_health:  # with the gpuHealth case on, case-gpu-health judges them
             problems.append(f"node {node} publishes tainted GPUs that no claim without a toleration gets: "
                             f"{', '.join(tainted)}")
@@ -141,6 +144,14 @@ def _incomplete_pools(v: View) -> list[str]:
             for p, (n, total) in sorted(seen.items()) if n < total]
 
 
+def _before(taint: Obj, moment: datetime | None) -> bool:
+    """The taint was there before `moment` (strictly: timeAdded is whole seconds), or either time is
+    unknown: a taint added later is judged by when it came (cases/gpu_health.py), never as if the
+    device had carried it all along."""
+    added = when(taint.get("timeAdded"))
+    return added is None or moment is None or added < moment
+
+
 def check_claims(v: View) -> CheckResult:
     exp, problems, done = v.exp, [], []
     pods = v.pods()
@@ -162,10 +173,11 @@ def check_claims(v: View) -> CheckResult:
             if r.get("driver") != exp.driver:
                 problems.append(f"claim {cname} of pod {p} was allocated by driver '{r.get('driver')}', "
                                 f"expected '{exp.driver}'")
-            elif (sd := v.slices.get((r.get("pool", ""), r.get("device", "")))) is None:
+            elif v.slices.get((r.get("pool", ""), r.get("device", ""))) is None:
                 problems.append(f"claim {cname} of pod {p} got {where}, which no {exp.driver} ResourceSlice advertises")
-            elif untolerated := [t for t in blocking_taints(sd)
-                                 if not tolerates(request_tolerations(claim or {}, str(r.get("request", ""))), t)]:
+            elif untolerated := [t for t in v.taints.get((str(r.get("pool", "")), str(r.get("device", ""))), [])
+                                 if not tolerates(request_tolerations(claim or {}, str(r.get("request", ""))), t)
+                                 and _before(t, v.allocated_at(cname))]:
                 problems.append(f"claim {cname} of pod {p} got {where}, tainted "
                                 f"{', '.join(taint_text(t) for t in untolerated)} without a toleration")
             else:

@@ -196,3 +196,50 @@ def test_asking_for_the_case_without_gpu_health_is_refused() -> None:
     with pytest.raises(SettingsError) as err:
         sf.settings(sf.AWS, gpuHealth=True)
     assert "settings.smokeTest.gpuHealth" in dict(err.value.problems)
+
+
+# --- device taints judged by time, over every slice version seen (issue 45) -------------------------
+
+CREATED = "2026-11-29T21:30:00Z"  # the run's pods
+BEFORE, WHILE_HELD, AFTER_RELEASE = "2026-11-29T21:29:00Z", "2026-11-29T21:30:20Z", "2026-11-29T21:31:00Z"
+HELD, NOT_HELD = (NODE, "gpu-0"), (fx.NODES[0], "gpu-0")  # pod 0's device; a device no claim of the run got
+ON_AND_OFF = (True, False)
+
+
+@pytest.mark.parametrize(("device", "at", "where", "fails_on", "fails_off"), [
+    (HELD, BEFORE, "final", {"case-gpu-health", "claims-allocated"}, {"claims-allocated", "resource-slices"}),
+    (HELD, WHILE_HELD, "final", {"case-gpu-health"}, set()),
+    (HELD, WHILE_HELD, "seen", {"case-gpu-health"}, set()),       # came and went while held
+    (HELD, AFTER_RELEASE, "final", set(), set()),                 # a failure nowhere
+    (HELD, AFTER_RELEASE, "seen", set(), set()),
+    (NOT_HELD, BEFORE, "final", set(), {"resource-slices"}),      # the run started with a sick GPU
+    (NOT_HELD, BEFORE, "seen", set(), {"resource-slices"}),
+    (NOT_HELD, AFTER_RELEASE, "final", set(), set()),
+], ids=["held-before", "held-while", "held-while-seen", "held-after", "held-after-seen", "idle-before",
+        "idle-before-seen", "idle-after"])
+def test_a_taint_is_judged_by_when_it_came_in_every_check(device: tuple[str, str], at: str, where: str,
+                                                          fails_on: set[str], fails_off: set[str]) -> None:
+    for gpu_health, want in zip(ON_AND_OFF, (fails_on, fails_off), strict=True):
+        w = world()
+        w.exp = replace(w.exp, gpu_health=gpu_health)
+        for p in w.snap.pods:
+            p["metadata"]["creationTimestamp"] = CREATED
+        if where == "final":
+            taint(w, *device, xid(at))
+        else:  # only an earlier slice version had it: the runner's watch saw it (collect.TaintRecorder)
+            w.snap.taints_seen = [{"pool": device[0], "device": device[1], "taint": xid(at)}]
+        assert set(failed(w)) == want, (gpu_health, failed(w))
+
+
+def test_the_taint_recorder_keeps_every_taint_of_the_driver_once() -> None:
+    from components.smoke.collect import TaintRecorder
+
+    rec = TaintRecorder(None, "resource.k8s.io/v1", "gpu.nvidia.com")  # type: ignore[arg-type]
+    sl = {"spec": {"driver": "gpu.nvidia.com", "pool": {"name": NODE}, "devices": [
+        {"name": "gpu-0", "taints": [xid(WHILE_HELD)]}, {"name": "gpu-1"}]}}
+    rec.record(sl)
+    rec.record(sl)  # the same version again (a list after a watch)
+    rec.record({"spec": {"driver": "compute-domain.nvidia.com", "pool": {"name": NODE}, "devices": [
+        {"name": "channel-0", "taints": [xid(WHILE_HELD)]}]}})
+    rec.record({"kind": "ResourceClaim", "status": {}})  # not a slice at all
+    assert rec.seen() == [{"pool": NODE, "device": "gpu-0", "taint": xid(WHILE_HELD)}]
