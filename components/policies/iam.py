@@ -488,3 +488,75 @@ NODE_ROLE_MANAGED_POLICIES = StackValidationPolicy(
     validate=validate_node_role_managed_policies,
     enforcement_level=EnforcementLevel.MANDATORY,
 )
+
+
+# --- role passing and assumption: only this stack's own roles (issue 45) ---------------------------
+
+DELEGATION = ("iam:PassRole", "sts:AssumeRole")  # hands a principal another role's permissions
+
+
+def _policy_documents(n: Node) -> Iterator[tuple[str, Any]]:
+    if n.type in (POLICY, ROLE_POLICY, USER_POLICY):
+        yield "policy", n.props.get("policy")
+    if n.type == ROLE:
+        for i, inline in enumerate(items(n.props, "inlinePolicies")):
+            yield f"inlinePolicies[{i}].policy", get(inline, "policy")
+
+
+def _own_role(stack: _Stack, value: Any) -> bool:
+    """`value` names exactly one role of this stack: no wildcard, and its name (the ARN's last path
+    segment) is a stack role's explicit name, its auto-name, or (offline, the mock engine's ARNs
+    `arn:aws:mock:...:role/<logical>`) its logical name."""
+    if not isinstance(value, str) or any(c in value for c in "*?") or is_unknown(value):
+        return False
+    if stack.named(stack.roles, value) is not None:
+        return True
+    tail = _tail(value)
+    return any(r.name == tail for r in stack.roles)
+
+
+def delegation_problems(nodes: list[Node]) -> list[tuple[str, str]]:
+    """(urn, message) for every Allow of iam:PassRole or sts:AssumeRole (any spelling that matches
+    them) on a resource that is not one of this stack's roles, named exactly: a principal that may
+    pass or assume roles it was not given grows its own permissions (IAM User Guide, "Granting a user
+    permissions to pass a role"). An unknown document (computed in a preview) is not judged."""
+    stack = _Stack(nodes)
+    out: list[tuple[str, str]] = []
+    for n in nodes:
+        for where, raw in _policy_documents(n):
+            document, _ = _parsed(where, raw)
+            if document is None:
+                continue
+            for i, st in enumerate(_as_list(document.get("Statement"))):
+                if not isinstance(st, Mapping) or st.get("Effect") != "Allow":
+                    continue
+                actions = [a for a in _as_list(st.get("Action")) if isinstance(a, str)]
+                granted = [d for d in DELEGATION if any(matches(a, d) for a in actions)]
+                if "NotAction" in st and not any(matches(str(a), d) for d in DELEGATION
+                                                 for a in _as_list(st.get("NotAction"))):
+                    granted = list(DELEGATION)
+                if not granted:
+                    continue
+                if "NotResource" in st:
+                    out.append((n.urn, f"{n.name} {where} Statement[{i}] allows {', '.join(granted)} on NotResource "
+                                       "(every role but a list); name this stack's roles instead"))
+                    continue
+                for r in _as_list(st.get("Resource")):
+                    if not is_unknown(r) and r != UNKNOWN and not _own_role(stack, r):
+                        roles = ", ".join(sorted(x.name for x in stack.roles)) or "none"
+                        out.append((n.urn, f"{n.name} {where} Statement[{i}] allows {', '.join(granted)} on '{r}', "
+                                           f"which is not one of this stack's roles ({roles}), named exactly"))
+    return out
+
+
+def validate_delegation(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    for urn, message in delegation_problems(nodes_of(args.resources)):
+        report_violation(message, urn)
+
+
+IAM_DELEGATES_OWN_ROLES = StackValidationPolicy(
+    name="iam-delegates-own-roles",
+    description="iam:PassRole and sts:AssumeRole are allowed only on this stack's own roles, each named exactly.",
+    validate=validate_delegation,
+    enforcement_level=EnforcementLevel.MANDATORY,
+)

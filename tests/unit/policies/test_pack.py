@@ -24,7 +24,7 @@ EXPECTED_MANDATORY = {
     "no-plaintext-secrets", "user-data-without-secrets", "helm-release-pinned", "one-gpu-advertiser",
     "gpu-namespace-pod-security", "smoke-test-required", "smoke-test-isolated", "prod-protects-dr-state",
     "secrets-only-in-secret-objects", "secret-readers-least-privilege", "grafana-admin-credentials",
-    "workload-images-pinned", "workload-host-access",
+    "workload-images-pinned", "workload-host-access", "iam-delegates-own-roles",
 }
 EXPECTED_ADVISORY = {"prod-no-spot", "prod-single-control-plane"}
 
