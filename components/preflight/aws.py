@@ -27,7 +27,7 @@ from ..aws.endpoints import planned_endpoints
 from ..settings.model import Settings
 from ..tables.instance_types import GPU_INSTANCE_TYPES
 from .checks import alternatives, demands, image_sources, instance_types, own_sources
-from .facts import RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
+from .facts import PlacementGroup, RegionFacts, Reservation, Route, RouteTable, VpcEndpoint
 from .quotas import SERVICE_CODE
 from .reservations import efa_types
 from .reservations import source as reservation_key
@@ -152,6 +152,15 @@ class AwsRegion:
             return None
         return (self.reservations(ids) or ()) if ids else ()
 
+    def placement_groups(self, names: list[str]) -> dict[str, PlacementGroup | None]:
+        """The named placement groups; a name no group has is None. By filter, not GroupNames: with
+        GroupNames one unknown name fails the whole call (InvalidPlacementGroup.Unknown)."""
+        answer = self.ec2.describe_placement_groups(Filters=[{"Name": "group-name", "Values": names}])
+        found = {g["GroupName"]: PlacementGroup(g["GroupName"], str(g.get("State", "")), str(g.get("Strategy", "")),
+                                                g.get("PartitionCount"), g.get("SpreadLevel"))
+                 for g in answer.get("PlacementGroups", [])}
+        return {n: found.get(n) for n in names}
+
     def parameter(self, name: str) -> str | None:
         try:
             return str(self.ssm.get_parameter(Name=name)["Parameter"]["Value"])
@@ -253,6 +262,14 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
         except Exception as exc:
             errors[key] = _text(exc)
 
+    groups: dict[str, PlacementGroup | None] = {}
+    if names := sorted({p.placement.group_name for p in settings.node_pools
+                        if p.placement is not None and p.placement.group_name is not None}):
+        try:
+            groups = api.placement_groups(names)
+        except Exception as exc:
+            errors["placement-groups"] = _text(exc)
+
     amis, image_tags, image_gone = _images(settings, api, errors)
 
     quotas: dict[str, float] = {}
@@ -266,7 +283,7 @@ def collect(settings: Settings, api: AwsRegion) -> RegionFacts:
                        route_tables=route_tables, vpc_endpoints=vpc_endpoints, endpoint_services=endpoint_services,
                        offerings=offerings, vcpus=vcpus, efa_supported=efa, amis=amis, image_tags=image_tags,
                        image_gone=image_gone, quotas=quotas,
-                       reservations=reservations, now=api.now(), errors=errors)
+                       reservations=reservations, placement_groups=groups, now=api.now(), errors=errors)
 
 
 def _images(settings: Settings, api: AwsRegion, errors: dict[str, str]

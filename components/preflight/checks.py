@@ -9,7 +9,7 @@ from ..images.settings import PARAMETER_PREFIX as IMAGE_PROGRAM_PREFIX
 from ..settings.facts import pool_gpus
 from ..settings.model import Settings
 from ..tables.instance_types import GPU_INSTANCE_TYPES
-from . import egress, images, reservations
+from . import egress, images, placement, reservations
 from .facts import RegionFacts
 from .findings import Finding, Kind, Severity
 from .quotas import Purchase, Quota, increase_command, quota_for
@@ -222,6 +222,7 @@ def check(settings: Settings, facts: RegionFacts) -> list[Finding]:
     return [*_zones(settings, facts), *_offerings(settings, facts), *_amis(settings, facts),
             *images.check(settings, facts), *_quotas(settings, facts),
             *reservations.check(settings, facts, chosen_zones(settings, facts)),
+            *placement.check(settings, facts),
             *egress.check(settings, facts, chosen_zones(settings, facts))]
 
 

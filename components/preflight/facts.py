@@ -26,6 +26,19 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class PlacementGroup:
+    """An existing placement group, as DescribePlacementGroups answers it (EC2 API Reference,
+    `PlacementGroup` data type: GroupName, State pending | available | deleting | deleted, Strategy
+    cluster | spread | partition, PartitionCount, SpreadLevel host | rack)."""
+
+    name: str
+    state: str
+    strategy: str
+    partition_count: int | None = None
+    spread_level: str | None = None
+
+
+@dataclass(frozen=True)
 class Route:
     """A default route (0.0.0.0/0) of a route table (EC2 API Reference, `Route`)."""
 
@@ -91,6 +104,8 @@ class RegionFacts:
     # A pool's `capacityReservation.id` or `.resourceGroupArn` -> the reservations it names (a
     # group: its members); None: no such reservation (or group) in this region and account.
     reservations: dict[str, tuple[Reservation, ...] | None] = field(default_factory=dict)
+    # A pool's `placement.groupName` -> the group (None: no group of that name in this region).
+    placement_groups: dict[str, PlacementGroup | None] = field(default_factory=dict)
     now: datetime | None = None  # the clock when the facts were gathered (UTC): reservation windows
     # Calls that failed for another reason than "not found" (access denied, throttling): the
     # checks they feed report "could not check", never "ok".

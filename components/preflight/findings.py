@@ -9,6 +9,8 @@ Kind = Literal["region-unavailable", "too-few-zones", "not-offered", "ami-missin
                "vcpus-unknown", "quota-unchecked", "could-not-check",
                "reservation-missing", "reservation-mismatch", "reservation-state", "reservation-too-small",
                "reservation-window", "efa-unsupported", "zone-unused",
+               # components/preflight/placement.py: an existing placement group as the settings declare it
+               "placement-group-missing", "placement-group-state", "placement-group-mismatch",
                # components/preflight/egress.py: private subnets' ways to AWS's APIs and beyond
                "no-aws-route", "no-egress", "endpoint-service-missing", "endpoint-subnets", "endpoint-conflict",
                "cache-first-pull",
