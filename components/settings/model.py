@@ -278,7 +278,8 @@ class MigLayoutSettings(_Model):
     against the pool's GPU)."""
 
     config: str | None = Field(default=None, min_length=1, max_length=64)
-    devices: dict[str, int] | None = Field(default=None, min_length=1, max_length=8)
+    # At most 7 instances of any profile fit one GPU (7 compute slices: components/tables/mig_profiles.py).
+    devices: dict[str, Annotated[int, Field(ge=1, le=7)]] | None = Field(default=None, min_length=1, max_length=8)
 
 
 class NodePoolSettings(_Model):

@@ -41,7 +41,7 @@ FAILURE_RUN = 20  # this many failed requests in a row: the route does not answe
 # A route is Programmed before its backends' endpoints reach the proxy (Traefik answers 503 "no
 # available server" for a backend whose EndpointSlice it has yet to read): the split is measured
 # once every backend answered, or after this long, whichever comes first.
-CONVERGE_SECONDS = 30
+CONVERGE_SECONDS = 60
 
 
 @dataclass
@@ -269,9 +269,22 @@ class InferencePhase:
                 self.t.sleep(self.t.poll)
         self.obs["converge"] = {"requests": asked, "seconds": round(self.t.monotonic() - t0, 1),
                                 "answered": dict(answered)}
+        if len(answered) < 2:
+            # Which side lags: the cluster's endpoints of each backend, or the proxy reading them.
+            self.obs["converge"]["endpoints"] = {b: self.ready_endpoints(svc) for b, svc in
+                                                 ((case.STABLE, self.exp.stable), (case.CANARY, self.exp.canary))}
         secs = self.obs["converge"]["seconds"]
         self.say(f"both backends answering after {asked} request(s) in {secs} s" if len(answered) == 2
                  else f"after {asked} request(s) only {dict(answered)} answered; measuring anyway")
+
+    def ready_endpoints(self, service: str) -> str:
+        """`<ready> ready of <all>` addresses in the Service's EndpointSlices (discovery.k8s.io/v1:
+        conditions.ready), as the EndpointSlice controller wrote them."""
+        slices = self.gw.list("discovery.k8s.io/v1", "EndpointSlice", self.ns,
+                              label_selector=f"kubernetes.io/service-name={service}")[0]
+        eps = [e for sl in slices for e in sl.get("endpoints") or []]
+        ready = [e for e in eps if (e.get("conditions") or {}).get("ready") is not False]
+        return f"{len(ready)} ready of {len(eps)}"
 
     def traffic(self, key: str, count: int, headers: dict[str, str]) -> None:
         hop = case.SPLIT if key == "split" else case.HEADER_HOP

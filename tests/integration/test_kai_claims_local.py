@@ -78,6 +78,11 @@ def one_run(gw: KubeGateway, stand_in: KaiStandIn,
         return outcome.report, claims
     finally:
         cleanup(gw, [r for r in created if r.kind != "Namespace"])
+        # Every run reuses the plan's names, and a Job deleted in the foreground lingers until its pods
+        # are gone: the next install would meet "object is being deleted" (409) under load.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and gw.list("batch/v1", "Job", p.namespace)[0]:
+            time.sleep(0.2)
 
 
 def failures(report: dict[str, Any]) -> dict[str, str]:

@@ -288,6 +288,11 @@ def inference_break(tier: Tier, tamper: Any, why: str) -> dict[str, dict[str, An
     try:
         install(gw, objects, plan.namespace, created, labels=namespace_labels(plan.expectations))
         outcome = run_smoke(gw, RunSpec.from_dict(plan.spec()), progress=lambda p: print(p.hop, p.message))
+        split = report_tests(outcome.report).get("case-inference-split", {})
+        if "no available server" in str(split.get("message", "")) + str(split.get("extra", "")):
+            # the gateway had no endpoints for a backend: what it said, and what the cluster had
+            print(tier.controllers.tail())
+            print(tier.cluster.kubectl("get", "endpointslices", "-n", plan.namespace, "-o", "wide", check=False))
     finally:
         left = cleanup(gw, created)
     print(f"inference break {why}: {time.monotonic() - t:.1f}s")

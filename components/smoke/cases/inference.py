@@ -298,8 +298,12 @@ def check_split(v: View) -> CheckResult:
     warm = obs.get("converge") or {}
     answered = warm.get("answered") if isinstance(warm, dict) else None
     if problems and isinstance(answered, dict) and set(answered) != {STABLE, CANARY}:
+        raw = warm.get("endpoints")
+        endpoints: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        listed = "; ".join(f"{b}'s EndpointSlices: {n} endpoint(s)" for b, n in sorted(endpoints.items()))
         problems.append(f"before measuring, {warm.get('requests')} request(s) over {warm.get('seconds')} s reached "
-                        f"only {sorted(answered) or 'no backend'}: the proxy never had every backend's endpoints")
+                        f"only {sorted(answered) or 'no backend'}: the proxy never had every backend's endpoints"
+                        + (f" ({listed})" if listed else ""))
     if not problems and (why := _stopped_here(obs, SPLIT)):
         problems.append(why)
     shares = ", ".join(f"{b} {counts.get(b, 0)}" for b in (STABLE, CANARY))

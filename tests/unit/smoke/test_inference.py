@@ -268,10 +268,13 @@ def test_a_backend_the_proxy_never_had_is_said_beside_the_split() -> None:
     w = world()
     w.snap.inference["split"] = [{"status": 503, "error": "no available server"}] * 160 + \
         [{"status": 200, "backend": "canary"}] * 40
-    w.snap.inference["converge"] = {"requests": 300, "seconds": 30.0, "answered": {"canary": 60}}
+    w.snap.inference["converge"] = {"requests": 300, "seconds": 30.0, "answered": {"canary": 60},
+                                    "endpoints": {"stable": "1 ready of 1", "canary": "1 ready of 1"}}
     text = failed(w, inf.SPLIT)
     assert "160 of 200 request(s) failed: 160 x HTTP 503: no available server" in text
-    assert "300 request(s) over 30.0 s reached only ['canary']: the proxy never had every backend's endpoints" in text
+    assert ("300 request(s) over 30.0 s reached only ['canary']: the proxy never had every backend's endpoints "
+            "(canary's EndpointSlices: 1 ready of 1 endpoint(s); stable's EndpointSlices: 1 ready of 1 endpoint(s))"
+            ) in text
 
 
 def test_a_header_rule_that_does_not_match_fails_the_header_hop() -> None:

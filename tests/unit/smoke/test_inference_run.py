@@ -53,6 +53,9 @@ class World:
              field_selector: str = "") -> tuple[list[Obj], str]:
         if kind == "Event":
             return [], "1"
+        if kind == "EndpointSlice":  # one ready endpoint per replica of the Service's backend
+            svc = label_selector.split("=", 1)[1]
+            return [{"endpoints": [{"conditions": {"ready": True}}] * self.replicas.get(svc, 0)}], "1"
         assert kind == "Pod", kind
         self.hpa_decides()
         pods = []
@@ -229,6 +232,8 @@ def test_a_gateway_that_never_answers_stops_the_split(world: World) -> None:
     hop, why = stopped(obs)
     assert hop == case.SPLIT[1] and "20 requests in a row failed, the last: HTTP 503" in why, why
     assert obs["converge"]["seconds"] >= CONVERGE_SECONDS - 1
+    # the cluster had the endpoints: the proxy is the side that lags, and the record says so
+    assert obs["converge"]["endpoints"] == {"stable": "1 ready of 1", "canary": "1 ready of 1"}
 
 
 def test_a_metric_that_does_not_exist_stops_at_the_metrics_once_settled(world: World) -> None:
