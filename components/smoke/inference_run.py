@@ -232,7 +232,10 @@ class InferencePhase:
 
     def ask(self, headers: dict[str, str]) -> dict[str, Any]:
         e = self.exp
-        path = proxy_path("Service", e.gateway_namespace, e.service, e.service_port, "/v1/chat/completions")
+        # the run's own prefix (the chart's route matches /smoke/<runId>/): the stand-in serves
+        # the OpenAI paths under any prefix
+        path = proxy_path("Service", e.gateway_namespace, e.service, e.service_port,
+                          f"/smoke/{self.run_id}/v1/chat/completions")
         body = {"model": headers.get(e.header, e.models[0]), "max_tokens": 1,
                 "messages": [{"role": "user", "content": "which GPU answers?"}]}
         answer = self.gw.request("POST", path, body=body, headers=headers)

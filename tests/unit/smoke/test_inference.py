@@ -115,6 +115,9 @@ def test_the_chart_renders_what_the_runner_drives_by_the_expectations_names() ->
     assert (parent["namespace"], parent["name"], parent["sectionName"]) == (gw.NAMESPACE, gw.GATEWAY, gw.LISTENER)
     header_rule, split_rule = route["spec"]["rules"]
     assert header_rule["matches"][0]["headers"] == [{"type": "Exact", "name": e.header, "value": e.models[1]}]
+    # a path of the run's own: on the shared Gateway a plain /v1/ would tie with users' routes
+    for rule in (header_rule, split_rule):
+        assert rule["matches"][0]["path"] == {"type": "PathPrefix", "value": f"/smoke/{p.run_id}/"}
     assert [b["name"] for b in header_rule["backendRefs"]] == [e.canary]
     assert [(b["name"], b["weight"]) for b in split_rule["backendRefs"]] == [(e.stable, 80), (e.canary, 20)]
     scaler = objs[("ScaledObject", e.scaled_object)]

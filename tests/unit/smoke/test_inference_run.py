@@ -139,6 +139,7 @@ class World:
             self.waiting = int(path.rsplit("=", 1)[1])
             return Answer(200, "{}")
         self.asked += 1
+        assert f"/proxy/smoke/{RUN}/v1/chat/completions" in path, path  # the run's own prefix
         if self.answer_status != 200:
             return Answer(self.answer_status, "no available server")
         if headers and headers.get(self.e.header) == self.e.models[1]:

@@ -143,6 +143,22 @@ func (s *server) complete(chat bool) http.HandlerFunc {
 	}
 }
 
+// openAI serves the OpenAI paths under any prefix (`/v1/chat/completions`, or
+// `/smoke/<run>/v1/chat/completions` as the smoke case's route sends them: a prefix of its own, so
+// its route never shadows, nor is shadowed by, another model's on the shared Gateway).
+func (s *server) openAI(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/v1/chat/completions"):
+		s.complete(true)(w, r)
+	case strings.HasSuffix(r.URL.Path, "/v1/completions"):
+		s.complete(false)(w, r)
+	case strings.HasSuffix(r.URL.Path, "/v1/models"):
+		s.models(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
 func (s *server) models(w http.ResponseWriter, _ *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": s.model, "object": "model", "owned_by": "ck8s-gpu"}}})
@@ -225,9 +241,7 @@ func main() {
 		log.Printf("CK8S-MODEL gpus %s", strings.Join(s.gpus, ","))
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/chat/completions", s.complete(true))
-	mux.HandleFunc("/v1/completions", s.complete(false))
-	mux.HandleFunc("/v1/models", s.models)
+	mux.HandleFunc("/", s.openAI)
 	mux.HandleFunc("/healthz", s.healthz)
 	mux.HandleFunc("/metrics", s.metrics)
 	mux.HandleFunc("/admin/queue", s.setQueue)

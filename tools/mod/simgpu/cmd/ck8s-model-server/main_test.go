@@ -93,3 +93,18 @@ func TestMetricsReportTheDrivenQueueAndEveryAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenAIPathsAnswerUnderAnyPrefix(t *testing.T) {
+	s := newServer([]string{"GPU-1"}, "")
+	for _, path := range []string{"/v1/chat/completions", "/smoke/ab12cd34/v1/chat/completions"} {
+		if rec := do(t, s.openAI, http.MethodPost, path, `{}`); rec.Code != http.StatusOK {
+			t.Fatalf("%s answered %d", path, rec.Code)
+		}
+	}
+	if rec := do(t, s.openAI, http.MethodGet, "/smoke/ab12cd34/v1/models", ""); rec.Code != http.StatusOK {
+		t.Fatalf("models answered %d", rec.Code)
+	}
+	if rec := do(t, s.openAI, http.MethodPost, "/v1/embeddings", `{}`); rec.Code != http.StatusNotFound {
+		t.Fatalf("an unknown path answered %d", rec.Code)
+	}
+}
