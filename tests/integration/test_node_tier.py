@@ -91,6 +91,8 @@ def set_smoke(tier: Tier, **values: Any) -> None:
     stack_file.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
+# The stack file's stuckSeconds: a break fails its run that many seconds after its pod is held.
+STACK_STUCK_SECONDS = int(stack_settings()["smokeTest"]["stuckSeconds"])
 # The stack file's optional cases, by the key that switches each.
 CASES = ("nvlinkGroup", "computeDomain", "firstAvailable", "inference")
 
@@ -102,14 +104,14 @@ def only_cases(tier: Tier, *cases: str) -> dict[str, Any]:
     full = tier.settings["smokeTest"]
     unknown = set(cases) - {*CASES, "gpuHealth"}
     assert not unknown, unknown
-    return {"gpus": 1, "gpuHealth": "gpuHealth" in cases,
+    return {"gpus": 1, "gpuHealth": "gpuHealth" in cases, "stuckSeconds": STACK_STUCK_SECONDS,
             **{c: {**full[c], "enabled": c in cases} for c in CASES}}
 
 
 def all_cases(tier: Tier, *, inference_on: bool = True) -> dict[str, Any]:
     """smokeTest values of the stack file as the tier deployed it: every case on."""
     full = tier.settings["smokeTest"]
-    return {**{k: full[k] for k in ("gpus", "gpuHealth", *CASES)},
+    return {**{k: full[k] for k in ("gpus", "gpuHealth", "stuckSeconds", *CASES)},
             "inference": {**full["inference"], "enabled": inference_on}}
 
 
@@ -133,8 +135,11 @@ def tier(engine_tools: EngineTools, tmp_path_factory: pytest.TempPathFactory) ->
         start_seconds = time.monotonic() - t0
         print(f"\ncluster + node tier start: {start_seconds:.1f}s (node tier {nodes.start_seconds:.1f}s)")
         # The budget is an upper bound, not a wait: the inference case's autoscaling (two HPA syncs
-        # each way) runs after every Job case.
+        # each way) runs after every Job case. A whole run holds a pod at its start for longer than
+        # the stack file's 15 s under CI's load (a compute-domain channel waits for the second
+        # node's IMEX daemon: one clean-clone run gave up there); the breaks, one case each, keep 15 s.
         settings["smokeTest"] = {**settings["smokeTest"], "image": nodes.probe.reference, "timeoutSeconds": 420,
+                                 "stuckSeconds": 30,
                                  "inference": {"enabled": True, "prometheusUrl": controllers.prometheus_url}}
         project = copy_project(work / "project")
         stack_name = f"node-tier-{uuid.uuid4().hex[:6]}"
