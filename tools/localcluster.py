@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -89,6 +90,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _bindable(port: int) -> bool:
+    for host in (LOOPBACK, ""):  # kwok's own test (pkg/utils/net/unused_port.go isPortUnused)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                return False
+    return True
+
+
+#: Where component_ports() draws from: below Linux's default ephemeral range (32768-60999,
+#: /proc/sys/net/ipv4/ip_local_port_range), so no outgoing connection takes one as its source port
+#: between the draw and the component's bind, and above the kubelet's and containerd's 10xxx ports.
+COMPONENT_PORTS = range(20000, 32768)
+
+
+def component_ports(n: int) -> list[int]:
+    """``n`` distinct ports free right now, drawn at random from COMPONENT_PORTS.
+
+    Left to itself, kwokctl walks down from 32767 taking the first free port, in every process
+    alike (kwok v0.8.0 pkg/utils/net/unused_port.go GetUnusedPort, lastUsedPort = 32767; used by
+    pkg/kwokctl/runtime/binary/cluster_setup.go for etcd, etcd peer and kwok-controller, and by
+    cluster_kube_{controller_manager,scheduler}.go): two clusters created at the same moment in two
+    CI lanes pick the same ports before either binds them, and a stopped cluster's ports go to the
+    next cluster created, so its `kwokctl start` cannot bind them again. One CI run lost its KAI
+    claims cluster to a 180 s `create` timeout that way. A random draw makes both a 1-in-12,000 chance.
+    """
+    picked: list[int] = []
+    while len(picked) < n:
+        port = random.choice(COMPONENT_PORTS)
+        if port not in picked and _bindable(port):
+            picked.append(port)
+    return picked
+
+
 # --------------------------------------------------------------------------------------------
 # manifests
 
@@ -135,14 +171,22 @@ def gpu_node_manifest(
     }
 
 
-def kwokctl_config(bin_dir: Path, *, apiserver_port: int) -> str:
-    """kwokctl configuration: binary runtime, local binaries only, loopback only."""
+def kwokctl_config(bin_dir: Path, *, apiserver_port: int, ports: Sequence[int] | None = None) -> str:
+    """kwokctl configuration: binary runtime, local binaries only, loopback only; every component's
+    port is ours (``ports``: etcd, etcd peer, kwok-controller, controller-manager, scheduler; drawn
+    by component_ports() when not given), never kwokctl's scan."""
+    etcd, etcd_peer, kwok, kcm, scheduler = ports if ports is not None else component_ports(5)
     opts = {
         "runtime": "binary",
         "kubeVersion": KUBE_VERSION,
         # kwokctl's default is 0.0.0.0 for every component.
         "bindAddress": LOOPBACK,
         "kubeApiserverPort": apiserver_port,
+        "etcdPort": etcd,
+        "etcdPeerPort": etcd_peer,
+        "kwokControllerPort": kwok,
+        "kubeControllerManagerPort": kcm,
+        "kubeSchedulerPort": scheduler,
         "etcdBinary": str(bin_dir / "etcd"),
         "kubeApiserverBinary": str(bin_dir / "kube-apiserver"),
         "kubeControllerManagerBinary": str(bin_dir / "kube-controller-manager"),
@@ -325,16 +369,22 @@ class LocalCluster:
         if (self.kwok_workdir / "clusters" / self.name).exists():
             self.down()  # leftovers of an earlier run in the same dir
         conf = wd / "kwokctl.json"
-        conf.write_text(kwokctl_config(self.bin_dir, apiserver_port=free_port()))
+        apiserver, *ports = component_ports(6)
+        conf.write_text(kwokctl_config(self.bin_dir, apiserver_port=apiserver, ports=ports))
         self.kubeconfig.unlink(missing_ok=True)
         try:
-            self._kwokctl(
-                "create", "cluster",
-                "--config", str(conf),
-                "--kubeconfig", str(self.kubeconfig),
-                "--wait", f"{int(self.timeout)}s",
-                *self.create_flags(),
-            )
+            try:
+                self._kwokctl(
+                    "create", "cluster",
+                    "--config", str(conf),
+                    "--kubeconfig", str(self.kubeconfig),
+                    "--wait", f"{int(self.timeout)}s",
+                    *self.create_flags(),
+                    # kwokctl's own wait ends first, so its message is what we see, not our timeout.
+                    timeout=self.timeout + 60,
+                )
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                raise RuntimeError(f"{e}\n{self.component_logs()}") from e
             self._check_loopback()
             self.wait_for("the API server", lambda: self.kubectl(
                 "get", "--raw", "/readyz", check=False).strip() == "ok", timeout=self.timeout)
@@ -354,6 +404,13 @@ class LocalCluster:
             raise
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def component_logs(self, lines: int = 15) -> str:
+        """The last lines of each component's log (kwokctl keeps them under the cluster's logs/)."""
+        logs = sorted((self.kwok_workdir / "clusters" / self.name / "logs").glob("*.log"))
+        parts = [f"--- {log.name} (last {lines} lines) ---\n"
+                 + "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) for log in logs]
+        return "\n".join(parts) or "(no component logs)"
 
     def stop(self) -> None:
         """Stop every component, keeping the cluster's state: the API no longer answers (an outage)."""
