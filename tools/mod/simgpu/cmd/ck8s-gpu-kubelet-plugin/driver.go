@@ -15,6 +15,7 @@ import (
 	"ck8s-gpu.local/tools/simgpu/internal/claimspec"
 	"ck8s-gpu.local/tools/simgpu/internal/fabric"
 	"ck8s-gpu.local/tools/simgpu/internal/featuregate"
+	"ck8s-gpu.local/tools/simgpu/internal/gputable"
 )
 
 // driverName as in NVIDIA's cmd/gpu-kubelet-plugin/main.go (v0.4.0).
@@ -27,7 +28,8 @@ type driver struct {
 	cdiDir    string
 	faultFile string
 	paths     claimspec.HostPaths
-	minors    map[string]uint32 // device name -> minor, this node's GPUs
+	minors    map[string]uint32       // device name -> minor, this node's whole GPUs
+	mig       map[string]gputable.MIG // device name -> instance, this node's MIG devices
 	allMinors []uint32
 	gates     featuregate.Gates
 	// fabric is nil where upstream has no Fabric Manager (gate off, or no fabric on the node:
@@ -74,11 +76,11 @@ func (d *driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		if r.Driver != driverName || r.Pool != d.nodeName {
 			continue
 		}
-		minor, ok := d.minors[r.Device]
+		a, ok := d.allocated(r.Device)
 		if !ok {
 			return fail(fmt.Errorf("device %q is not on node %s", r.Device, d.nodeName))
 		}
-		allocated = append(allocated, claimspec.Allocated{Device: r.Device, Minor: minor})
+		allocated = append(allocated, a)
 		devices = append(devices, kubeletplugin.Device{
 			Requests:     []string{r.Request},
 			PoolName:     r.Pool,
@@ -117,6 +119,19 @@ func (d *driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	}
 	klog.InfoS("Prepared claim", "claim", klog.KObj(claim), "uid", uid, "spec", path, "devices", len(devices), "fault", string(fault))
 	return kubeletplugin.PrepareResult{Devices: devices}
+}
+
+// allocated is what a container gets for one device: a whole GPU's node, or a MIG device's
+// parent node and its GI and CI capability nodes (cdi.go: the parent GPU's spec plus
+// GetDevNodesForMigDevice's two nvidia-caps nodes).
+func (d *driver) allocated(device string) (claimspec.Allocated, bool) {
+	if minor, ok := d.minors[device]; ok {
+		return claimspec.Allocated{Device: device, Minor: minor}, true
+	}
+	if m, ok := d.mig[device]; ok {
+		return claimspec.Allocated{Device: device, Minor: m.ParentMinor, Caps: []uint32{m.GICapMinor, m.CICapMinor}}, true
+	}
+	return claimspec.Allocated{}, false
 }
 
 func (d *driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {

@@ -96,14 +96,16 @@ func main() {
 }
 
 func run(c config) error {
-	devs, err := loadDevices(c.devicesFile)
+	file, err := loadDevices(c.devicesFile)
 	if err != nil {
 		return err
 	}
-	table, minors, err := buildTable(devs)
+	devs := file.Devices
+	nd, err := buildTable(file)
 	if err != nil {
 		return err
 	}
+	table := nd.table
 	mods, err := moduleIDs(devs)
 	if err != nil {
 		return err
@@ -150,7 +152,8 @@ func run(c config) error {
 		cdiDir:    c.cdiDir,
 		faultFile: c.faultFile,
 		paths:     claimspec.HostPaths{DevDir: c.devDir, NvidiaSMI: c.nvidiaSMI, GPUTable: tablePath},
-		minors:    minors,
+		minors:    nd.minors,
+		mig:       nd.mig,
 		allMinors: table.Minors(),
 		gates:     c.gates,
 		fabric:    fab,

@@ -45,12 +45,12 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 func TestLoadDevicesAndTable(t *testing.T) {
-	devs, err := loadDevices(writeFile(t, t.TempDir(), "devices.json", devicesJSON))
+	file, err := loadDevices(writeFile(t, t.TempDir(), "devices.json", devicesJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Published unchanged: encoding the decoded devices gives back the harness's JSON.
-	back, err := json.Marshal(devicesFile{Devices: devs})
+	back, err := json.Marshal(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,11 @@ func TestLoadDevicesAndTable(t *testing.T) {
 		t.Errorf("devices changed on load:\n got %s", back)
 	}
 
-	table, minors, err := buildTable(devs)
+	nd, err := buildTable(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	table, minors := nd.table, nd.minors
 	wantTable := gputable.Table{GPUs: []gputable.GPU{
 		{Index: 0, Minor: 0, UUID: "GPU-aaaa", ProductName: "NVIDIA L4", MemoryMiB: 23028},
 		{Index: 1, Minor: 1, UUID: "GPU-bbbb", ProductName: "NVIDIA L4", MemoryMiB: 23028},
@@ -98,11 +99,11 @@ func TestLoadDevicesRejects(t *testing.T) {
 			{"name": "gpu-0", "attributes": {"minor": {"int": 0}, "uuid": {"string": "GPU-a"}, "index": {"int": 0}, "productName": {"string": "x"}}},
 			{"name": "gpu-1", "attributes": {"minor": {"int": 0}, "uuid": {"string": "GPU-b"}, "index": {"int": 1}, "productName": {"string": "x"}}}]}`,
 	} {
-		devs, err := loadDevices(writeFile(t, dir, name, content))
+		file, err := loadDevices(writeFile(t, dir, name, content))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if _, _, err := buildTable(devs); err == nil {
+		if _, err := buildTable(file); err == nil {
 			t.Errorf("%s: buildTable accepted it", name)
 		}
 	}
@@ -111,14 +112,15 @@ func TestLoadDevicesRejects(t *testing.T) {
 func newTestDriver(t *testing.T, fault string) *driver {
 	t.Helper()
 	dir := t.TempDir()
-	devs, err := loadDevices(writeFile(t, dir, "devices.json", devicesJSON))
+	file, err := loadDevices(writeFile(t, dir, "devices.json", devicesJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, minors, err := buildTable(devs)
+	nd, err := buildTable(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	table, minors := nd.table, nd.minors
 	d := &driver{
 		nodeName:  "node-a",
 		cdiDir:    filepath.Join(dir, "cdi"),

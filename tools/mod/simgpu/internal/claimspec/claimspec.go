@@ -16,6 +16,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"ck8s-gpu.local/tools/simgpu/internal/atomicfile"
+	"ck8s-gpu.local/tools/simgpu/internal/gputable"
 )
 
 const (
@@ -86,8 +87,9 @@ type HostPaths struct {
 
 // Allocated is one device of the claim that this node prepares.
 type Allocated struct {
-	Device string // DRA device name, e.g. gpu-0
-	Minor  uint32
+	Device string   // DRA device name, e.g. gpu-0 or gpu-0-mig-1g10gb-19-0
+	Minor  uint32   // the GPU's, a MIG device's parent's
+	Caps   []uint32 // a MIG device's GI and CI nvidia-caps minors; none for a whole GPU
 }
 
 // DeviceName is the claim-specific CDI device name: "<claim UID>-<device name>"
@@ -125,7 +127,7 @@ func Build(claimUID string, devs []Allocated, nodeMinors []uint32, p HostPaths, 
 			// vendored by v0.4.0) appends NVIDIA_VISIBLE_DEVICES=void: CDI, not the env, picks
 			// the GPUs. The UUIDs are deliberately not in the environment.
 			Env:         []string{"NVIDIA_VISIBLE_DEVICES=void"},
-			DeviceNodes: []*cdispec.DeviceNode{charDev("/dev/nvidiactl", filepath.Join(p.DevDir, "nvidiactl"), CtlMinor)},
+			DeviceNodes: []*cdispec.DeviceNode{charDev("/dev/nvidiactl", filepath.Join(p.DevDir, "nvidiactl"), NvidiaMajor, CtlMinor)},
 			Mounts: []*cdispec.Mount{
 				roBind(p.NvidiaSMI, ContainerNvidiaSMI),
 				roBind(p.GPUTable, ContainerGPUTable),
@@ -138,11 +140,14 @@ func Build(claimUID string, devs []Allocated, nodeMinors []uint32, p HostPaths, 
 			minor = nextMinor(minor, nodeMinors)
 		}
 		node := fmt.Sprintf("nvidia%d", minor)
+		nodes := []*cdispec.DeviceNode{charDev("/dev/"+node, filepath.Join(p.DevDir, node), NvidiaMajor, minor)}
+		for _, c := range d.Caps {
+			capNode := fmt.Sprintf("nvidia-caps/nvidia-cap%d", c)
+			nodes = append(nodes, charDev("/dev/"+capNode, filepath.Join(p.DevDir, capNode), gputable.CapsMajor, c))
+		}
 		spec.Devices = append(spec.Devices, cdispec.Device{
-			Name: DeviceName(claimUID, d.Device),
-			ContainerEdits: cdispec.ContainerEdits{
-				DeviceNodes: []*cdispec.DeviceNode{charDev("/dev/"+node, filepath.Join(p.DevDir, node), minor)},
-			},
+			Name:           DeviceName(claimUID, d.Device),
+			ContainerEdits: cdispec.ContainerEdits{DeviceNodes: nodes},
 		})
 	}
 	// NVIDIA's spec builder (nvidia-container-toolkit pkg/nvcdi/spec/builder.go) saves with the
@@ -179,12 +184,12 @@ func nextMinor(m uint32, nodeMinors []uint32) uint32 {
 
 // charDev mirrors what nvcdi emits for an NVIDIA device node (internal/edits/device.go:
 // path, host path, type c, major/minor, permissions "rwm").
-func charDev(path, hostPath string, minor uint32) *cdispec.DeviceNode {
+func charDev(path, hostPath string, major, minor uint32) *cdispec.DeviceNode {
 	return &cdispec.DeviceNode{
 		Path:        path,
 		HostPath:    hostPath,
 		Type:        "c",
-		Major:       NvidiaMajor,
+		Major:       int64(major),
 		Minor:       int64(minor),
 		Permissions: "rwm",
 	}

@@ -36,7 +36,7 @@ func deviceNodes(d cdispec.Device) map[string]cdispec.DeviceNode {
 }
 
 func TestBuildNoFault(t *testing.T) {
-	s, err := Build(uid, []Allocated{{"gpu-1", 1}, {"gpu-0", 0}}, []uint32{0, 1}, paths, NoFault)
+	s, err := Build(uid, []Allocated{{Device: "gpu-1", Minor: 1}, {Device: "gpu-0", Minor: 0}}, []uint32{0, 1}, paths, NoFault)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestBuildNoFault(t *testing.T) {
 }
 
 func TestBuildCDIRefused(t *testing.T) {
-	s, err := Build(uid, []Allocated{{"gpu-0", 0}}, []uint32{0, 1}, paths, CDIRefused)
+	s, err := Build(uid, []Allocated{{Device: "gpu-0", Minor: 0}}, []uint32{0, 1}, paths, CDIRefused)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestBuildWrongDevice(t *testing.T) {
 		{3, 7, []uint32{7, 3}},    // sparse minors
 		{0, 0, []uint32{0}},       // one GPU: nothing else to expose
 	} {
-		s, err := Build(uid, []Allocated{{"gpu-x", tc.alloc}}, tc.node, paths, WrongDevice)
+		s, err := Build(uid, []Allocated{{Device: "gpu-x", Minor: tc.alloc}}, tc.node, paths, WrongDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestBuildNoDevices(t *testing.T) {
 
 func TestWriteRemove(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Build(uid, []Allocated{{"gpu-0", 0}}, []uint32{0}, paths, NoFault)
+	s, err := Build(uid, []Allocated{{Device: "gpu-0", Minor: 0}}, []uint32{0}, paths, NoFault)
 	if err != nil {
 		t.Fatal(err)
 	}

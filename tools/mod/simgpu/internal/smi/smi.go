@@ -54,7 +54,38 @@ type Env struct {
 	TablePath string
 }
 
-var gpuNode = regexp.MustCompile(`^nvidia[0-9]+$`)
+var (
+	gpuNode = regexp.MustCompile(`^nvidia[0-9]+$`)
+	capNode = regexp.MustCompile(`^nvidia-cap[0-9]+$`)
+)
+
+// capMinors returns the minors of the nvidia-caps nodes in devDir/nvidia-caps (none when the
+// directory is absent: a container given no MIG device has none).
+func capMinors(devDir string, stat StatFunc) map[uint32]bool {
+	dir := filepath.Join(devDir, "nvidia-caps")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := map[uint32]bool{}
+	for _, e := range entries {
+		if !capNode.MatchString(e.Name()) {
+			continue
+		}
+		info, err := stat(filepath.Join(dir, e.Name()))
+		if err == nil && info.CharDev && info.Major == gputable.CapsMajor {
+			out[info.Minor] = true
+		}
+	}
+	return out
+}
+
+// Visible is what the container sees: its GPUs in nvidia-smi order, and for each the MIG devices
+// whose GI and CI capability nodes it was given (a MIG device needs both, as CUDA does).
+type Visible struct {
+	GPUs []gputable.GPU
+	MIG  map[uint32][]gputable.MIG // parent minor -> its visible MIG devices
+}
 
 // Enumerate returns the minors of the GPU device nodes in devDir, ascending: entries named
 // nvidia<digits> that are character devices of major 195. The minor comes from stat, not
@@ -85,38 +116,60 @@ func Enumerate(devDir string, stat StatFunc) ([]uint32, error) {
 
 // visible resolves the container's GPUs in nvidia-smi order (ascending minor, indexed from
 // 0); on failure it returns the message to print and the exit code.
-func visible(env Env) ([]gputable.GPU, string, int) {
+func visible(env Env) (Visible, string, int) {
+	gpus, table, msg, code := visibleGPUs(env)
+	if code != ExitOK {
+		return Visible{}, msg, code
+	}
+	caps := capMinors(env.DevDir, env.Stat)
+	v := Visible{GPUs: gpus, MIG: map[uint32][]gputable.MIG{}}
+	for _, g := range gpus {
+		for _, m := range table.MIGOf(g.Minor) {
+			if caps[m.GICapMinor] && caps[m.CICapMinor] {
+				v.MIG[g.Minor] = append(v.MIG[g.Minor], m)
+			}
+		}
+	}
+	return v, "", ExitOK
+}
+
+func visibleGPUs(env Env) ([]gputable.GPU, gputable.Table, string, int) {
 	ctl, err := env.Stat(filepath.Join(env.DevDir, "nvidiactl"))
 	if err != nil || !ctl.CharDev || ctl.Major != nvidiaMajor || ctl.Minor != ctlMinor {
-		return nil, msgNoDriver, ExitNoDriver
+		return nil, gputable.Table{}, msgNoDriver, ExitNoDriver
 	}
 	table, err := gputable.Read(env.TablePath)
 	if err != nil {
-		return nil, msgNoDriver, ExitNoDriver
+		return nil, gputable.Table{}, msgNoDriver, ExitNoDriver
 	}
 	minors, err := Enumerate(env.DevDir, env.Stat)
 	if err != nil {
-		return nil, msgNoDriver, ExitNoDriver
+		return nil, gputable.Table{}, msgNoDriver, ExitNoDriver
 	}
 	if len(minors) == 0 {
-		return nil, msgNoDevices, ExitNotFound
+		return nil, gputable.Table{}, msgNoDevices, ExitNotFound
 	}
 	gpus := make([]gputable.GPU, 0, len(minors))
 	for _, m := range minors {
 		g, ok := table.ByMinor(m)
 		if !ok {
-			return nil, fmt.Sprintf("Unable to determine the device handle for GPU with minor number %d: Unknown Error", m), ExitNoDriver
+			return nil, gputable.Table{}, fmt.Sprintf("Unable to determine the device handle for GPU with minor number %d: Unknown Error", m), ExitNoDriver
 		}
 		gpus = append(gpus, g)
 	}
-	return gpus, "", ExitOK
+	return gpus, table, "", ExitOK
 }
 
-// ListGPUs is `nvidia-smi -L`: "GPU <i>: <name> (UUID: <uuid>)", i counting visible GPUs.
-func ListGPUs(gpus []gputable.GPU) string {
+// ListGPUs is `nvidia-smi -L`: "GPU <i>: <name> (UUID: <uuid>)", i counting visible GPUs, each
+// followed by its visible MIG devices, "  MIG 1g.10gb     Device  0: (UUID: MIG-...)", counted
+// per GPU (the layout of NVIDIA's own listings, e.g. dra-driver-nvidia-gpu's demo README).
+func ListGPUs(v Visible) string {
 	var b strings.Builder
-	for i, g := range gpus {
+	for i, g := range v.GPUs {
 		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", i, g.ProductName, g.UUID)
+		for j, m := range v.MIG[g.Minor] {
+			fmt.Fprintf(&b, "  MIG %-11s Device %2d: (UUID: %s)\n", m.Profile, j, m.UUID)
+		}
 	}
 	return b.String()
 }
@@ -235,15 +288,15 @@ func Run(args []string, env Env, stdout io.Writer) int {
 		fmt.Fprintln(stdout, msg)
 		return ExitInvalidArg
 	}
-	gpus, msg, code := visible(env)
+	v, msg, code := visible(env)
 	if code != ExitOK {
 		fmt.Fprintln(stdout, msg)
 		return code
 	}
 	if req.list {
-		io.WriteString(stdout, ListGPUs(gpus))
+		io.WriteString(stdout, ListGPUs(v))
 	} else {
-		io.WriteString(stdout, Query(gpus, req.fields, req.header, req.units))
+		io.WriteString(stdout, Query(v.GPUs, req.fields, req.header, req.units))
 	}
 	return ExitOK
 }

@@ -21,7 +21,11 @@ func newFakeDev(t *testing.T, nodes map[string]DevInfo) fakeDev {
 	t.Helper()
 	dir := t.TempDir()
 	for name := range nodes {
-		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+		path := filepath.Join(dir, name) // a name with a slash (nvidia-caps/...) sits in a subdirectory
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,7 +36,11 @@ func (f fakeDev) stat(path string) (DevInfo, error) {
 	if _, err := os.Lstat(path); err != nil {
 		return DevInfo{}, err
 	}
-	info, ok := f.nodes[filepath.Base(path)]
+	rel, err := filepath.Rel(f.dir, path)
+	if err != nil {
+		return DevInfo{}, err
+	}
+	info, ok := f.nodes[rel]
 	if !ok {
 		return DevInfo{}, errors.New("not a device")
 	}
