@@ -7,6 +7,10 @@ the slices the NVIDIA DRA driver (driver name ``gpu.nvidia.com``) publishes: poo
 ``memory`` capacity. The device count is per node, so a negative test can make one node
 advertise fewer GPUs than the others; the model is per node too (:func:`manifests`).
 
+A ``mig`` layout publishes every GPU of the node as its MIG devices instead (type ``mig``), as the
+driver does for a GPU in MIG mode; :func:`mig_parents` are those GPUs, which the kubelet tier's
+plugin needs to hand a MIG device's container its parent's device node.
+
 Options the kubelet tier's plugin (tools/mod/simgpu) acts on: ``partitions`` gives each GPU the
 Fabric Manager attributes ``gpuModuleID`` and ``partitionN`` (:func:`hgx_8gpu_partitions` is
 the table tools/nodetier.py NodeSpec.fabric_partitions hands the plugin), ``unhealthy`` taints
@@ -33,6 +37,12 @@ DEVICE_CLASS = "gpu.nvidia.com"
 DEVICE_CLASS_SELECTOR = (
     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
 )
+# dra-driver-nvidia-gpu 95932046 deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-mig.yaml
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+MIG_DEVICE_CLASS_SELECTOR = (
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
+)
+MEMORY_SLICES = 8  # every MIG GPU (components/tables/mig_profiles.py)
 RESOURCE_API = "resource.k8s.io/v1"
 # Fixed namespace so the simulated GPU UUIDs are stable across runs.
 _UUID_NS = uuid.UUID("6f1b7c1e-3a55-4d0c-9a43-1c2d7f0e8b21")
@@ -130,24 +140,85 @@ def gpu_uuid(node: str, index: int) -> str:
     return f"GPU-{uuid.uuid5(_UUID_NS, f'{node}/gpu-{index}')}"
 
 
-def device_class_manifest() -> dict[str, Any]:
+def device_class_manifest(name: str = DEVICE_CLASS, selector: str = DEVICE_CLASS_SELECTOR) -> dict[str, Any]:
     return {
         "apiVersion": RESOURCE_API,
         "kind": "DeviceClass",
-        "metadata": {"name": DEVICE_CLASS},
-        "spec": {"selectors": [{"cel": {"expression": DEVICE_CLASS_SELECTOR}}]},
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": selector}}]},
     }
+
+
+def mig_device_class_manifest() -> dict[str, Any]:
+    return device_class_manifest(MIG_DEVICE_CLASS, MIG_DEVICE_CLASS_SELECTOR)
+
+
+@dataclass(frozen=True)
+class MigSlot:
+    """One MIG instance of a GPU's layout (components/tables/mig_profiles.py placements gives them)."""
+
+    profile: str  # e.g. 1g.10gb
+    profile_id: int  # GPU instance profile ID
+    start: int  # first memory slice
+    size: int  # memory slices
+    device_suffix: str  # mig-<profile slug>-<profile ID>-<start>
+
+
+def mig_uuid(node: str, index: int, slot: MigSlot) -> str:
+    """Deterministic ``MIG-<uuid>`` of one instance of GPU ``index`` of ``node``."""
+    return f"MIG-{uuid.uuid5(_UUID_NS, f'{node}/gpu-{index}/{slot.device_suffix}')}"
+
+
+def _mig_device(node: str, index: int, slot: MigSlot, m: GpuModel) -> dict[str, Any]:
+    """A static MIG device as the driver publishes it (deviceinfo.go MigDeviceInfo.GetDevice:
+    mig.go CommonAttributesMig plus uuid; CommonCapacitiesMig's memory, and memorySlice<i> = 1 for
+    each memory slice it holds). No index or minor: those are its parent's. The memory is the
+    parent's framebuffer by the share of memory slices; NVML's per-profile figure is a little
+    lower (9.75 GiB for an H100's 1g.10gb), which no check here depends on."""
+    total = int(m.memory.removesuffix("Mi"))
+    return {
+        "name": f"gpu-{index}-{slot.device_suffix}",  # the parent's minor, which is its index here
+        "attributes": {
+            "type": {"string": "mig"},
+            "uuid": {"string": mig_uuid(node, index, slot)},
+            "parentUUID": {"string": gpu_uuid(node, index)},
+            "profile": {"string": slot.profile},
+            "productName": {"string": m.product_name},
+            "brand": {"string": m.brand},
+            "architecture": {"string": m.architecture},
+            "driverVersion": {"version": m.driver_version},
+            "cudaDriverVersion": {"version": m.cuda_driver_version},
+            "cudaComputeCapability": {"version": m.cuda_compute_capability},
+        },
+        "capacity": {
+            "memory": {"value": f"{total * slot.size // MEMORY_SLICES}Mi"},
+            **{f"memorySlice{i}": {"value": "1"} for i in range(slot.start, slot.start + slot.size)},
+        },
+    }
+
+
+def mig_parents(node: str, gpus: int, model: GpuModel = GpuModel()) -> list[dict[str, Any]]:
+    """The node's GPUs in MIG mode as the kubelet tier's plugin reads them (its devices file's
+    `migParents`, rows of tools/mod/simgpu internal/gputable GPU)."""
+    return [{"index": i, "minor": i, "uuid": gpu_uuid(node, i), "productName": model.product_name,
+             "memoryMiB": int(model.memory.removesuffix("Mi"))} for i in range(gpus)]
 
 
 def resource_slice_manifest(
     node: str, gpus: int, model: GpuModel = GpuModel(), generation: int = 1, *,
     partitions: Mapping[int, Sequence[int]] | None = None, unhealthy: Iterable[int] = (),
+    mig: Sequence[MigSlot] = (),
 ) -> dict[str, Any]:
     """The node's slice. `partitions` (e.g. hgx_8gpu_partitions()) adds the Fabric Manager
     attributes and must cover exactly the node's module ids; `unhealthy` device indexes carry
-    health_taint()."""
+    health_taint(); `mig` cuts every GPU into these instances, published instead of the GPU."""
     if gpus < 0:
         raise ValueError(f"gpus must be >= 0, got {gpus}")
+    unhealthy = tuple(unhealthy)
+    if mig:
+        if partitions is not None or unhealthy:
+            raise ValueError("a MIG layout goes without Fabric Manager partitions and health taints here")
+        return _slice(node, generation, [_mig_device(node, i, slot, model) for i in range(gpus) for slot in mig])
     tainted = set(unhealthy)
     if bad := sorted(i for i in tainted if not 0 <= i < gpus):
         raise ValueError(f"unhealthy device indexes {bad} not on a node of {gpus} GPUs")
@@ -181,6 +252,10 @@ def resource_slice_manifest(
             dev["attributes"].update(partition_attributes(module_id(i), partitions))
         if i in tainted:
             dev["taints"] = [health_taint()]
+    return _slice(node, generation, devices)
+
+
+def _slice(node: str, generation: int, devices: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": RESOURCE_API,
         "kind": "ResourceSlice",

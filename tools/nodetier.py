@@ -117,6 +117,20 @@ class NodeSpec:
     # track: the node script's own host_toolkit writes the unit drop-in, its ExecStartPre lines run
     # with the real nvidia-ctk before containerd starts (KubeletNode.configure_toolkit).
     host_toolkit: bool = False
+    # The node's GPUs in MIG mode (tools/dra_publisher.py mig_parents), whose MIG devices `devices` holds.
+    mig_parents: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        """Physical GPUs: a MIG node publishes its GPUs' instances, not the GPUs."""
+        return len(self.mig_parents) if self.mig_parents else len(self.devices)
+
+    def devices_file(self) -> str:
+        """The plugin's --devices-file (tools/mod/simgpu cmd/ck8s-gpu-kubelet-plugin devices.go devicesFile)."""
+        doc: dict[str, Any] = {"devices": self.devices}
+        if self.mig_parents:
+            doc["migParents"] = self.mig_parents
+        return json.dumps(doc, indent=2)
 
 
 # --- configuration files (pure) ---------------------------------------------------------------
@@ -423,7 +437,7 @@ class KubeletNode:
         conf = kubelet_config(self.index, p, port=free_port(), healthz_port=free_port(),
                               cgroups=cgroup_root(self.name), feature_gates=self.spec.feature_gates)
         (p.kubelet / "config.json").write_text(json.dumps(conf, indent=2))
-        (p.gpu / "devices.json").write_text(json.dumps({"devices": self.spec.devices}, indent=2))
+        (p.gpu / "devices.json").write_text(self.spec.devices_file())
         p.fault_file.unlink(missing_ok=True)
 
     def add_address(self) -> None:
@@ -789,7 +803,7 @@ class NodeTier:
         node.stop_plugin()
         fabric = node.spec.fabric_partitions if fabric_partitions == "keep" else fabric_partitions
         node.spec = dataclasses.replace(node.spec, devices=devices, fabric_partitions=fabric)  # type: ignore[arg-type]
-        (node.paths.gpu / "devices.json").write_text(json.dumps({"devices": devices}, indent=2))
+        (node.paths.gpu / "devices.json").write_text(node.spec.devices_file())
         node.start_plugin()
 
         def shows_them() -> bool:

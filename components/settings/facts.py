@@ -43,14 +43,14 @@ def smoke_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:
 
 
 def gpus_provided(settings: Settings, pools: tuple[NodePoolSettings, ...] | None = None) -> int:
-    """GPUs the stack provides at its desired size (what the smoke test can count on); an
+    """Whole GPUs the stack provides at its desired size (what the smoke test can count on); an
     autoscaled pool at its maxSize: the smoke pods' own claims make the autoscaler launch its nodes
     (docs/autoscaling.md). The one count: the settings rules, the kind platform and the add-ons all
     ask this."""
     total = 0
     for pool in provided_pools(settings) if pools is None else pools:
         facts = pool_gpus(pool)
-        if facts is not None:
+        if facts is not None and not pool.cuts_gpus:  # MIG instances are no whole GPUs
             total += facts.count * (pool.max_nodes if pool.autoscaling is not None else pool.start_size)
     return total
 

@@ -322,6 +322,14 @@ class NodePoolSettings(_Model):
     mig: MigLayoutSettings | None = None
 
     @property
+    def cuts_gpus(self) -> bool:
+        """Whether the MIG layout cuts the pool's GPUs into instances: it then hands out MIG devices
+        only, never a whole GPU (the DRA driver publishes a GPU in MIG mode as its MIG devices alone:
+        dra-driver-nvidia-gpu 95932046 cmd/gpu-kubelet-plugin/nvlib.go enumerateAllPossibleDevices)."""
+        m = self.mig
+        return m is not None and (bool(m.devices) or (m.config is not None and m.config != "all-disabled"))
+
+    @property
     def start_size(self) -> int:
         """Nodes the pool has after `up` with no work queued: its desired size, or an autoscaled
         pool's autoscaling.minSize (the Auto Scaling group's size; Karpenter adds the rest)."""
@@ -569,12 +577,14 @@ class SmokeTestSettings(_Model):
     # The cases (docs/smoke-test.md says what each proves). `wholeGpu`: the `gpus` single-GPU pods;
     # false on clusters whose GPUs are all MIG-partitioned, where no whole GPU can be allocated
     # (then the MIG case is the one that proves the path, and no other case may ask for whole GPUs).
+    # Unset, it is false where every pool the smoke pods may use has a MIG layout that cuts its GPUs.
     whole_gpu: bool = True
     shared_claim: bool = False  # one pod, two containers, one claim from a template
     # Two pods of one Job naming one ResourceClaim object (NVIDIA's demo gpu-test3).
     shared_named_claim: bool = False
     gang: bool = False
-    # null: on exactly when migProfile names a profile.
+    # null: on when migProfile names a profile or a pool's MIG layout cuts its GPUs (one pod per
+    # profile of each such pool's layout, on that pool: components/smoke/cases/mig.py).
     mig: bool | None = None
     # The MIG profile the MIG case asks for, as the DRA driver publishes it (`1g.10gb`, `1c.2g.20gb`,
     # `1g.10gb+me`); null: any MIG device. Syntax checked by settings.rules.
@@ -618,13 +628,6 @@ class SmokeTestSettings(_Model):
     # Smoke case `gpuHealth`: no device the driver tainted goes to a claim without a toleration.
     # null: on exactly when gpuStack.gpuHealth is (effectively) on.
     gpu_health: bool | None = None
-
-    @model_validator(mode="after")
-    def _mig_from_profile(self) -> SmokeTestSettings:
-        if self.mig is None:
-            # Frozen model; this runs once, inside validation (as Settings._derived_defaults does).
-            object.__setattr__(self, "mig", self.mig_profile is not None)
-        return self
 
 
 class ExistingNetwork(_Model):
@@ -752,6 +755,15 @@ class Settings(_Model):
             # Only the kubelet pools run containers: the in-container checks need the pods there.
             pool = self.local.kubelet_pools[0]
             object.__setattr__(self, "smoke_test", self.smoke_test.model_copy(update={"pool": pool}))
+        t, cut = self.smoke_test, [p for p in self.node_pools if p.cuts_gpus]
+        update: dict[str, Any] = {}
+        if t.mig is None:
+            update["mig"] = t.mig_profile is not None or bool(cut)
+        reachable = [p for p in self.node_pools if t.pool in (None, p.name)]
+        if "whole_gpu" not in t.model_fields_set and reachable and all(p.cuts_gpus for p in reachable):
+            update["whole_gpu"] = False  # no whole GPU to ask for: the MIG case proves the path
+        if update:
+            object.__setattr__(self, "smoke_test", t.model_copy(update=update))
         return self
 
     @property

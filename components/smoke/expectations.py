@@ -64,6 +64,7 @@ class CaseExpectation:
     pod_group: str = ""
     claim: str = ""  # the ResourceClaim object every pod names (shared-named); "" = one claim per pod
     profile: str = ""  # the MIG profile asked for (mig); "" = any
+    device_type: str = "gpu"  # the `type` attribute of the devices the case asks for: gpu | mig
     sharing: str = ""  # GpuConfig sharing strategy on the case's claims (TimeSlicing | MPS); "" = none
     # all-reduce: GPUs (ranks) per pod, and the floor of nccl-tests' average bus bandwidth with its source.
     gpus_per_pod: int = 0

@@ -18,6 +18,11 @@ Sources:
   of its set; no NVIDIA table of GB200 profiles was found).
 - [DRA] dra-driver-nvidia-gpu 95932046 cmd/gpu-kubelet-plugin/partitions.go: "on a B200 GPU, the
   3g.90gb device consumes 4 out of 8 memory slices in total, but only 3 out of seven SMs".
+- [GIP] the GPU instance profile IDs, `nvidia-smi mig -lgip` on an H100 80GB HBM3 (jbarrow.ai field
+  notes "Nvidia MIG", 2026-06-11: 1g.10gb 19, 1g.10gb+me 20, 1g.20gb 15, 2g.20gb 14, 3g.40gb 9,
+  4g.40gb 5, 7g.80gb 0), the same IDs as the MIG User Guide's A100 listing; the DRA driver's device
+  names carry them (mig.go ToCanonicalName `gpu-<minor>-mig-<profile>-<profile ID>-<placement start>`;
+  examples in its tree: gpu-0-mig-1g12gb-19-0, gpu-1-mig-2g47gb-14-0).
 
 The placements of the Hopper and Blackwell parts are taken to be the A100's: go-nvml's mocks of
 them simplify placements (3g at size 3) and no NVIDIA page lists them; the shapes (slices per
@@ -27,6 +32,7 @@ refuses fails on the node (mig-parted sets nvidia.com/mig.config.state=failed), 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 COMPUTE_SLICES = 7
@@ -41,17 +47,18 @@ class MigShape:
     memory: int
     starts: tuple[int, ...]
     max_count: int
+    profile_id: int  # the GPU instance profile ID NVML knows it by ([GIP])
     media_extensions: bool = False  # `+me`: the GPU's one set of decoders/encoders, at most one instance
 
 
 # The seven classes, in [MIG]'s column order.
-ONE = MigShape(1, 1, (0, 1, 2, 3, 4, 5, 6), 7)
-ONE_ME = MigShape(1, 1, (0, 1, 2, 3, 4, 5, 6), 1, media_extensions=True)
-ONE_DOUBLE = MigShape(1, 2, (0, 2, 4, 6), 4)
-TWO = MigShape(2, 2, (0, 2, 4), 3)
-THREE = MigShape(3, 4, (0, 4), 2)
-FOUR = MigShape(4, 4, (0,), 1)
-SEVEN = MigShape(7, 8, (0,), 1)
+ONE = MigShape(1, 1, (0, 1, 2, 3, 4, 5, 6), 7, 19)
+ONE_ME = MigShape(1, 1, (0, 1, 2, 3, 4, 5, 6), 1, 20, media_extensions=True)
+ONE_DOUBLE = MigShape(1, 2, (0, 2, 4, 6), 4, 15)
+TWO = MigShape(2, 2, (0, 2, 4), 3, 14)
+THREE = MigShape(3, 4, (0, 4), 2, 9)
+FOUR = MigShape(4, 4, (0,), 1, 5)
+SEVEN = MigShape(7, 8, (0,), 1, 0)
 
 
 def _profiles(one: str, one_double: str, two: str, three: str, four: str, seven: str) -> dict[str, MigShape]:
@@ -103,9 +110,15 @@ def layout_problem(gpu: str, devices: dict[str, int]) -> str | None:
 
 
 def _placeable(instances: list[MigShape]) -> bool:
-    """Whether every instance gets a start with no memory slice shared (largest first, backtracking)."""
+    return _place(instances) is not None
+
+
+def _place(instances: list[MigShape]) -> list[tuple[MigShape, int]] | None:
+    """A start for every instance with no memory slice shared (largest first, backtracking, lowest
+    start first), as (shape, start) in placing order; None when there is none."""
     order = sorted(instances, key=lambda s: (-s.memory, len(s.starts)))
     taken = [False] * MEMORY_SLICES
+    placed: list[tuple[MigShape, int]] = []
 
     def place(i: int) -> bool:
         if i == len(order):
@@ -116,13 +129,47 @@ def _placeable(instances: list[MigShape]) -> bool:
             if span.stop <= MEMORY_SLICES and not any(taken[j] for j in span):
                 for j in span:
                     taken[j] = True
+                placed.append((shape, start))
                 if place(i + 1):
                     return True
+                placed.pop()
                 for j in span:
                     taken[j] = False
         return False
 
-    return place(0)
+    return placed if place(0) else None
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One GPU instance of a layout where it sits: what the DRA driver names and publishes it by."""
+
+    profile: str
+    profile_id: int
+    start: int  # first memory slice
+    size: int  # memory slices
+
+    @property
+    def device_suffix(self) -> str:
+        """`mig-<profile>-<profile ID>-<start>` of the driver's device name (mig.go ToCanonicalName:
+        the profile without dots, made RFC 1123: lower case, other characters than [a-z0-9-] as `-`)."""
+        slug = re.sub(r"[^a-z0-9-]", "-", self.profile.replace(".", "").lower()).strip("-")
+        return f"mig-{slug}-{self.profile_id}-{self.start}"
+
+
+def placements(gpu: str, devices: dict[str, int]) -> list[MigInstance]:
+    """Where the instances of a valid layout sit on one GPU, by start. The MIG manager leaves the
+    choice to NVML (mig-parted creates each instance without a placement); this is one valid
+    placement, the one the simulated driver publishes. Raises ValueError for a layout that does
+    not fit (layout_problem says why)."""
+    if (why := layout_problem(gpu, devices)) is not None:
+        raise ValueError(why)
+    shapes = MIG_PROFILES[gpu]
+    names = {id(shape): name for name, shape in shapes.items()}
+    placed = _place([shapes[p] for p, n in sorted(devices.items()) for _ in range(n)])
+    assert placed is not None  # layout_problem placed them already
+    return sorted((MigInstance(names[id(shape)], shape.profile_id, start, shape.memory) for shape, start in placed),
+                  key=lambda m: m.start)
 
 
 def named_layout(gpu: str, config: str) -> dict[str, int] | None:

@@ -210,7 +210,7 @@ def run(layout: Layout) -> int:
     refresh_project(layout, settings, record.probe_image, SETTINGS_KEY)
     report = deploy(layout, bin_dir, record)
     kwok = pool(settings, "gpu")
-    cluster = Cluster(layout, bin_dir, sys.executable, {s.name: len(s.devices) for s in specs},
+    cluster = Cluster(layout, bin_dir, sys.executable, {s.name: s.gpus for s in specs},
                       {f"gpu-node-{i}": gpu_count(kwok["instanceType"]) for i in range(kwok["desiredSize"])},
                       SAMPLE_WORKLOAD, SIMULATED_POOL_LABEL)
     layout.env_file.write_text(env_file(cluster))

@@ -13,11 +13,13 @@ import yaml
 
 from components.addons import dra_driver_gates as dra_gates
 from components.facts.feature_gates import smoke_gpu_health_on
+from components.facts.mig import config_name, pool_mig_devices
 from components.settings.facts import compute_domains_on
 from components.settings.model import Settings
 from components.smoke.expectations import INSTANCE_TYPE_LABEL
 from components.tables.instance_types import gpu_facts, nvlink_domain
-from components.tables.labels import SIMULATED_POOL_LABEL
+from components.tables.labels import MIG_CONFIG_LABEL, SIMULATED_POOL_LABEL
+from components.tables.mig_profiles import placements
 from tests.helpers.cluster_gates import kubelet_gates, local_cluster_gates
 from tests.helpers.tools import TOOLS_DIR, load_tool
 
@@ -61,7 +63,8 @@ def start_kwok_pool(work: Path, bin_dir: Path, settings: dict[str, Any]) -> tupl
         for node in nodes:
             cluster.kubectl("label", "node", node, f"{SIMULATED_POOL_LABEL}={KWOK_POOL}", "--overwrite")
         model = gpu_model(kwok["instanceType"])
-        cluster.apply([dra.device_class_manifest()]
+        # Both classes, as the DRA driver's chart creates them (deviceclass-gpu.yaml, deviceclass-mig.yaml).
+        cluster.apply([dra.device_class_manifest(), dra.mig_device_class_manifest()]
                       + [dra.resource_slice_manifest(n, g, model) for n, g in nodes.items()])
     except BaseException:
         cluster.down()
@@ -80,7 +83,11 @@ def node_specs(settings: dict[str, Any]) -> list[Any]:
     gates as the dra-driver add-on sets them, the compute-domain plugin on multi-node NVLink pools
     when compute domains are on, and the kubelet gates of the table. With the gpuHealth case on,
     gpu-0 of every node of smokeTest.pool carries NVIDIA's health taint: the allocator tries devices
-    in slice order, so a scheduler ignoring taints would hand it out first."""
+    in slice order, so a scheduler ignoring taints would hand it out first. A pool whose MIG layout
+    cuts its GPUs publishes each GPU as that layout's MIG devices (placed by components/tables/
+    mig_profiles.py placements) and its nodes carry the MIG manager's label, as they would have
+    joined with it (components/facts/nodes.py pool_node_labels): the simulated driver plays the
+    MIG manager having applied the layout."""
     nt, dra = load_tool("nodetier"), load_tool("dra_publisher")
     parsed = Settings.model_validate(settings)
     driver_gates = dra_gates.feature_gates(parsed)
@@ -90,15 +97,21 @@ def node_specs(settings: dict[str, Any]) -> list[Any]:
     for p in kubelet_pools(settings):
         itype, name = p["instanceType"], p["name"]
         gpus, domain = gpu_count(itype), nvlink_domain(itype)
+        parsed_pool = next(pp for pp in parsed.node_pools if pp.name == name)
+        slots = mig_slots(parsed_pool)
         fabric = (dra.hgx_8gpu_partitions() if parsed.gpu_stack.nvlink_partitions and domain.nvswitch
-                  and domain.scope == "single-node" and gpus == 8 else None)
-        tainted = [0] if health and name == smoke_pool else []
+                  and domain.scope == "single-node" and gpus == 8 and not slots else None)
+        tainted = [0] if health and name == smoke_pool and not slots else []
+        labels = {SIMULATED_POOL_LABEL: name, INSTANCE_TYPE_LABEL: itype}
+        if parsed_pool.mig is not None:
+            labels[MIG_CONFIG_LABEL] = config_name(parsed_pool)
         for i in range(p["desiredSize"]):
             node = f"{name}-node-{i}"
             devices = dra.resource_slice_manifest(node, gpus, gpu_model(itype), partitions=fabric,
-                                                  unhealthy=tainted)["spec"]["devices"]
+                                                  unhealthy=tainted, mig=slots)["spec"]["devices"]
             specs.append(nt.NodeSpec(
-                node, devices, labels={SIMULATED_POOL_LABEL: name, INSTANCE_TYPE_LABEL: itype},
+                node, devices, labels=labels,
+                mig_parents=dra.mig_parents(node, gpus, gpu_model(itype)) if slots else [],
                 compute_domains=domains and domain.scope == "multi-node",
                 feature_gates=kubelet, gpu_plugin_gates=driver_gates, fabric_partitions=fabric,
                 # as the aws stacks' GPU workers (gpuStack.toolkit host on a CDI track): the runtimes
@@ -107,9 +120,21 @@ def node_specs(settings: dict[str, Any]) -> list[Any]:
     return specs
 
 
+def mig_slots(pool: Any) -> list[Any]:
+    """The MIG instances on each GPU of a pool whose layout cuts them ([] otherwise), as the
+    publisher takes them."""
+    facts = gpu_facts(pool.instance_type)
+    devices = pool_mig_devices(pool) if pool.cuts_gpus else None
+    if not devices or facts is None:
+        return []
+    dra = load_tool("dra_publisher")
+    return [dra.MigSlot(m.profile, m.profile_id, m.start, m.size, m.device_suffix)
+            for m in placements(facts.product_name, devices)]
+
+
 def kubelet_tier(work: Path, bin_dir: Path, cluster: Any, settings: dict[str, Any]) -> tuple[Any, dict[str, int]]:
     """The node tier for the kubelet pools, not started yet (NodeTier, node -> GPUs)."""
     nt = load_tool("nodetier")
     specs = node_specs(settings)
-    nodes = {s.name: len(s.devices) for s in specs}
+    nodes = {s.name: s.gpus for s in specs}
     return nt.NodeTier(work / "nodes", Path(cluster.kubeconfig), specs, bin_dir=bin_dir), nodes

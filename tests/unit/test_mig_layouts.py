@@ -152,13 +152,39 @@ def test_an_autoscaled_pool_cannot_be_cut() -> None:
     assert "the autoscaler models whole GPUs only" in found["settings.nodePools[0].mig"], found
 
 
-@pytest.mark.parametrize("platform", ["existing", "local"])
-def test_where_this_program_makes_no_node_the_layout_is_refused(platform: str) -> None:
+@pytest.mark.parametrize(("platform", "why"), [
+    ("existing", "on existing this program makes no node"),
+    ("local", "'h100' is a KWOK pool"),  # only local.kubeletPools run the simulated driver
+    ("kind", "fake-gpu-operator publishes whole GPUs only"),
+])
+def test_where_nothing_would_cut_the_gpus_the_layout_is_refused(platform: str, why: str) -> None:
     raw = {"platform": platform, "environment": "dev",
            "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "mig": {"config": "all-1g.10gb"}}]}
     found = problems(raw)
-    assert f"on {platform} this program makes no node" in found["settings.nodePools[0].mig"], found
+    assert why in found["settings.nodePools[0].mig"], found
 
 
-def test_the_mig_case_runs_on_a_layout_without_a_cluster_wide_strategy() -> None:
-    parse(stack(pool(config="all-1g.10gb"), smokeTest={"mig": True, "migProfile": "1g.10gb"}), "test")
+def test_a_stack_of_cut_pools_proves_the_path_with_the_mig_case_alone() -> None:
+    s = parse(stack(pool(config="all-1g.10gb")), "test")  # no cluster-wide migStrategy needed
+    assert (s.smoke_test.mig, s.smoke_test.whole_gpu) == (True, False)
+    # A whole-GPU pool beside it keeps the whole-GPU case; all-disabled cuts nothing.
+    s = parse(stack(pool(config="all-balanced"), pool("whole", "p5.48xlarge", config="all-disabled")), "test")
+    assert (s.smoke_test.mig, s.smoke_test.whole_gpu) == (True, True)
+    assert not parse(stack(pool("whole", "p5.48xlarge", config="all-disabled")), "test").smoke_test.mig
+
+
+def test_whole_gpu_work_pinned_to_a_cut_pool_is_refused_at_its_field() -> None:
+    whole = {**pool("whole"), "mig": None}
+    found = problems(stack(pool("a100", "p4d.24xlarge", config="all-1g.5gb"), whole, smokeTest={
+        "pool": "a100", "wholeGpu": True,
+        "nvlinkGroup": {"enabled": True, "pool": "a100"},
+        "firstAvailable": {"enabled": True, "preferredPool": "whole", "fallbackPool": "a100"}}))
+    assert "cuts every GPU into MIG devices" in found["settings.smokeTest.gpus"], found
+    for key in ("nvlinkGroup.pool", "firstAvailable.fallbackPool"):
+        assert "never hands out" in found[f"settings.smokeTest.{key}"], found
+    assert "settings.smokeTest.firstAvailable.preferredPool" not in found
+
+
+def test_a_cluster_wide_profile_beside_pool_layouts_is_refused() -> None:
+    found = problems(stack(pool(config="all-1g.10gb"), smokeTest={"migProfile": "1g.10gb"}))
+    assert "leave migProfile out" in found["settings.smokeTest.migProfile"], found

@@ -43,6 +43,31 @@ def _layout(path: str, p: NodePoolSettings) -> Iterator[Problem]:
         yield f"{path}.devices", why
 
 
+def _where(s: Settings, path: str, p: NodePoolSettings) -> Iterator[Problem]:
+    """Who cuts the pool's GPUs: the GPU Operator's MIG manager on aws; on local the simulated
+    driver of the kubelet pools (tools/mod/simgpu), which publishes the layout as cut."""
+    if s.platform == "local":
+        if p.name not in s.local.kubelet_pools:
+            yield path, (f"'{p.name}' is a KWOK pool: its slices come from the test publisher with whole GPUs "
+                         "(tests/helpers/node_tier.py start_kwok_pool); only a kubelet pool (local.kubeletPools) "
+                         "runs the simulated driver that publishes a MIG layout")
+        return
+    if s.platform == "kind":
+        # run-ai/fake-gpu-operator v0.2.0 internal/dra-plugin-gpu/discovery.go publishes type gpu only.
+        yield path, "kind's fake-gpu-operator publishes whole GPUs only: no node of kind can show a MIG layout"
+        return
+    if s.platform != "aws":
+        yield path, (f"on {s.platform} this program makes no node, so none joins with the layout's label "
+                     "(nvidia.com/mig.config): label the nodes yourself and leave mig out, or use aws")
+        return
+    if s.gpu_stack.dra_managed_by == "operator":
+        # gpu-operator v26.7.0 api/nvidia/v1alpha1/gpucluster_types.go: no MIG manager under a GPUCluster.
+        yield path, ("gpuStack.draManagedBy is operator: a GPUCluster deploys no MIG manager to cut the GPUs; "
+                     "use draManagedBy chart")
+    if s.gpu_stack.addons.gpu_operator.enabled is False:
+        yield path, "needs the GPU Operator's MIG manager: gpuStack.addons.gpuOperator.enabled is false"
+
+
 def _mig_layouts(s: Settings) -> Iterator[Problem]:
     for i, p in enumerate(s.node_pools):
         if MIG_CONFIG_LABEL in p.labels:
@@ -54,15 +79,7 @@ def _mig_layouts(s: Settings) -> Iterator[Problem]:
             continue
         path = f"{ROOT}.nodePools[{i}].mig"
         yield from _layout(path, p)
-        if s.platform != "aws":
-            yield path, (f"on {s.platform} this program makes no node, so none joins with the layout's label "
-                         "(nvidia.com/mig.config): label the nodes yourself and leave mig out, or use aws")
-        if s.gpu_stack.dra_managed_by == "operator":
-            # gpu-operator v26.7.0 api/nvidia/v1alpha1/gpucluster_types.go: no MIG manager under a GPUCluster.
-            yield path, ("gpuStack.draManagedBy is operator: a GPUCluster deploys no MIG manager to cut the GPUs; "
-                         "use draManagedBy chart")
-        if s.gpu_stack.addons.gpu_operator.enabled is False:
-            yield path, "needs the GPU Operator's MIG manager: gpuStack.addons.gpuOperator.enabled is false"
+        yield from _where(s, path, p)
         if p.autoscaling is not None:
             # The provider models whole GPUs only (components/settings/rules/autoscaling.py says where).
             yield path, ("an autoscaled pool: the autoscaler models whole GPUs only, so a claim for a MIG device "

@@ -34,7 +34,12 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     mirror_ok = s.platform != "kind" or s.kind.mirror_pool in (None, *(p.name for p in s.node_pools))
     available = gpus_provided(s, smoke_pools(s)) if known and mirror_ok else 0
     if t.whole_gpu and known and mirror_ok and needed > available:
-        if s.platform == "kind":
+        cut_pools = [p.name for p in smoke_pools(s) if p.cuts_gpus]
+        if cut_pools:
+            yield (f"{path}.gpus", f"needs {needed} whole GPUs but {available} remain at the desired size: the MIG "
+                                   f"layout of {', '.join(cut_pools)} cuts every GPU into MIG devices (set wholeGpu false "
+                                   "and let the MIG case prove the path, or pin smokeTest.pool to a whole-GPU pool)")
+        elif s.platform == "kind":
             yield (f"{path}.gpus", f"needs {needed} GPUs but kind simulates only pool '{mirrored_pool(s).name}' "
                                    f"({available} GPUs); set settings.kind.mirrorPool or lower the count")
         elif t.pool is not None:
@@ -58,15 +63,40 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     if t.mig and ((s.gpu_stack.mig_strategy == "none" and not layouts) or s.gpu_stack.allocation != "dra"):
         yield (f"{path}.mig", "the MIG case needs MIG devices (a pool's nodePools[].mig layout, or "
                               "gpuStack.migStrategy single|mixed) and allocation dra")
-    if t.mig and s.platform in SIMULATED_GPUS:
+    simulated_mig = s.platform == "local" and any(p.cuts_gpus and p.name in s.local.kubelet_pools
+                                                  for p in s.node_pools)
+    if t.mig and s.platform in SIMULATED_GPUS and not simulated_mig:
         yield (f"{path}.mig", f"{SIMULATED_GPUS[s.platform]} publishes whole GPUs only (type gpu): no MIG device "
                               "exists, so the MIG case could never be allocated")
+    if t.mig_profile is not None and layouts:
+        yield (f"{path}.migProfile", "with nodePools[].mig layouts the MIG case asks each such pool for every "
+                                     "profile of its own layout: leave migProfile out")
+    yield from _whole_gpus_on_cut_pools(s)
     for i, secret in enumerate(t.image_pull_secrets):
         # Secret names are DNS subdomains (k8s.io/apimachinery validation IsDNS1123Subdomain).
         for reason in k8s_syntax.dns_subdomain_problems(secret):
             yield f"{path}.imagePullSecrets[{i}]", f"'{cut(secret)}' is no Secret name: {reason}"
     yield from _smoke_cases(s)
     yield from _smoke_memory(s)
+
+
+def _whole_gpus_on_cut_pools(s: Settings) -> Iterator[Problem]:
+    """Every smoke setting that pins whole-GPU work to a pool, judged against that pool's MIG layout:
+    a cut pool has no whole GPU, so such a case could never be allocated there. (smokeTest.pool with
+    whole-GPU cases: the GPU count above says it with numbers.)"""
+    t, path = s.smoke_test, f"{ROOT}.smokeTest"
+    cut_pools = {p.name for p in s.node_pools if p.cuts_gpus}
+    pinned = (
+        ("allReduce.pool", t.all_reduce.pool, t.all_reduce.enabled),
+        ("nvlinkGroup.pool", t.nvlink_group.pool, t.nvlink_group.enabled),
+        ("computeDomain.pool", t.compute_domain.pool, t.compute_domain.enabled),
+        ("firstAvailable.preferredPool", t.first_available.preferred_pool, t.first_available.enabled),
+        ("firstAvailable.fallbackPool", t.first_available.fallback_pool, t.first_available.enabled),
+    )
+    for key, name, whole in pinned:
+        if whole and name in cut_pools:
+            yield (f"{path}.{key}", f"'{name}' has a MIG layout that cuts every GPU (nodePools[].mig): the case "
+                                    "asks for whole GPUs, which that pool never hands out")
 
 
 # Who publishes the GPUs where no NVIDIA driver runs (components/kube/cluster_handle.py simulated_gpus).

@@ -53,7 +53,7 @@ def check_device_class(v: View) -> CheckResult:
     present = {name(dc): dc for dc in v.snap.device_classes}
     wanted: dict[str, str] = {}
     for c in v.exp.cases:
-        wanted[c.device_class] = "mig" if c.case == "mig" else wanted.get(c.device_class, "gpu")
+        wanted[c.device_class] = "mig" if c.device_type == "mig" else wanted.get(c.device_class, "gpu")
     if not wanted:
         return CheckResult("device-class", "DeviceClass", FAILED, "no case to run: no DeviceClass to look up")
     problems = []

@@ -318,7 +318,8 @@ def expectations(*, pools: tuple[PoolExpectation, ...] | None, cases: tuple[str,
             "shared-named": CaseExpectation("shared-named", n, 2, ("probe",), "gpu.nvidia.com", False, claim=n,
                                             sharing=sharing),
             "gang": CaseExpectation("gang", n, gpus, ("probe",), "gpu.nvidia.com", True, pod_group=n),
-            "mig": CaseExpectation("mig", n, 1, ("probe",), "mig.nvidia.com", False, profile=mig_profile),
+            "mig": CaseExpectation("mig", n, 1, ("probe",), "mig.nvidia.com", False, profile=mig_profile,
+                                    device_type="mig"),
         }[c]
 
     return Expectations(namespace=NS, run_id=RUN, resource_api=API, driver=DRIVER, device_class="gpu.nvidia.com",

@@ -32,6 +32,17 @@ AWS_ALL_CASES: dict[str, Any] = {
 }
 
 # Every GPU MIG-partitioned: no whole-GPU case, the MIG case with a profile proves the path.
+# Two pools cut by their MIG layouts (nodePools[].mig): the MIG case asks each for each of its profiles.
+AWS_MIG_POOLS: dict[str, Any] = {
+    "platform": "aws",
+    "region": "eu-west-1",
+    "nodePools": [
+        {"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1,
+         "mig": {"config": "all-balanced"}},
+        {"name": "a100", "instanceType": "p4d.24xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1,
+         "mig": {"devices": {"3g.20gb": 2}}},
+    ],
+}
 AWS_MIG_ONLY: dict[str, Any] = {
     "platform": "aws",
     "region": "eu-west-1",

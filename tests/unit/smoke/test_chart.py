@@ -25,6 +25,7 @@ PLANS = {
     "aws-all-cases": lambda: sf.plan(sf.AWS_ALL_CASES),
     "aws-all-reduce": lambda: sf.plan(sf.AWS_ALL_REDUCE),
     "aws-mig-only": lambda: sf.plan(sf.AWS_MIG_ONLY),
+    "aws-mig-pools": lambda: sf.plan(sf.AWS_MIG_POOLS),
     "aws-mps": lambda: sf.plan(sf.AWS_MPS),
     "aws-nvlink-group": lambda: sf.plan(sf.AWS_NVLINK_GROUP),
     "kind": lambda: sf.plan(sf.KIND),

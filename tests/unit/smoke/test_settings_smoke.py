@@ -47,7 +47,25 @@ def test_a_mig_only_smoke_test_is_accepted_and_runs_only_the_mig_case() -> None:
     assert [c.case for c in plan.expectations.cases] == ["mig"]
     assert plan.expectations.cases[0].profile == "1g.10gb"
     assert plan.values["cases"]["wholeGpu"] is False
-    assert plan.values["cases"]["mig"] == {"enabled": True, "deviceClassName": "mig.nvidia.com", "profile": "1g.10gb"}
+    assert plan.values["cases"]["mig"] == {"enabled": True, "deviceClassName": "mig.nvidia.com", "profile": "1g.10gb",
+                                           "pools": []}  # no pool has a layout: the one cluster-wide pod
+
+
+def test_pools_with_layouts_get_a_pod_per_profile_each_on_its_pool() -> None:
+    def mig_pool(name: str, itype: str, **layout: object) -> dict[str, object]:
+        return {"name": name, "instanceType": itype, "minSize": 1, "desiredSize": 1, "maxSize": 1, "mig": layout}
+
+    raw = {**AWS_MIG, "nodePools": [mig_pool("h100", "p5.48xlarge", config="all-balanced"),
+                                    mig_pool("a100", "p4d.24xlarge", devices={"3g.20gb": 2})]}
+    raw.pop("gpuStack", None)  # the layouts need no cluster-wide strategy
+    plan = sf.plan(raw)
+    cases = [(c.case, c.param("pool"), c.profile, c.device_type) for c in plan.expectations.cases]
+    assert cases == [("mig0-0", "h100", "1g.10gb", "mig"), ("mig0-1", "h100", "2g.20gb", "mig"),
+                     ("mig0-2", "h100", "3g.40gb", "mig"), ("mig1-0", "a100", "3g.20gb", "mig")]
+    pools = plan.values["cases"]["mig"]["pools"]
+    assert [(p["case"], p["profile"], p["nodeSelector"]) for p in pools][-1] == (
+        "mig1-0", "3g.20gb", {"ck8s-gpu/pool": "a100"})
+    assert plan.values["cases"]["wholeGpu"] is False  # no whole GPU left anywhere
 
 
 def test_the_mig_case_stays_off_without_a_profile_or_mig() -> None:
