@@ -60,7 +60,7 @@ PASSPHRASE = "node-tier-integration-test"
 # Every hop, the in-container ones included, must have run and passed (none skipped).
 MUST_PASS = ("device-class", "resource-slices", "claims-allocated", "scheduler", "claim-node", "pods-started",
              "container-device", "distinct-gpus", "jobs-complete", "claims-released", "case-nvlink-group",
-             "case-gpu-health", "case-compute-domain", "case-first-available")
+             "case-gpu-health", "case-compute-domain", "case-first-available", "case-mig")
 # Case inference (smokeTest.inference, which this test turns on: the stack file leaves it off, since
 # `make up` runs no gateway, KEDA or Prometheus): every hop of a model served behind the gateway.
 INFERENCE_HOPS = tuple(check for check, _hop in inference.HOPS)
@@ -227,6 +227,20 @@ def test_smoke_pods_run_on_real_kubelets_and_see_exactly_their_gpu(tier: Tier) -
     where = {uuid_of[u] for u in uuids}
     assert len(uuids) == 4 and {n for n, _ in where} == {group["spec"]["nodeName"]}, (uuids, where)
     assert len({devices[w]["attributes"]["partition4"]["int"] for w in where}) == 1, where
+    # mig: the `mig` pool's layout (all-balanced on one H100) published as MIG devices; one pod per
+    # profile, each on that pool's node, seeing the MIG device of its own profile under its GPU.
+    mig_pods = [p for p in run_pods(tier, report)
+                if p["metadata"].get("labels", {}).get(CASE_LABEL, "").startswith("mig")]
+    profiles = set()
+    for pod in mig_pods:
+        uuids = probe_lines(tier, pod, "uuid")
+        (mig_uuid,) = [u for u in uuids if u.startswith("MIG-")]
+        node, device = uuid_of[mig_uuid]
+        attrs = devices[(node, device)]["attributes"]
+        assert node == pod["spec"]["nodeName"] == "mig-node-0", (node, pod["spec"]["nodeName"])
+        assert set(uuids) == {mig_uuid, attrs["parentUUID"]["string"]}, uuids  # nvidia-smi -L: GPU, then MIG
+        profiles.add(attrs["profile"]["string"])
+    assert profiles == {"1g.10gb", "2g.20gb", "3g.40gb"}, profiles
     # computeDomain: two pods on two nodes, each with the IMEX channel in its container.
     cd_pods = run_pods(tier, report, "compute-domain")
     assert len({p["spec"]["nodeName"] for p in cd_pods}) == 2, cd_pods
