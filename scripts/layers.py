@@ -50,8 +50,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("validate | wiring",)),
     ("public face", "the typed components other programs build, and the package that exports them",
      ("api", "")),
-    ("operator tools", "offline plan, node images, state repair, the component provider",
-     ("plan | images | state | provider",)),
+    ("operator tools", "offline plan, node images, state repair, the component provider, reports over a "
+     "running cluster's history", ("plan | images | state | provider | report",)),
     ("tools over plans and images", "the policy pack, region stamping and pre-flight (which checks the node images)",
      ("policies | stamping | preflight",)),
     ("cli", "the `ck8s-gpu` command", ("cli",)),

@@ -73,6 +73,7 @@ targets=(
   "ck8s-gpu-kubelet-plugin|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-gpu-kubelet-plugin|"
   "ck8s-sim-nvidia-smi|simgpu|ck8s-gpu.local/tools/simgpu/cmd/nvidia-smi|"
   "ck8s-sim-compute-domain|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-sim-compute-domain|"
+  "ck8s-sim-dcgm-exporter|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-sim-dcgm-exporter|"
   # The smoke test's `inference` case: the model-server stand-in the probe image carries.
   "ck8s-model-server|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-model-server|"
   # The node tier's GPU runtimes: the node script's nvidia-ctk chain and the three handlers the GPU

@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compute_domain_sim
 import probe_image
-from localcluster import LOOPBACK, free_port, tools_bin_dir
+from localcluster import LOOPBACK, component_ports, free_port, tools_bin_dir
 
 #: The NVIDIA Container Toolkit of a GPU node image (tools/mod/nvidia-container-toolkit, the pinned
 #: version): nvidia-ctk, the three runtimes the GPU Operator's RuntimeClasses name, and the prestart
@@ -64,8 +64,12 @@ TOOLKIT_BINARIES = ("nvidia-ctk", "nvidia-container-runtime", "nvidia-container-
 #: Binaries of the tools cache this tier needs (tools/build.sh).
 #: The smoke `inference` case's model-server stand-in, carried in the probe image (tools/probe_image.py).
 MODEL_SERVER = "ck8s-model-server"
+#: dcgm-exporter's stand-in (tools/mod/simgpu cmd/ck8s-sim-dcgm-exporter), one per node, on the node's
+#: address at NodeTier.dcgm_port: what the utilization report and the smoke test's DCGM hop read.
+DCGM_EXPORTER = "ck8s-sim-dcgm-exporter"
 REQUIRED_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "ck8s-gpu-kubelet-plugin",
-                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY, MODEL_SERVER, *TOOLKIT_BINARIES)
+                     "ck8s-sim-nvidia-smi", compute_domain_sim.BINARY, MODEL_SERVER, DCGM_EXPORTER,
+                     *TOOLKIT_BINARIES)
 #: The EC2 node script: its host_toolkit function configures a host-toolkit node's containerd here too.
 NODE_SCRIPT = Path(__file__).resolve().parents[1] / "components" / "aws" / "scripts" / "ck8s-node.sh"
 TOOLKIT_UNIT = "snap.k8s.containerd.service.d/10-ck8s-gpu-nvidia-runtime.conf"
@@ -407,6 +411,7 @@ class KubeletNode:
     kubelet: subprocess.Popen[bytes] | None = None
     plugin: subprocess.Popen[bytes] | None = None
     cd_plugin: subprocess.Popen[bytes] | None = None
+    exporter: subprocess.Popen[bytes] | None = None
 
     @property
     def name(self) -> str:
@@ -575,6 +580,19 @@ class KubeletNode:
         _stop(self.plugin)
         self.plugin = None
 
+    def start_exporter(self, port: int) -> None:
+        """The simulated dcgm-exporter on this node's address: the plugin's GPU table and devices, the
+        kubelet's pod-resources socket (<root-dir>/pod-resources/kubelet.sock, the kubelet's default)."""
+        self.exporter = _start([
+            str(self.bin_dir / DCGM_EXPORTER),
+            f"--node-name={self.name}",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--gpu-table={self.paths.gpu / 'state' / 'gpus.json'}",
+            f"--devices-file={self.paths.gpu / 'devices.json'}",
+            f"--pod-resources-socket={self.paths.kubelet / 'root' / 'pod-resources' / 'kubelet.sock'}",
+            f"--listen={node_ip(self.index)}:{port}",
+        ], self.paths.logs / "dcgm-exporter.log", self._env())
+
     def set_fault(self, fault: str | None) -> None:
         if fault is None:
             self.paths.fault_file.unlink(missing_ok=True)
@@ -613,9 +631,10 @@ class KubeletNode:
         """Stop everything of this node and remove what its containers left; returns problems."""
         problems: list[str] = []
         self.stop_cd_plugin()
+        _stop(self.exporter)
         _stop(self.plugin)
         _stop(self.kubelet, grace=20)
-        self.plugin = self.kubelet = None
+        self.exporter = self.plugin = self.kubelet = None
         # Containers first (their cgroups go with `runc delete`), then the shims and containerd.
         runc_ns = self.paths.runc_root / CRI_NAMESPACE
         if runc_ns.is_dir():
@@ -696,6 +715,8 @@ class NodeTier:
     pause: probe_image.Image | None = field(default=None, init=False)
     start_seconds: float | None = field(default=None, init=False)
     cd_controller: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    # Every node's exporter listens on this port of its own address (one Service port reaches them all).
+    dcgm_port: int = field(default_factory=lambda: component_ports(1)[0], init=False)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -755,6 +776,7 @@ class NodeTier:
                 _until(f"{node.name}'s ResourceSlice from the kubelet plugin",
                        lambda n=node.name: self.slice_published(n), self.timeout, node.plugin,
                        node.paths.logs / "plugin.log")
+                node.start_exporter(self.dcgm_port)
             self.start_compute_domains()
         except BaseException:
             self.down()

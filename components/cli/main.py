@@ -21,6 +21,7 @@ SUBCOMMANDS = (
     "rebuild_plan",
     "upgrade",
     "forget_cluster",
+    "report",
 )
 
 

@@ -36,9 +36,10 @@ def _smoke(s: Settings) -> Iterator[Problem]:
     if t.whole_gpu and known and mirror_ok and needed > available:
         cut_pools = [p.name for p in smoke_pools(s) if p.cuts_gpus]
         if cut_pools:
-            yield (f"{path}.gpus", f"needs {needed} whole GPUs but {available} remain at the desired size: the MIG "
-                                   f"layout of {', '.join(cut_pools)} cuts every GPU into MIG devices (set wholeGpu false "
-                                   "and let the MIG case prove the path, or pin smokeTest.pool to a whole-GPU pool)")
+            yield (f"{path}.gpus", f"needs {needed} whole GPUs but {available} remain at the desired size: the "
+                                   f"MIG layout of {', '.join(cut_pools)} cuts every GPU into MIG devices (set "
+                                   "wholeGpu false and let the MIG case prove the path, or pin smokeTest.pool to a "
+                                   "whole-GPU pool)")
         elif s.platform == "kind":
             yield (f"{path}.gpus", f"needs {needed} GPUs but kind simulates only pool '{mirrored_pool(s).name}' "
                                    f"({available} GPUs); set settings.kind.mirrorPool or lower the count")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 	resourceapi "k8s.io/api/resource/v1"
@@ -158,6 +159,11 @@ func migDevice(d resourceapi.Device, parents map[string]gputable.GPU, nextGI map
 	}
 	if m.Profile, err = stringAttr(d, "profile"); err != nil {
 		return m, err
+	}
+	for name := range d.Capacity { // deviceinfo.go GetDevice: memorySlice<i> = 1 per slice held
+		if strings.HasPrefix(string(name), "memorySlice") {
+			m.MemorySlices++
+		}
 	}
 	nextGI[parent.Minor]++
 	m.ParentMinor, m.GI, m.CI = parent.Minor, nextGI[parent.Minor], 0

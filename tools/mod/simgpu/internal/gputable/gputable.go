@@ -35,8 +35,10 @@ type MIG struct {
 	Profile     string `json:"profile"` // e.g. 1g.10gb, as nvidia-smi -L names it
 	GI          int    `json:"gi"`
 	CI          int    `json:"ci"`
-	GICapMinor  uint32 `json:"giCapMinor"`
-	CICapMinor  uint32 `json:"ciCapMinor"`
+	// MemorySlices is how many of the GPU's 8 memory slices the instance holds.
+	MemorySlices int    `json:"memorySlices"`
+	GICapMinor   uint32 `json:"giCapMinor"`
+	CICapMinor   uint32 `json:"ciCapMinor"`
 }
 
 // Table is the content of gpus.json.

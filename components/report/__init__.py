@@ -1,0 +1,1 @@
+"""Reports over a running cluster's history: what its GPUs cost and did (`ck8s-gpu report`)."""
