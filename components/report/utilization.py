@@ -89,10 +89,10 @@ class Totals:
 
     def as_dict(self) -> dict[str, float | None]:
         return {
-            "paidGpuHours": round(self.paid, 4),
-            "allocatedGpuHours": round(self.allocated, 4),
-            "busyGpuHours": round(self.busy, 4),
-            "idleAllocatedGpuHours": round(self.idle_allocated, 4),
+            "paidGpuHours": round(self.paid, 6),
+            "allocatedGpuHours": round(self.allocated, 6),
+            "busyGpuHours": round(self.busy, 6),
+            "idleAllocatedGpuHours": round(self.idle_allocated, 6),
             "allocatedOfPaid": round(self.allocated / self.paid, 4) if self.paid else None,
             "busyOfAllocated": round(self.busy / self.allocated, 4) if self.allocated else None,
         }

@@ -41,9 +41,11 @@ import pytest
 import yaml
 
 from components.addons.gpu_operator import ADDON as GPU_OPERATOR
+from components.settings.model import Settings
 from components.smoke.cases import inference
 from components.smoke.expectations import CASE_LABEL, RUN_LABEL
 from components.smoke.report import passed
+from components.tables.labels import SIMULATED_POOL_LABEL
 from tests.fakes.gpu_operator import runtime_classes
 from tests.helpers import inference_stack
 from tests.helpers.inference_stack import InferenceControllers
@@ -102,9 +104,10 @@ def only_cases(tier: Tier, *cases: str) -> dict[str, Any]:
     or not): a broken hop is shown failing by the case that crosses it, not by a whole run of every
     case (each extra case's pods are seconds of `up` that prove nothing about that hop)."""
     full = tier.settings["smokeTest"]
-    unknown = set(cases) - {*CASES, "gpuHealth"}
+    unknown = set(cases) - {*CASES, "gpuHealth", "mig"}
     assert not unknown, unknown
-    return {"gpus": 1, "gpuHealth": "gpuHealth" in cases, "stuckSeconds": STACK_STUCK_SECONDS,
+    # mig: on by default where a pool's layout cuts its GPUs (the stack's `mig` pool), so named here.
+    return {"gpus": 1, "gpuHealth": "gpuHealth" in cases, "mig": "mig" in cases, "stuckSeconds": STACK_STUCK_SECONDS,
             **{c: {**full[c], "enabled": c in cases} for c in CASES}}
 
 
@@ -112,6 +115,7 @@ def all_cases(tier: Tier, *, inference_on: bool = True) -> dict[str, Any]:
     """smokeTest values of the stack file as the tier deployed it: every case on."""
     full = tier.settings["smokeTest"]
     return {**{k: full[k] for k in ("gpus", "gpuHealth", "stuckSeconds", *CASES)},
+            "mig": Settings.model_validate(tier.settings).smoke_test.mig,  # derived: the `mig` pool's layout
             "inference": {**full["inference"], "enabled": inference_on}}
 
 
@@ -581,6 +585,126 @@ def test_a_pod_starts_with_each_runtime_class_the_operator_creates(tier: Tier) -
         tier.cluster.kubectl("delete", "pod", "-n", "default", *pods.values(), "runtime-class-missing",
                              "--ignore-not-found", "--wait=false", check=False)
         tier.cluster.kubectl("delete", "runtimeclass", *classes, missing_handler, "--ignore-not-found", check=False)
+
+
+# --- utilization: a scripted workload, the simulated DCGM exporter, `ck8s-gpu report utilization` ----
+UTIL_NS = "utilization"
+ACTIVITY = "ck8s-gpu.io/sim-gpu-activity"  # tools/mod/simgpu cmd/ck8s-sim-dcgm-exporter
+REPORT_STEP = 5.0
+QUEUE = "kai.scheduler/queue"
+
+
+def _workload(name: str, pool: str, seconds: int, activity: float, queue: str, image: str,
+              profile: str = "") -> list[dict[str, Any]]:
+    """A claim and a pod holding it for `seconds`, doing `activity` on it (what the exporter reports)."""
+    exactly: dict[str, Any] = {"deviceClassName": "mig.nvidia.com" if profile else "gpu.nvidia.com"}
+    if profile:
+        exactly["selectors"] = [{"cel": {"expression": f"device.attributes['gpu.nvidia.com'].profile == '{profile}'"}}]
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": UTIL_NS},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": UTIL_NS, "labels": {QUEUE: queue},
+                        "annotations": {ACTIVITY: str(activity)}},
+           "spec": {"restartPolicy": "Never", "nodeSelector": {SIMULATED_POOL_LABEL: pool},
+                    "tolerations": [{"operator": "Exists"}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                    "containers": [{"name": "work", "image": image, "imagePullPolicy": "Never",
+                                    "command": ["sleep", str(seconds)], "resources": {"claims": [{"name": "gpu"}]}}]}}
+    return [claim, pod]
+
+
+def _instant(url: str, query: str) -> list[dict[str, Any]]:
+    import json
+    import urllib.parse
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/api/v1/query?{urllib.parse.urlencode({'query': query})}", timeout=10) as r:
+        return list(json.load(r)["data"]["result"])
+
+
+def _ran(tier: Tier, name: str, until: float) -> float:
+    """Seconds the pod's container ran, up to `until` while it still runs."""
+    from datetime import datetime
+
+    state = tier.cluster.get_json("pod", "-n", UTIL_NS, name)["status"]["containerStatuses"][0]["state"]
+    ran = state.get("terminated") or state["running"]
+    start = datetime.fromisoformat(ran["startedAt"].replace("Z", "+00:00")).timestamp()
+    end = (datetime.fromisoformat(state["terminated"]["finishedAt"].replace("Z", "+00:00")).timestamp()
+           if "terminated" in state else until)
+    return end - start
+
+
+def test_the_utilization_report_counts_a_scripted_workload(tier: Tier) -> None:
+    """Three pods with known activity on known devices: a whole GPU busy 80 % (team-a), a 3g.40gb
+    MIG instance busy 50 % (team-a), a whole GPU held idle (team-b, still running when the report
+    runs). The simulated exporter on every kubelet node, scraped as the GPU Operator's
+    ServiceMonitor scrapes it; the report through the CLI. Paid GPU-hours are exact (every node
+    lived through the window); allocated within two scrapes and two steps per pod start and end;
+    busy/allocated exact where one workload fills a pool."""
+    import io
+    import json
+    from argparse import Namespace
+
+    from components.cli import report as report_cli
+    from tests.helpers import dcgm_scrape
+    from tests.helpers.node_tier import STACK_FILE
+
+    url, image = tier.controllers.prometheus_url, tier.nodes.probe.reference
+    scrape = dcgm_scrape.objects(list(tier.kubelet_nodes), tier.nodes.pause.reference, tier.nodes.dcgm_port)
+    tier.cluster.apply(scrape)
+    try:
+        tier.cluster.wait_for("every node's exporter scraped", lambda: len(
+            [r for r in _instant(url, 'up{job="nvidia-dcgm-exporter"}') if r["value"][1] == "1"])
+            == len(tier.kubelet_nodes), timeout=90)
+        start = time.time() - 2 * REPORT_STEP
+        tier.cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UTIL_NS}}])
+        tier.cluster.apply(_workload("busy", "kubelet", 60, 0.8, "team-a", image)
+                           + _workload("mig", "mig", 60, 0.5, "team-a", image, profile="3g.40gb")
+                           + _workload("idle", "kubelet", 600, 0.0, "team-b", image))
+
+        def phase(name: str) -> str:
+            return str(tier.cluster.get_json("pod", "-n", UTIL_NS, name)["status"].get("phase"))
+
+        tier.cluster.wait_for("the two timed pods done", lambda: phase("busy") == phase("mig") == "Succeeded",
+                              timeout=150, interval=2)
+        time.sleep(2 * dcgm_scrape.SCRAPE_SECONDS)  # their last samples scraped, and the staleness marks
+        end = time.time()
+        ran = {n: _ran(tier, n, end) for n in ("busy", "mig", "idle")}
+        out, err = io.StringIO(), io.StringIO()
+        args = Namespace(kubeconfig=Path(tier.cluster.kubeconfig), context=None, prometheus_url=url,
+                         since=f"{end - start:.0f}s", until=str(end), step=f"{REPORT_STEP:g}s", idle_below=0.01,
+                         stack=STACK_FILE, json=True, out=None)
+        assert report_cli.execute(args, out=out, err=err) == 0, err.getvalue()
+        doc = json.loads(out.getvalue())
+        print(json.dumps(doc, indent=1))
+    finally:
+        tier.cluster.kubectl("delete", "namespace", UTIL_NS, "--ignore-not-found", "--wait=false", check=False)
+        tier.cluster.kubectl("delete", "-n", dcgm_scrape.NAMESPACE, "servicemonitor,service,pod",
+                             "-l", "app=nvidia-dcgm-exporter", "--ignore-not-found", "--wait=false", check=False)
+    hours = float(args.since.removesuffix("s")) / 3600
+    pools, queues = doc["pools"], doc["queues"]
+    # Paid: every GPU node of every pool lived through the window (the stack file's GPUs per node).
+    per_node = {"gpu": 4, "kubelet": 4, "hgx": 8, "mig": 1}
+    counts = {"gpu": len(tier.kwok_nodes), "kubelet": 2, "hgx": 1, "mig": 1}
+    for pool, gpus in per_node.items():
+        assert pools[pool]["paidGpuHours"] == pytest.approx(hours * gpus * counts[pool], rel=1e-3), (pool, pools)
+    slack = 2 * (dcgm_scrape.SCRAPE_SECONDS + REPORT_STEP) + 2  # per start and end of a pod, in seconds
+    share = 3 / 7  # 3g.40gb: 3 of the H100's 7 compute slices
+    kubelet, mig = pools["kubelet"], pools["mig"]
+    assert kubelet["allocatedGpuHours"] * 3600 == pytest.approx(ran["busy"] + ran["idle"], abs=2 * slack)
+    assert kubelet["idleAllocatedGpuHours"] * 3600 == pytest.approx(ran["idle"], abs=slack)
+    assert mig["allocatedGpuHours"] * 3600 == pytest.approx(ran["mig"] * share, abs=slack * share)
+    # Where one workload is the pool's only busy one, busy/allocated is its activity, sampling aside.
+    assert mig["busyOfAllocated"] == pytest.approx(0.5, abs=1e-3)
+    assert kubelet["busyGpuHours"] == pytest.approx(
+        0.8 * (kubelet["allocatedGpuHours"] - kubelet["idleAllocatedGpuHours"]), abs=1e-3)
+    assert queues["team-a"]["allocatedGpuHours"] * 3600 == pytest.approx(ran["busy"] + ran["mig"] * share,
+                                                                          abs=2 * slack)
+    assert queues["team-b"]["idleAllocatedGpuHours"] == queues["team-b"]["allocatedGpuHours"] > 0
+    (idle,) = doc["idleAllocatedNow"]
+    assert idle["pods"] == [f"{UTIL_NS}/idle"] and idle["queues"] == ["team-b"] and idle["pool"] == "kubelet"
+    assert idle["idleMinutes"] * 60 == pytest.approx(ran["idle"], abs=slack)
 
 
 def test_destroy_then_the_tier_leaves_nothing_and_starts_again(tier: Tier) -> None:
