@@ -206,6 +206,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
             # The operator creates the ServiceMonitor itself; without the Prometheus Operator CRDs
             # that object cannot exist, so ask for it only when the CRDs are there.
             "serviceMonitor": {"enabled": "monitoring-crds" in ctx.capabilities},
+            **dcgm_pod_mapping(s),
         },
         "mig": {"strategy": mig},
         "migManager": mig_manager_values(s),
@@ -218,6 +219,31 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         # Only with draManagedBy operator: a chart-mode stack keeps exactly the values it had.
         **(gpu_cluster_values(ctx) if manages_dra(s) else {}),
     }
+
+
+# dcgm-exporter's DRA pod mapping (4.6.0-4.8.3 pkg/cmd/app.go --kubernetes-enable-dra, env
+# KUBERNETES_ENABLE_DRA): each allocated device's series names the pod, container and ResourceClaim
+# holding it, which is what `ck8s-gpu report utilization` and the idle-GPU alert count as allocated.
+# It reads ResourceSlices and pods from the API: the operator mounts the exporter's token only with
+# pod metadata on (controllers/object_controls.go, v26.7.0: AutomountServiceAccountToken when
+# IsKubernetesPodMetadataEnabled), hence enablePodUID, which also grants pods get/list/watch
+# (assets/state-dcgm-exporter/0210_clusterrole.yaml); its ClusterRole has no resourceslices yet
+# ("TODO: Add resourceSlices permissions"), so the observability add-on grants them
+# (charts/gpu-observability templates/dcgm-exporter-dra-rbac.yaml).
+DCGM_DRA_ENV = "KUBERNETES_ENABLE_DRA"
+DCGM_SERVICE_ACCOUNT = "nvidia-dcgm-exporter"  # assets/state-dcgm-exporter/0100_service_account.yaml
+
+
+def dcgm_pod_mapping_on(s: Settings) -> bool:
+    """DRA pods exist to be mapped (allocation dra), and the ClusterPolicy's exporter is the one
+    running: a GPUCluster runs its own, with DRA mapping already on (nvidia-dcgm-exporter-dra)."""
+    return s.gpu_stack.allocation == "dra" and not manages_dra(s)
+
+
+def dcgm_pod_mapping(s: Settings) -> dict[str, Any]:
+    if not dcgm_pod_mapping_on(s):
+        return {}
+    return {"enablePodUID": True, "env": [{"name": DCGM_DRA_ENV, "value": "true"}]}
 
 
 def toolkit_values(s: Settings) -> dict[str, Any]:

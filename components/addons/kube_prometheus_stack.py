@@ -10,7 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..settings.model import Settings
+from ..tables.labels import POOL_LABELS
 from .base import Addon, AddonContext, Capability
+from .efa_device_plugin import INSTANCE_TYPE_LABEL
 from .image_refs import Entry, ImageRef, always, never
 from .kai_scheduler import QUEUE_LABEL
 
@@ -39,8 +41,13 @@ def values(_ctx: AddonContext) -> dict[str, Any]:
     }
     return {
         "prometheus": {"prometheusSpec": select_all},
-        # Pod label kai.scheduler/queue as a kube_pod_labels label: the dashboard's per-queue panels.
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"pods=[{QUEUE_LABEL}]"]},
+        # Pod label kai.scheduler/queue as a kube_pod_labels label: the dashboard's per-queue panels and
+        # the utilization report's queue of pods gone; the node labels naming a GPU node's pool and
+        # instance type as kube_node_labels labels: the utilization rules' pools and the report's
+        # paid GPU time of nodes gone (charts/gpu-observability, components/report/sources.py). The
+        # chart allowlists no label by default (kube-state-metrics-8.4.0 values.yaml metricLabelsAllowlist).
+        "kube-state-metrics": {"metricLabelsAllowlist": [
+            f"pods=[{QUEUE_LABEL}]", f"nodes=[{','.join((*POOL_LABELS, INSTANCE_TYPE_LABEL))}]"]},
         # Canonical Kubernetes runs these as snap services on the hosts, not as pods the chart's
         # Services can select: scraping them would only raise TargetDown alerts.
         "kubeControllerManager": {"enabled": False},

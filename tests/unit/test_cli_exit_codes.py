@@ -5,6 +5,7 @@ AWS refusing a call."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -64,6 +65,11 @@ def test_whatever_a_subcommand_meets_is_one_line_and_a_documented_code(
     parser = cli.build_parser()
     [sub] = [a for a in parser._actions if a.dest == "command"]
     target = sub.choices[command]  # type: ignore[index]
+    argv = [command]
+    # a command of commands (`report utilization`): down to its first leaf
+    while nested := [a for a in target._actions if isinstance(a, argparse._SubParsersAction)]:
+        name, target = next(iter(nested[0].choices.items()))
+        argv.append(name)
 
     def fail(_args: Any) -> int:
         raise raised
@@ -71,7 +77,6 @@ def test_whatever_a_subcommand_meets_is_one_line_and_a_documented_code(
     target.set_defaults(func=fail)
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     # the smallest argv each subcommand's parser accepts: its required options with dummy values
-    argv = [command]
     for action in target._actions:
         if action.required and action.option_strings:
             argv += [action.option_strings[0], "x"]
