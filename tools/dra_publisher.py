@@ -169,6 +169,19 @@ def mig_uuid(node: str, index: int, slot: MigSlot) -> str:
     return f"MIG-{uuid.uuid5(_UUID_NS, f'{node}/gpu-{index}/{slot.device_suffix}')}"
 
 
+def _model_attributes(m: GpuModel) -> dict[str, dict[str, str]]:
+    """What a GPU and its MIG instances both report of the model (deviceinfo.go GPU attributes;
+    mig.go CommonAttributesMig copies the parent's)."""
+    return {
+        "productName": {"string": m.product_name},
+        "brand": {"string": m.brand},
+        "architecture": {"string": m.architecture},
+        "driverVersion": {"version": m.driver_version},
+        "cudaDriverVersion": {"version": m.cuda_driver_version},
+        "cudaComputeCapability": {"version": m.cuda_compute_capability},
+    }
+
+
 def _mig_device(node: str, index: int, slot: MigSlot, m: GpuModel) -> dict[str, Any]:
     """A static MIG device as the driver publishes it (deviceinfo.go MigDeviceInfo.GetDevice:
     mig.go CommonAttributesMig plus uuid; CommonCapacitiesMig's memory, and memorySlice<i> = 1 for
@@ -183,12 +196,7 @@ def _mig_device(node: str, index: int, slot: MigSlot, m: GpuModel) -> dict[str, 
             "uuid": {"string": mig_uuid(node, index, slot)},
             "parentUUID": {"string": gpu_uuid(node, index)},
             "profile": {"string": slot.profile},
-            "productName": {"string": m.product_name},
-            "brand": {"string": m.brand},
-            "architecture": {"string": m.architecture},
-            "driverVersion": {"version": m.driver_version},
-            "cudaDriverVersion": {"version": m.cuda_driver_version},
-            "cudaComputeCapability": {"version": m.cuda_compute_capability},
+            **_model_attributes(m),
         },
         "capacity": {
             "memory": {"value": f"{total * slot.size // MEMORY_SLICES}Mi"},
@@ -236,12 +244,7 @@ def resource_slice_manifest(
                 "uuid": {"string": gpu_uuid(node, i)},
                 "index": {"int": i},
                 "minor": {"int": i},
-                "productName": {"string": m.product_name},
-                "brand": {"string": m.brand},
-                "architecture": {"string": m.architecture},
-                "driverVersion": {"version": m.driver_version},
-                "cudaDriverVersion": {"version": m.cuda_driver_version},
-                "cudaComputeCapability": {"version": m.cuda_compute_capability},
+                **_model_attributes(m),
             },
             "capacity": {"memory": {"value": m.memory}},
         }
