@@ -28,6 +28,7 @@ from .aws.naming import NAME_RULES, tag_problems
 from .aws.tags import node_tags
 from .facts.cluster import AddonFacts
 from .facts.feature_gate_rules import feature_gate_problems
+from .facts.feature_gates import dynamic_mig_on
 from .settings.check import check
 from .settings.facts import nested, truthy
 from .settings.limits import limit_problems
@@ -80,6 +81,22 @@ def _smoke_sharing(s: Settings) -> Iterator[Problem]:
         # dra-driver-nvidia-gpu v0.4.1 pkg/featuregates/featuregates.go ValidateFeatureGates.
         yield (f"{ROOT}.gpuStack.addons.draDriver.values.featureGates.DynamicMIG",
                "cannot be on with MPSSupport (smokeTest.sharing mps): the DRA driver refuses to start with both")
+
+
+def _dynamic_mig(s: Settings) -> Iterator[Problem]:
+    """The DRA driver's dynamic MIG beside a MIG manager: the driver cuts the GPUs itself and destroys
+    the instances it did not create when its plugin starts, and must be the only one cutting them
+    (dra-driver-nvidia-gpu 95932046 site/content/docs/guides/gpu-allocation/mig.md, "Limitations":
+    "Do not run mig-parted or nvidia-smi mig while the GPU kubelet plugin is running")."""
+    if not dynamic_mig_on(s):
+        return
+    why = ("the DRA driver's dynamic MIG (gpuStack.addons.draDriver.values.featureGates.DynamicMIG) cuts the GPUs "
+           "itself and destroys instances it did not create; the GPU Operator's MIG manager must not cut them too")
+    for i, pool in enumerate(s.node_pools):
+        if pool.mig is not None:
+            yield f"{ROOT}.nodePools[{i}].mig", f"a MIG layout needs the MIG manager: {why}"
+    if s.gpu_stack.mig_strategy != "none":
+        yield f"{ROOT}.gpuStack.migStrategy", f"{s.gpu_stack.mig_strategy} runs the MIG manager: {why}"
 
 
 def _addon_credentials(s: Settings) -> Iterator[Problem]:
@@ -231,7 +248,8 @@ def _smoke_plan(s: Settings) -> Iterator[Problem]:
 # After the settings' own rules, in this order; each sees only settings those rules accepted.
 BEYOND_SETTINGS: tuple[Rule, ...] = (
     limit_problems, _addon_credentials,
-    _dra_manager_addons, _one_advertiser, _fallback_queue, _smoke_sharing, feature_gate_problems, _dra_gates,
+    _dra_manager_addons, _one_advertiser, _fallback_queue, _smoke_sharing, _dynamic_mig, feature_gate_problems,
+    _dra_gates,
     _aws_names, _aws_launch,
     endpoint_problems, _topology, case_problems,
     _graph, _platform, _smoke_plan,

@@ -33,6 +33,10 @@ def feature_gate_problems(s: Settings) -> Iterator[Problem]:
     if fg.first_available_on(s) and _absent(fg.DRA_PRIORITIZED_LIST, minor):
         yield (f"{ROOT}.smokeTest.firstAvailable.enabled",
                f"needs Kubernetes' {fg.DRA_PRIORITIZED_LIST.name} (from 1.33); track is {track}")
+    if fg.dynamic_mig_on(s) and _absent(fg.DRA_PARTITIONABLE_DEVICES, minor):
+        yield (f"{ROOT}.{fg.DYNAMIC_MIG_FIELD}",
+               f"needs Kubernetes' {fg.DRA_PARTITIONABLE_DEVICES.name} (from 1.33): the driver publishes its "
+               f"on-demand MIG instances as partitionable devices; track is {track}")
     required = {g.name: f for f in fg.needed(s) for g in fg.FEATURES[f]}
     for i, entry in enumerate(s.kubernetes.feature_gates):
         name, _, value = entry.partition("=")

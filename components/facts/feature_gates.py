@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from ..settings.facts import compute_domains_on
+from ..settings.facts import compute_domains_on, nested, truthy
 from ..settings.model import Settings
 from ..tables import pins
 
@@ -26,7 +26,7 @@ CONTROL_PLANE: tuple[Component, ...] = ("kube-apiserver", "kube-scheduler", "kub
 Stage = Literal["alpha", "beta", "GA"]
 # What the stack may need of Kubernetes: DRA allocation (GPUs or ComputeDomains through the DRA
 # driver), gpuHealth (the driver's device taints honoured), firstAvailable (smoke case, prioritized lists).
-Feature = Literal["dra", "gpuHealth", "firstAvailable"]
+Feature = Literal["dra", "gpuHealth", "firstAvailable", "dynamicMig"]
 V1ALPHA3 = "resource.k8s.io/v1alpha3"
 
 
@@ -95,7 +95,18 @@ DRA_PRIORITIZED_LIST = Gate(
     (GateStage(33, "alpha", False), GateStage(34, "beta", True), GateStage(36, "GA", True)),
 )
 
-GATES: tuple[Gate, ...] = (DYNAMIC_RESOURCE_ALLOCATION, DRA_DEVICE_TAINTS, DRA_DEVICE_TAINT_RULES, DRA_PRIORITIZED_LIST)
+# v1.33.13 kube_features.go:1152, v1.34.4 :1223, v1.35.6 :1252: alpha/off 1.33-1.35 (KEP-4815). Readers:
+# apiserver (registry/resource/resourceslice/strategy.go drops shared counters and consumesCounters
+# without it), scheduler (plugins/feature). On by default from 1.36: dra-driver-nvidia-gpu 95932046
+# site/content/docs/guides/gpu-allocation/mig.md ("On Kubernetes v1.36 and later,
+# DRAPartitionableDevices is enabled by default"), which the driver's dynamic MIG needs.
+DRA_PARTITIONABLE_DEVICES = Gate(
+    "DRAPartitionableDevices", ("kube-apiserver", "kube-scheduler"),
+    (GateStage(33, "alpha", False), GateStage(36, "beta", True)),
+)
+
+GATES: tuple[Gate, ...] = (DYNAMIC_RESOURCE_ALLOCATION, DRA_DEVICE_TAINTS, DRA_DEVICE_TAINT_RULES, DRA_PRIORITIZED_LIST,
+                           DRA_PARTITIONABLE_DEVICES)
 BY_NAME: Mapping[str, Gate] = MappingProxyType({g.name: g for g in GATES})
 # The gates each feature needs on. DRAConsumableCapacity is not one: the smoke cases share GPUs through
 # the driver's opaque GpuConfig, never through consumable capacity (allowMultipleAllocations).
@@ -103,13 +114,21 @@ FEATURES: Mapping[Feature, tuple[Gate, ...]] = MappingProxyType({
     "dra": (DYNAMIC_RESOURCE_ALLOCATION,),
     "gpuHealth": (DYNAMIC_RESOURCE_ALLOCATION, DRA_DEVICE_TAINTS),
     "firstAvailable": (DYNAMIC_RESOURCE_ALLOCATION, DRA_PRIORITIZED_LIST),
+    "dynamicMig": (DYNAMIC_RESOURCE_ALLOCATION, DRA_PARTITIONABLE_DEVICES),
 })
+
+# The DRA driver's own gate for MIG instances made on demand from claims (alpha, off: dra-driver-
+# nvidia-gpu 95932046 pkg/featuregates/featuregates.go); asking for it asks Kubernetes for
+# partitionable devices, the instances being published as counters of their GPU.
+DYNAMIC_MIG_FIELD = "gpuStack.addons.draDriver.values.featureGates.DynamicMIG"
+
 
 # The settings that ask for each feature, as messages name them.
 ASKED_BY: Mapping[Feature, str] = MappingProxyType({
     "dra": "gpuStack.allocation dra (or gpuStack.computeDomains)",
     "gpuHealth": "gpuStack.gpuHealth",
     "firstAvailable": "smokeTest.firstAvailable",
+    "dynamicMig": DYNAMIC_MIG_FIELD,
 })
 
 
@@ -147,6 +166,13 @@ def smoke_gpu_health_on(settings: Settings) -> bool:
     return explicit if explicit is not None else gpu_health_on(settings)
 
 
+def dynamic_mig_on(settings: Settings) -> bool:
+    """The DRA driver makes MIG instances on demand: its DynamicMIG gate, an explicit opt-in (an
+    alpha feature of the driver, and of Kubernetes before 1.36: ADR 0031)."""
+    gate = nested(settings.gpu_stack.addons.dra_driver.values, "featureGates.DynamicMIG")
+    return settings.gpu_stack.allocation == "dra" and truthy(gate)
+
+
 def first_available_on(settings: Settings) -> bool:
     return bool(settings.smoke_test.enabled) and settings.smoke_test.first_available.enabled
 
@@ -160,6 +186,8 @@ def needed(settings: Settings) -> tuple[Feature, ...]:
         found.append("gpuHealth")
     if first_available_on(settings):
         found.append("firstAvailable")
+    if dynamic_mig_on(settings):
+        found.append("dynamicMig")
     return tuple(found)
 
 
@@ -253,6 +281,8 @@ def markdown_table() -> str:
         "dra": {"gpuStack": {"gpuHealth": False}},
         "gpuHealth": {"gpuStack": {"gpuHealth": True}},
         "firstAvailable": {"gpuStack": {"gpuHealth": False}, "smokeTest": {"firstAvailable": {"enabled": True}}},
+        "dynamicMig": {"gpuStack": {"gpuHealth": False,
+                                    "addons": {"draDriver": {"values": {"featureGates": {"DynamicMIG": True}}}}}},
     }
     head = "| Track | " + " | ".join(FEATURES) + " |"
     rows = [head, "|" + " --- |" * (len(FEATURES) + 1)]

@@ -188,3 +188,35 @@ def test_whole_gpu_work_pinned_to_a_cut_pool_is_refused_at_its_field() -> None:
 def test_a_cluster_wide_profile_beside_pool_layouts_is_refused() -> None:
     found = problems(stack(pool(config="all-1g.10gb"), smokeTest={"migProfile": "1g.10gb"}))
     assert "leave migProfile out" in found["settings.smokeTest.migProfile"], found
+
+
+# --- the DRA driver's dynamic MIG (opt-in) ------------------------------------------------------------
+
+
+def dynamic(*pools: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    raw = stack(*pools, **extra)
+    raw.setdefault("gpuStack", {}).setdefault("addons", {})["draDriver"] = {
+        "values": {"featureGates": {"DynamicMIG": True}}}
+    raw["gpuStack"]["gpuHealth"] = False  # NVMLDeviceHealthCheck: exclusive with DynamicMIG (the driver's gate rule)
+    return raw
+
+
+def test_dynamic_mig_turns_on_partitionable_devices_where_kubernetes_has_it_off() -> None:
+    from components.facts.feature_gates import required
+
+    whole = {**pool(), "mig": None}
+    s = parse({**dynamic(whole), "kubernetes": {"track": "1.35-classic"}}, "test")
+    gates = required(s)
+    assert gates.of("kube-apiserver")["DRAPartitionableDevices"] is True
+    assert gates.of("kube-scheduler")["DRAPartitionableDevices"] is True
+    assert "DRAPartitionableDevices" not in gates.of("kubelet")
+    assert "DRAPartitionableDevices" not in required(parse({**dynamic(whole),
+                                                             "kubernetes": {"track": "1.36-classic"}}, "test")).of(
+        "kube-apiserver")  # on by default from 1.36
+
+
+def test_dynamic_mig_beside_a_mig_manager_is_refused_at_each_field() -> None:
+    found = problems({**dynamic(pool(config="all-balanced")), "gpuStack": {
+        **dynamic(pool(config="all-balanced"))["gpuStack"], "migStrategy": "mixed"}})
+    assert "destroys instances it did not create" in found["settings.nodePools[0].mig"], found
+    assert "runs the MIG manager" in found["settings.gpuStack.migStrategy"], found
