@@ -51,7 +51,8 @@ LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("public face", "the typed components other programs build, and the package that exports them",
      ("api", "")),
     ("operator tools", "offline plan, node images, state repair, the component provider, reports over a "
-     "running cluster's history", ("plan | images | state | provider | report",)),
+     "running cluster's history, its conformance evidence",
+     ("plan | images | state | provider | report | conformance",)),
     ("tools over plans and images", "the policy pack, region stamping and pre-flight (which checks the node images)",
      ("policies | stamping | preflight",)),
     ("cli", "the `ck8s-gpu` command", ("cli",)),

@@ -22,6 +22,7 @@ SUBCOMMANDS = (
     "upgrade",
     "forget_cluster",
     "report",
+    "conformance",
 )
 
 

@@ -1,0 +1,1 @@
+"""`ck8s-gpu conformance`: the CNCF Kubernetes AI Conformance checklist run against a live cluster."""

@@ -1,0 +1,393 @@
+"""One procedure per requirement of the AI Conformance checklist (issue 44, docs/conformance.md).
+
+Each looks at the live cluster through the API server only (the smoke test's Gateway), creates what
+it needs in the run's namespace (deleted by the command, also on Ctrl-C), and returns a Result:
+`passed` when it proved the status, `failed` when a prerequisite is broken (the status is then Not
+Implemented and the notes name what), `skipped` when this version runs nothing for the requirement
+and the status is read from what is installed (the notes say so, and what proves it in CI).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..smoke.gateway import Gateway, KubeError, Obj, proxy_path
+from ..smoke.run import Ref
+from .evidence import Result
+
+DRIVER = "gpu.nvidia.com"  # NVIDIA's DRA driver (cmd/gpu-kubelet-plugin main.go DriverName)
+RESOURCE_API = "resource.k8s.io/v1"
+# Simulated nodes that run no container (tools/localcluster.py gpu_node_manifest): a container-side
+# check cannot run there, so the procedures' pods keep off them.
+KWOK_LABEL = ("type", "kwok")
+DCGM_SELECTOR = "app=nvidia-dcgm-exporter"  # gpu-operator v26.7.0 assets/state-dcgm-exporter/0400_service.yaml
+UUID = re.compile(r"\(UUID: ((?:GPU|MIG)-[0-9a-fA-F-]+)\)")
+
+
+@dataclass
+class Context:
+    gw: Gateway
+    image: str  # carries bash; nvidia-smi comes from the driver's CDI spec, as in the smoke test
+    namespace: str
+    timeout: float
+    say: Callable[[str], None]
+    created: list[Ref] = field(default_factory=list)
+    found: dict[str, Any] = field(default_factory=dict)  # what one procedure learnt for the next
+
+
+class Log:
+    def __init__(self, ctx: Context, rid: str) -> None:
+        self.lines: list[str] = []
+        self.ctx, self.rid = ctx, rid
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        self.ctx.say(f"{self.rid}: {line}")
+
+
+def _get(gw: Gateway, api_path: str) -> Any | None:
+    answer = gw.request("GET", api_path, timeout=20.0)
+    if answer.status != 200:
+        return None
+    try:
+        return json.loads(answer.body)
+    except ValueError:
+        return None
+
+
+def _items(gw: Gateway, api_path: str) -> list[Obj]:
+    doc = _get(gw, api_path)
+    return list(doc.get("items", [])) if isinstance(doc, dict) else []
+
+
+def gpu_devices(gw: Gateway) -> list[tuple[str, Obj]]:
+    """(node, device) for every device NVIDIA's DRA driver publishes."""
+    out = []
+    for s in gw.list(RESOURCE_API, "ResourceSlice")[0]:
+        spec = s.get("spec", {})
+        if spec.get("driver") == DRIVER:
+            out += [(spec.get("nodeName", ""), d) for d in spec.get("devices") or []]
+    return out
+
+
+def attr(device: Obj, name: str) -> Any:
+    a = (device.get("attributes") or {}).get(name) or (device.get("attributes") or {}).get(f"{DRIVER}/{name}") or {}
+    return next(iter(a.values()), None) if isinstance(a, dict) else None
+
+
+def _kwok_nodes(gw: Gateway) -> set[str]:
+    k, v = KWOK_LABEL
+    return {n["metadata"]["name"] for n in gw.list("v1", "Node", label_selector=f"{k}={v}")[0]}
+
+
+def _create(ctx: Context, obj: Obj) -> Obj:
+    got = ctx.gw.create(obj)
+    meta = obj["metadata"]
+    ctx.created.append(Ref(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")))
+    return got
+
+
+def _pod(ctx: Context, name: str, script: str, claim: str | None, node: str | None = None) -> Obj:
+    k, v = KWOK_LABEL
+    spec: Obj = {
+        "restartPolicy": "Never", "tolerations": [{"operator": "Exists"}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": k, "operator": "NotIn", "values": [v]}]}]}}},
+        "containers": [{"name": "probe", "image": ctx.image, "command": ["bash", "-c", script],
+                        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": False,
+                                            "capabilities": {"drop": ["ALL"]}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    if claim:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+        spec["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ctx.namespace}, "spec": spec}
+
+
+def _wait_pod(ctx: Context, name: str) -> Obj | None:
+    until = time.monotonic() + ctx.timeout
+    while time.monotonic() < until:
+        pod = ctx.gw.get("v1", "Pod", name, ctx.namespace)
+        if pod and pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            return pod
+        time.sleep(1.0)
+    return ctx.gw.get("v1", "Pod", name, ctx.namespace)
+
+
+# --- accelerators ------------------------------------------------------------------------------------
+
+
+def dra_support(ctx: Context) -> Result:
+    log = Log(ctx, "dra_support")
+    api = _get(ctx.gw, f"/apis/{RESOURCE_API}")
+    kinds = {r.get("kind") for r in (api or {}).get("resources", [])}
+    if not {"ResourceClaim", "ResourceSlice", "DeviceClass"} <= kinds:
+        return Result("dra_support", "Not Implemented", "failed", f"{RESOURCE_API} is not served: no DRA API",
+                      log.lines)
+    log(f"{RESOURCE_API} served: {', '.join(sorted(k for k in kinds if k))}")
+    devices = gpu_devices(ctx.gw)
+    if not devices:
+        return Result("dra_support", "Not Implemented", "failed",
+                      f"no ResourceSlice of driver {DRIVER}: is NVIDIA's DRA kubelet plugin running on the GPU nodes?",
+                      log.lines)
+    kwok = _kwok_nodes(ctx.gw)
+    whole = [(n, d) for n, d in devices if attr(d, "type") == "gpu" and n not in kwok and not d.get("taints")]
+    mig = [(n, d) for n, d in devices if attr(d, "type") == "mig" and n not in kwok]
+    log(f"{len(devices)} device(s) published by {DRIVER} on {len({n for n, _ in devices})} node(s)")
+    klass = "gpu.nvidia.com" if whole else "mig.nvidia.com"
+    if not (whole or mig):
+        return Result("dra_support", "Partially Implemented", "skipped",
+                      "GPUs are published, but only on nodes that run no containers: no claim can be used end to end",
+                      log.lines)
+    claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim",
+             "metadata": {"name": "dra-support", "namespace": ctx.namespace},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": klass}}]}}}
+    _create(ctx, claim)
+    _create(ctx, _pod(ctx, "dra-support", "nvidia-smi -L", "dra-support"))
+    pod = _wait_pod(ctx, "dra-support")
+    got = ctx.gw.get(RESOURCE_API, "ResourceClaim", "dra-support", ctx.namespace) or {}
+    results = ((got.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+    if not results:
+        return Result("dra_support", "Not Implemented", "failed",
+                      f"the claim (class {klass}) was never allocated", log.lines)
+    r = results[0]
+    device = next((d for n, d in devices if n == r.get("pool") and d.get("name") == r.get("device")), {})
+    want = attr(device, "uuid")
+    log(f"claim allocated {r.get('pool')}/{r.get('device')} ({want})")
+    phase = (pod or {}).get("status", {}).get("phase")
+    text = ctx.gw.logs(ctx.namespace, "dra-support", "probe") if phase in ("Succeeded", "Failed") else ""
+    seen = UUID.findall(text)
+    log(f"pod {phase}; nvidia-smi -L inside listed {seen or 'nothing'}")
+    ctx.found["dra_container"] = (want, seen)
+    if phase != "Succeeded" or want not in seen:
+        return Result("dra_support", "Not Implemented", "failed",
+                      f"the pod holding {want} ended {phase} and saw {seen or 'no GPU'}", log.lines)
+    return Result("dra_support", "Implemented", "passed",
+                  f"a ResourceClaim of class {klass} was allocated {r.get('pool')}/{r.get('device')} and the pod "
+                  f"using it saw that device ({want}) through nvidia-smi", log.lines)
+
+
+def driver_runtime_management(ctx: Context) -> Result:
+    log = Log(ctx, "driver_runtime_management")
+    devices = gpu_devices(ctx.gw)
+    if not devices:
+        return Result("driver_runtime_management", "Not Implemented", "failed",
+                      f"no device of {DRIVER} publishes driver versions", log.lines)
+    per_node: dict[str, set[tuple[str, str]]] = {}
+    missing = []
+    for node, d in devices:
+        drv, cuda = attr(d, "driverVersion"), attr(d, "cudaDriverVersion")
+        if not drv or not cuda:
+            missing.append(f"{node}/{d.get('name')}")
+            continue
+        per_node.setdefault(node, set()).add((str(drv), str(cuda)))
+    for node, versions in sorted(per_node.items()):
+        drivers, cudas = (", ".join(sorted({v[i] for v in versions})) for i in (0, 1))
+        log(f"{node}: driver {drivers}, CUDA {cudas}")
+    if missing:
+        return Result("driver_runtime_management", "Not Implemented", "failed",
+                      f"devices without driverVersion/cudaDriverVersion: {', '.join(missing[:5])}", log.lines)
+    split = [n for n, v in per_node.items() if len(v) > 1]
+    if split:
+        return Result("driver_runtime_management", "Not Implemented", "failed",
+                      f"nodes publishing two driver versions at once: {', '.join(split)}", log.lines)
+    return Result("driver_runtime_management", "Implemented", "passed",
+                  "every GPU node's DRA devices publish one driver and CUDA version (logs list them)", log.lines)
+
+
+def gpu_sharing(ctx: Context) -> Result:
+    log = Log(ctx, "gpu_sharing")
+    mig = [(n, d) for n, d in gpu_devices(ctx.gw) if attr(d, "type") == "mig"]
+    profiles = sorted({str(attr(d, "profile")) for _, d in mig})
+    if mig:
+        log(f"{len(mig)} MIG instance(s) published as DRA devices: {', '.join(profiles)} "
+            f"on {', '.join(sorted({n for n, _ in mig}))}")
+        return Result("gpu_sharing", "Implemented", "passed",
+                      f"hardware partitions (MIG {', '.join(profiles)}) are schedulable DRA devices (class "
+                      "mig.nvidia.com); time-slicing and MPS through NVIDIA's GpuConfig on shared claims", log.lines)
+    return Result("gpu_sharing", "Partially Implemented", "skipped",
+                  "no MIG instance is published (nodePools[].mig cuts a pool's GPUs); time-slicing and MPS through "
+                  "NVIDIA's GpuConfig on shared claims are not exercised by this run (the smoke test's shared cases "
+                  "are)", log.lines)
+
+
+def virtualized_accelerator(ctx: Context) -> Result:
+    names = sorted({str(attr(d, "productName")) for _, d in gpu_devices(ctx.gw)})
+    return Result("virtualized_accelerator", "N/A", "skipped",
+                  f"no virtualized GPU is offered: the GPUs here are {', '.join(names) or 'none'}, passed through "
+                  "whole; no AWS instance type in this project's table offers vGPU", [])
+
+
+# --- security ----------------------------------------------------------------------------------------
+
+
+NO_GPU_SCRIPT = ('for f in /dev/nvidia*; do [ -e "$f" ] && echo "DEVICE $f"; done; '
+                 'if command -v nvidia-smi >/dev/null; then nvidia-smi -L; fi; echo done')
+
+
+def secure_accelerator_access(ctx: Context) -> Result:
+    log = Log(ctx, "secure_accelerator_access")
+    kwok = _kwok_nodes(ctx.gw)
+    nodes = sorted({n for n, _ in gpu_devices(ctx.gw) if n and n not in kwok})
+    if not nodes:
+        return Result("secure_accelerator_access", "Partially Implemented", "skipped",
+                      "no GPU node runs containers: nothing to look at from a pod", log.lines)
+    node = nodes[0]
+    _create(ctx, _pod(ctx, "no-claim", NO_GPU_SCRIPT, None, node=node))
+    pod = _wait_pod(ctx, "no-claim")
+    phase = (pod or {}).get("status", {}).get("phase")
+    text = ctx.gw.logs(ctx.namespace, "no-claim", "probe") if phase in ("Succeeded", "Failed") else ""
+    leaks = [line for line in text.splitlines() if line.startswith("DEVICE ") or UUID.search(line)]
+    log(f"a pod without a claim on GPU node {node}: {phase}; saw {leaks or 'no GPU device, no GPU listed'}")
+    if phase != "Succeeded":
+        return Result("secure_accelerator_access", "Not Implemented", "failed",
+                      f"the pod without a claim on {node} ended {phase}", log.lines)
+    if leaks:
+        return Result("secure_accelerator_access", "Not Implemented", "failed",
+                      f"a pod without a claim on {node} reached GPUs: {'; '.join(leaks[:4])}", log.lines)
+    want, seen = ctx.found.get("dra_container", (None, None))
+    if seen is not None:
+        log(f"the claim's pod saw {seen}, its claim held {want}")
+        if seen != [want] and [u for u in seen if u.startswith("MIG-")] != [want]:
+            return Result("secure_accelerator_access", "Not Implemented", "failed",
+                          f"the claim's pod saw {seen}, more than its claim's {want}", log.lines)
+    return Result("secure_accelerator_access", "Partially Implemented", "passed",
+                  "a pod without a claim sees no GPU device node and no GPU; a claim's pod sees only its device; "
+                  "a hostPath to /dev/nvidia* is refused by the policy pack at plan time, not at admission", log.lines)
+
+
+# --- observability -----------------------------------------------------------------------------------
+
+
+def _metric_uuids(text: str, metric: str) -> set[str]:
+    return set(re.findall(rf'^{metric}{{[^}}]*UUID="([^"]+)"', text, re.M))
+
+
+def accelerator_metrics(ctx: Context) -> Result:
+    log = Log(ctx, "accelerator_metrics")
+    services = ctx.gw.list("v1", "Service", label_selector=DCGM_SELECTOR)[0]
+    if not services:
+        return Result("accelerator_metrics", "Not Implemented", "failed",
+                      f"no DCGM exporter Service ({DCGM_SELECTOR}): the GPU Operator's dcgmExporter is off", log.lines)
+    svc = services[0]
+    ns = svc["metadata"]["namespace"]
+    port = str(svc["spec"]["ports"][0].get("targetPort") or svc["spec"]["ports"][0]["port"])
+    expected: dict[str, set[str]] = {}
+    for node, d in gpu_devices(ctx.gw):
+        uuid = attr(d, "parentUUID") if attr(d, "type") == "mig" else attr(d, "uuid")
+        if uuid:
+            expected.setdefault(node, set()).add(str(uuid))
+    problems, checked = [], 0
+    for s in ctx.gw.list("discovery.k8s.io/v1", "EndpointSlice", ns,
+                         label_selector=f"kubernetes.io/service-name={svc['metadata']['name']}")[0]:
+        for ep in s.get("endpoints") or []:
+            ref, node = ep.get("targetRef") or {}, ep.get("nodeName", "")
+            if ref.get("kind") != "Pod" or node not in expected:
+                continue
+            try:
+                text = ctx.gw.get_text(proxy_path("Pod", ns, ref["name"], port, "/metrics"))
+            except KubeError as exc:
+                problems.append(f"{node}: the exporter pod {ref['name']} did not answer: {exc}")
+                continue
+            util = _metric_uuids(text, "DCGM_FI_DEV_GPU_UTIL") | _metric_uuids(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+            memory = _metric_uuids(text, "DCGM_FI_DEV_FB_USED")
+            for uuid in sorted(expected[node]):
+                lacking = [m for m, got in (("utilization", util), ("memory used", memory)) if uuid not in got]
+                if lacking:
+                    problems.append(f"{node}: no {' or '.join(lacking)} series for {uuid}")
+            checked += 1
+            log(f"{node}: {len(expected[node])} GPU(s), utilization and memory series for each")
+    if not checked:
+        problems.append(f"no exporter endpoint answered on any GPU node ({', '.join(sorted(expected)) or 'none'})")
+    if problems:
+        return Result("accelerator_metrics", "Not Implemented", "failed", "; ".join(problems[:5]), log.lines)
+    return Result("accelerator_metrics", "Implemented", "passed",
+                  f"the DCGM exporter ({ns}/{svc['metadata']['name']}) reports utilization and memory per GPU on every "
+                  f"GPU node it runs on ({checked}), in Prometheus exposition format", log.lines)
+
+
+# --- declared: what is installed, no procedure of its own yet ---------------------------------------
+
+
+def _declared(rid: str, present: bool, found: str, missing: str, evidence: str) -> Result:
+    if present:
+        return Result(rid, "Implemented", "skipped", f"declared: {found}; not run by this command ({evidence})")
+    return Result(rid, "Not Implemented", "skipped", missing)
+
+
+def ai_inference(ctx: Context) -> Result:
+    classes = _items(ctx.gw, "/apis/gateway.networking.k8s.io/v1/gatewayclasses")
+    accepted = [c["metadata"]["name"] for c in classes if any(
+        x.get("type") == "Accepted" and x.get("status") == "True" for x in c.get("status", {}).get("conditions", []))]
+    return _declared("ai_inference", bool(accepted), f"GatewayClass {', '.join(accepted)} accepted",
+                     "no accepted GatewayClass: set gpuStack.addons.inferenceGateway",
+                     "the smoke test's inference case routes by weight and header")
+
+
+def gang_scheduling(ctx: Context) -> Result:
+    crd = _get(ctx.gw, "/apis/scheduling.run.ai/v2alpha2") is not None
+    return _declared("gang_scheduling", crd, "KAI's PodGroup API is served",
+                     "no gang scheduler: KAI's PodGroup API (scheduling.run.ai/v2alpha2) is not served",
+                     "the smoke test's gang case")
+
+
+def cluster_autoscaling(ctx: Context) -> Result:
+    pools = _items(ctx.gw, "/apis/karpenter.sh/v1/nodepools")
+    names = ", ".join(p["metadata"]["name"] for p in pools)
+    return _declared("cluster_autoscaling", bool(pools), f"Karpenter NodePools {names}",
+                     "no autoscaler: set nodePools[].autoscaling on aws (docs/autoscaling.md)",
+                     "tests/integration/test_karpenter_local.py")
+
+
+def pod_autoscaling(ctx: Context) -> Result:
+    def available(name: str) -> bool:
+        got = _get(ctx.gw, f"/apis/apiregistration.k8s.io/v1/apiservices/{name}") or {}
+        return any(c.get("type") == "Available" and c.get("status") == "True"
+                   for c in got.get("status", {}).get("conditions", []))
+
+    apis = [a for a in ("v1beta1.external.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io") if available(a)]
+    return _declared("pod_autoscaling", bool(apis), f"{', '.join(apis)} available to the HPA",
+                     "no custom or external metrics API: set gpuStack.addons.keda",
+                     "the smoke test's inference case scales on vllm:num_requests_waiting")
+
+
+def ai_service_metrics(ctx: Context) -> Result:
+    proms = _items(ctx.gw, "/apis/monitoring.coreos.com/v1/prometheuses")
+    return _declared("ai_service_metrics", bool(proms), "a Prometheus Operator Prometheus selects monitors",
+                     "no Prometheus Operator Prometheus: set gpuStack.addons.kubePrometheusStack",
+                     "the inference case's PodMonitor is scraped without a configuration change")
+
+
+def robust_controller(ctx: Context) -> Result:
+    ray = _get(ctx.gw, "/apis/ray.io/v1") is not None
+    return _declared("robust_controller", ray, "KubeRay's API (ray.io/v1) is served",
+                     "no AI operator: set gpuStack.addons.kuberayOperator", "tests/integration/test_kuberay_local.py")
+
+
+def advanced_inference_ingress(_ctx: Context) -> Result:
+    return Result("advanced_inference_ingress", "Not Implemented", "skipped",
+                  "the Gateway API Inference Extension has no implementation whose data path this project builds "
+                  "(ADR 0052)")
+
+
+def high_performance_networking(_ctx: Context) -> Result:
+    return Result("high_performance_networking", "Partially Implemented", "skipped",
+                  "declared: EFA interfaces and the EFA device plugin on training pools "
+                  "(docs/distributed-training.md); not run by this command")
+
+
+def disaggregated_inference(_ctx: Context) -> Result:
+    return Result("disaggregated_inference", "Not Implemented", "skipped",
+                  "no recipe for separate prefill and decode yet")
+
+
+PROCEDURES: dict[str, Callable[[Context], Result]] = {f.__name__: f for f in (
+    dra_support, driver_runtime_management, gpu_sharing, virtualized_accelerator, secure_accelerator_access,
+    accelerator_metrics, ai_inference, gang_scheduling, cluster_autoscaling, pod_autoscaling, ai_service_metrics,
+    robust_controller, advanced_inference_ingress, high_performance_networking, disaggregated_inference)}
