@@ -110,6 +110,30 @@ def _pod(ctx: Context, name: str, script: str, claim: str | None, node: str | No
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ctx.namespace}, "spec": spec}
 
 
+def _allocation(ctx: Context, claim: str, pod: str) -> list[Obj]:
+    """The claim's allocation results, read while its pod may still hold it; [] when it never was
+    allocated before the pod ended or the timeout."""
+    until = time.monotonic() + ctx.timeout
+    while time.monotonic() < until:
+        got = ctx.gw.get(RESOURCE_API, "ResourceClaim", claim, ctx.namespace) or {}
+        results = ((got.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+        if results:
+            return list(results)
+        p = ctx.gw.get("v1", "Pod", pod, ctx.namespace)
+        if p and p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            return []
+        time.sleep(0.25)
+    return []
+
+
+def _unscheduled(pod: Obj | None) -> str:
+    """The scheduler's word on a pod it did not place (its PodScheduled condition)."""
+    for c in (pod or {}).get("status", {}).get("conditions", []) or []:
+        if c.get("type") == "PodScheduled" and c.get("status") != "True":
+            return str(c.get("message") or c.get("reason") or "")
+    return ""
+
+
 def _wait_pod(ctx: Context, name: str) -> Obj | None:
     until = time.monotonic() + ctx.timeout
     while time.monotonic() < until:
@@ -149,13 +173,15 @@ def dra_support(ctx: Context) -> Result:
              "metadata": {"name": "dra-support", "namespace": ctx.namespace},
              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": klass}}]}}}
     _create(ctx, claim)
-    _create(ctx, _pod(ctx, "dra-support", "nvidia-smi -L", "dra-support"))
+    # The pod lingers a little after nvidia-smi: the claim controller deallocates the claim as soon as
+    # its last pod is done, so the allocation is read while the pod holds it.
+    _create(ctx, _pod(ctx, "dra-support", "nvidia-smi -L; sleep 3", "dra-support"))
+    results = _allocation(ctx, "dra-support", "dra-support")
     pod = _wait_pod(ctx, "dra-support")
-    got = ctx.gw.get(RESOURCE_API, "ResourceClaim", "dra-support", ctx.namespace) or {}
-    results = ((got.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
     if not results:
+        why = _unscheduled(pod)
         return Result("dra_support", "Not Implemented", "failed",
-                      f"the claim (class {klass}) was never allocated", log.lines)
+                      f"the claim (class {klass}) was never allocated{': ' + why if why else ''}", log.lines)
     r = results[0]
     device = next((d for n, d in devices if n == r.get("pool") and d.get("name") == r.get("device")), {})
     want = attr(device, "uuid")

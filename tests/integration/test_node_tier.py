@@ -539,6 +539,22 @@ def test_operator_managed_dra_passes_the_smoke_test_on_real_kubelets(tier: Tier)
             assert controller.errors == [], controller.errors
         finally:
             controller.remove()
+            _restore_device_classes(tier)
+
+
+def _restore_device_classes(tier: Tier) -> None:
+    """The GPUCluster owned the DeviceClasses while it ran (the stand-in applies them with its owner
+    reference, as the operator does): the garbage collector deletes them with it. The tests after
+    this one run on the tier as it started, with the driver chart's classes: put them back once the
+    owned ones are gone."""
+    dra = load_tool("dra_publisher")
+
+    def owned_gone() -> bool:
+        classes = tier.cluster.get_json("deviceclasses")["items"]
+        return not any(c["metadata"].get("ownerReferences") for c in classes)
+
+    tier.cluster.wait_for("the GPUCluster's DeviceClasses deleted with it", owned_gone, timeout=60)
+    tier.cluster.apply([dra.device_class_manifest(), dra.mig_device_class_manifest()])
 
 
 def _runtime_class_pod(name: str, node: str, runtime_class: str, image: str) -> dict[str, Any]:
@@ -659,15 +675,20 @@ def test_the_utilization_report_counts_a_scripted_workload(tier: Tier) -> None:
             == len(tier.kubelet_nodes), timeout=90)
         start = time.time() - 2 * REPORT_STEP
         tier.cluster.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": UTIL_NS}}])
-        tier.cluster.apply(_workload("busy", "kubelet", 60, 0.8, "team-a", image)
-                           + _workload("mig", "mig", 60, 0.5, "team-a", image, profile="3g.40gb")
+        tier.cluster.apply(_workload("busy", "kubelet", 30, 0.8, "team-a", image)
+                           + _workload("mig", "mig", 30, 0.5, "team-a", image, profile="3g.40gb")
                            + _workload("idle", "kubelet", 600, 0.0, "team-b", image))
 
         def phase(name: str) -> str:
             return str(tier.cluster.get_json("pod", "-n", UTIL_NS, name)["status"].get("phase"))
 
-        tier.cluster.wait_for("the two timed pods done", lambda: phase("busy") == phase("mig") == "Succeeded",
-                              timeout=150, interval=2)
+        try:
+            tier.cluster.wait_for("the two timed pods done", lambda: phase("busy") == phase("mig") == "Succeeded",
+                                  timeout=150, interval=2)
+        except TimeoutError:
+            print(tier.cluster.kubectl("get", "pods,resourceclaims", "-n", UTIL_NS, "-o", "wide", check=False))
+            print(tier.cluster.kubectl("get", "events", "-n", UTIL_NS, check=False))
+            raise
         time.sleep(2 * dcgm_scrape.SCRAPE_SECONDS)  # their last samples scraped, and the staleness marks
         end = time.time()
         ran = {n: _ran(tier, n, end) for n in ("busy", "mig", "idle")}
@@ -705,6 +726,70 @@ def test_the_utilization_report_counts_a_scripted_workload(tier: Tier) -> None:
     (idle,) = doc["idleAllocatedNow"]
     assert idle["pods"] == [f"{UTIL_NS}/idle"] and idle["queues"] == ["team-b"] and idle["pool"] == "kubelet"
     assert idle["idleMinutes"] * 60 == pytest.approx(ran["idle"], abs=slack)
+
+
+def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path: Path) -> None:
+    """`ck8s-gpu conformance run` against the tier with the 1.35 checklist (the control plane is 1.34,
+    whose checklist lacks the accelerator rows): the procedures the tier can prove pass, the bundle
+    verifies and one changed byte does not; a plugin handing out the wrong GPU fails dra_support."""
+    import io
+    import json
+    from argparse import Namespace
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from components.cli import conformance as conformance_cli
+    from tests.helpers import dcgm_scrape
+
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (tmp_path / "pub.pem").write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+
+    def run(out: Path, **kw: Any) -> tuple[int, dict[str, Any], str]:
+        args = Namespace(kubeconfig=Path(tier.cluster.kubeconfig), context=None, out=out, only=None,
+                         image=tier.nodes.probe.reference, timeout=120, sign_key=tmp_path / "key.pem", json=True,
+                         checklist="1.35", **kw)
+        o, e = io.StringIO(), io.StringIO()
+        rc = conformance_cli.execute(args, out=o, err=e)
+        print(o.getvalue(), e.getvalue())
+        text = o.getvalue()
+        return rc, json.loads(text[text.index("{\n"):]), e.getvalue()
+
+    tier.cluster.apply(dcgm_scrape.objects(list(tier.kubelet_nodes), tier.nodes.pause.reference, tier.nodes.dcgm_port))
+    try:
+        rc, doc, err = run(tmp_path / "evidence")
+    finally:
+        tier.cluster.kubectl("delete", "-n", dcgm_scrape.NAMESPACE, "service,pod", "-l", "app=nvidia-dcgm-exporter",
+                             "--ignore-not-found", "--wait=false", check=False)
+    rows = {r["id"]: r for r in doc["results"]}
+    assert rc == 0, (err, doc)
+    for rid, status in (("dra_support", "Implemented"), ("driver_runtime_management", "Implemented"),
+                        ("gpu_sharing", "Implemented"), ("accelerator_metrics", "Implemented"),
+                        ("secure_accelerator_access", "Partially Implemented")):
+        assert (rows[rid]["status"], rows[rid]["outcome"]) == (status, "passed"), rows[rid]
+    for rid in ("ai_inference", "pod_autoscaling", "ai_service_metrics"):  # the tier serves them
+        assert rows[rid]["status"] == "Implemented", rows[rid]
+    assert not tier.cluster.get_json("namespaces")["items"] or all(
+        not n["metadata"]["name"].startswith("ck8s-gpu-conformance-") or n["status"]["phase"] == "Terminating"
+        for n in tier.cluster.get_json("namespaces")["items"])
+    verify = Namespace(bundle=tmp_path / "evidence", public_key=tmp_path / "pub.pem")
+    assert conformance_cli.verify(verify, out=io.StringIO(), err=io.StringIO()) == 0
+    product = tmp_path / "evidence" / "PRODUCT.yaml"
+    product.write_bytes(product.read_bytes().replace(b"Implemented", b"Implementee", 1))
+    assert conformance_cli.verify(verify, out=io.StringIO(), err=io.StringIO()) == 1
+    # A plugin that hands a container the node's next GPU: the claim's pod sees another device.
+    for node in tier.kubelet_nodes:
+        tier.nodes.node(node).set_fault("wrong-device")
+    try:
+        rc, doc, _ = run(tmp_path / "broken", only="dra_support")
+    finally:
+        for node in tier.kubelet_nodes:
+            tier.nodes.node(node).set_fault(None)
+    (row,) = doc["results"]
+    assert rc == 1 and (row["status"], row["outcome"]) == ("Not Implemented", "failed"), row
 
 
 def test_destroy_then_the_tier_leaves_nothing_and_starts_again(tier: Tier) -> None:

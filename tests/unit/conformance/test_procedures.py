@@ -37,6 +37,7 @@ class FakeApi:
         self.logs_by_pod: dict[str, str] = {"dra-support": "GPU 0: H100 (UUID: GPU-b)\n", "no-claim": "done\n"}
         self.metrics = ""
         self.services: list[dict[str, Any]] = []
+        self.pod_looks: dict[str, int] = {}
 
     def server_version(self) -> str:
         return "v1.35.2"
@@ -65,8 +66,14 @@ class FakeApi:
         if obj is None:
             return None
         if kind == "Pod":
-            return {**obj, "status": {"phase": "Succeeded"}}
+            # Running for its first two looks, then done (what a short container does).
+            self.pod_looks[name] = self.pod_looks.get(name, 0) + 1
+            return {**obj, "status": {"phase": "Running" if self.pod_looks[name] <= 2 else "Succeeded"}}
         if kind == "ResourceClaim":
+            # The claim controller deallocates a claim once its last pod is done (Kubernetes 1.34
+            # pkg/controller/resourceclaim/controller.go): the allocation is only seen while it runs.
+            if all(n > 2 for n in self.pod_looks.values()) and self.pod_looks:
+                return {**obj, "status": {}}
             return {**obj, "status": {"allocation": {"devices": {"results": [
                 {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "n1", "device": "gpu-1"}]}}}}
         return obj
