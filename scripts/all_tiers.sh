@@ -10,9 +10,11 @@
 #   - the rest: loopback control planes on free ports, engines with their own state and Helm homes.
 #     This lane runs with CK8S_GPU_NO_KUBELETS=1, so a test that starts a node tier without the
 #     marker fails with what to do instead of racing the other lane.
-# Tests marked `kubelet_lane` start no kubelet but run in the first lane, between its node tiers:
-# the real-controller scenarios (KEDA, the gateway, KubeRay), moved there so both lanes end about
-# together (CI 2026-12-06: kubelets 591 s, the rest 920 s before the move).
+# Tests marked `kubelet_lane` start no kubelet but run in the first lane, between its node tiers,
+# so both lanes end about together: KubeRay's scenarios. (CI 2026-12-06: kubelets 591 s, the rest
+# 920 s before KEDA, the gateway and KubeRay moved there; after the MIG node, the utilization and
+# conformance tests the kubelets lane was the longer, 1,110 s to 890 s, and KEDA and the gateway
+# went back.)
 # The pure and slow tiers are CPU-bound on every core and run under `nice`, so the lanes' control
 # planes and engines get the CPU the moment they need it (their timeouts and the CI's wall time hang
 # on them). Each lane's output is kept apart and printed whole when it ends.

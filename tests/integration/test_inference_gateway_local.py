@@ -48,7 +48,7 @@ from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 from tests.integration.conftest import inline_kubeconfig
 
 # The real-controller scenarios balance the lanes (scripts/all_tiers.sh).
-pytestmark = [pytest.mark.integration, pytest.mark.kubelet_lane]
+pytestmark = pytest.mark.integration
 
 lc = load_tool("localcluster")
 NS = "serve"

@@ -53,7 +53,7 @@ from tests.helpers.controller_env import ClusterEnv, wait_established
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
 # The real-controller scenarios balance the lanes (scripts/all_tiers.sh).
-pytestmark = [pytest.mark.integration, pytest.mark.kubelet_lane]
+pytestmark = pytest.mark.integration
 
 lc = load_tool("localcluster")
 dra = load_tool("dra_publisher")

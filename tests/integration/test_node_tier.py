@@ -749,9 +749,9 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
 
     def run(out: Path, **kw: Any) -> tuple[int, dict[str, Any], str]:
-        args = Namespace(kubeconfig=Path(tier.cluster.kubeconfig), context=None, out=out, only=None,
-                         image=tier.nodes.probe.reference, timeout=120, sign_key=tmp_path / "key.pem", json=True,
-                         checklist="1.35", **kw)
+        args = Namespace(**{"kubeconfig": Path(tier.cluster.kubeconfig), "context": None, "out": out, "only": None,
+                            "image": tier.nodes.probe.reference, "timeout": 120, "sign_key": tmp_path / "key.pem",
+                            "json": True, "checklist": "1.35", **kw})
         o, e = io.StringIO(), io.StringIO()
         rc = conformance_cli.execute(args, out=o, err=e)
         print(o.getvalue(), e.getvalue())
