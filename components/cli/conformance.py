@@ -104,6 +104,7 @@ def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], An
             key = ev.load_private_key(args.sign_key.read_bytes())
         except ValueError as exc:
             problems.append(f"--sign-key {args.sign_key}: {exc}")
+    gw = None
     try:
         gw = connect(args.kubeconfig.read_text(), args.context) if not problems else None
     except (OSError, ValueError) as exc:

@@ -201,3 +201,10 @@ def test_a_signed_run_verifies_and_a_changed_byte_does_not(tmp_path: Path) -> No
         f.write("x")
     err = io.StringIO()
     assert cli.verify(verify, out=io.StringIO(), err=err) == 1 and "gpu_sharing.log: changed" in err.getvalue()
+
+
+def test_an_unreadable_kubeconfig_is_a_bad_argument_not_a_traceback(tmp_path: Path) -> None:
+    err = io.StringIO()
+    rc = cli.execute(run_args(tmp_path, kubeconfig=tmp_path / "missing"), connect=lambda *_: FakeApi(),
+                     out=io.StringIO(), err=err)
+    assert rc == 2 and "--kubeconfig" in err.getvalue() and "Traceback" not in err.getvalue()
