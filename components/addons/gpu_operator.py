@@ -16,6 +16,7 @@ import yaml
 from ..facts.mig import CONFIG_MAP as MIG_CONFIG_MAP
 from ..facts.mig import mig_parted_config, mig_pools
 from ..facts.nodes import gpu_tolerations
+from ..kube.helm_values import renders_true
 from ..settings.facts import compute_domains_on
 from ..settings.model import NodePoolSettings, Settings
 from ..tables import pins
@@ -246,6 +247,24 @@ def dcgm_pod_mapping(s: Settings) -> dict[str, Any]:
     return {"enablePodUID": True, "env": [{"name": DCGM_DRA_ENV, "value": "true"}]}
 
 
+def _check(s: Settings) -> tuple[str, ...]:
+    """Sandboxed GPU workloads on aws: KubeVirt or Kata VMs on the node, and with them GPU
+    confidential computing (the operator's CC manager runs only in that mode: controllers/
+    state_manager.go). The chart prints sandboxWorkloads.enabled into the ClusterPolicy
+    (templates/clusterpolicy.yaml `enabled: {{ .Values.sandboxWorkloads.enabled }}`)."""
+    v = s.gpu_stack.addons.gpu_operator.values.get("sandboxWorkloads")
+    if s.platform != "aws" or not isinstance(v, dict) or not renders_true(v.get("enabled")):
+        return ()
+    # botocore 1.44.18 (pinned) data/ec2/2016-11-15/service-2.json, CpuOptionsRequest: NestedVirtualization
+    # "is supported only on 8th generation Intel-based instance types (c8i, m8i, r8i, and their flex
+    # variants)"; AmdSevSnp "is supported with M6a, R6a, and C6a instance types only". None has a GPU.
+    return ("gpuStack.addons.gpuOperator.values.sandboxWorkloads.enabled: sandboxed GPU workloads run the GPU "
+            "in a VM on the node (KubeVirt or Kata), and GPU confidential computing needs that VM in a CPU "
+            "TEE: EC2 GPU instances are VMs without nested virtualization (EC2 offers it on c8i, m8i and r8i "
+            "only) and AMD SEV-SNP exists on M6a, R6a and C6a only, none with a GPU; no EC2 type offers Intel "
+            "TDX. Leave sandboxWorkloads off (docs/conformance.md, confidential containers)",)
+
+
 def toolkit_values(s: Settings) -> dict[str, Any]:
     """host: the node image carries the toolkit and the node script configured containerd
     (components/aws/scripts/ck8s-node.sh host_toolkit, docs/adr/0046); the operator installs none.
@@ -387,6 +406,7 @@ ADDON = Addon(
     provides=_provides,
     after_crds_of=("monitoring-crds",),  # its DCGM ServiceMonitor (values: serviceMonitor.enabled)
     conflicts=("fake-gpu-operator",),
+    check=_check,
     readiness="operator",
     # NVIDIA asks for it with operator.upgradeCRD. pulumi-kubernetes passes it to Helm on install
     # only (provider/pkg/provider/helm_release.go, helmCreate; helmUpdate does not set it), and

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
-from ..kube.helm_values import helm_truthy
+from ..kube.helm_values import renders_true
 from ..settings.model import Settings
 from ..tables import pins
 from .base import Addon, AddonContext, Capability, version_tuple
@@ -47,17 +45,6 @@ def values(ctx: AddonContext) -> dict[str, Any]:
     return out
 
 
-def _renders_true(value: Any) -> bool:
-    """What the kai-config Config's `gpuSharing` becomes: the chart prints the value into YAML
-    (deployments/kai-scheduler/templates/_helpers.tpl: `gpuSharing: {{ .Values.global.gpuSharing |
-    default false }}`), which Kubernetes reads as YAML 1.1 (sigs.k8s.io/yaml), so "false" is false
-    and "yes" or "True" true."""
-    if not helm_truthy(value):
-        return False  # `default false`
-    rendered = "true" if value is True else str(value)
-    return yaml.safe_load(rendered) is True  # PyYAML reads YAML 1.1 booleans too
-
-
 def _check(settings: Settings) -> tuple[str, ...]:
     """GPU fractions (global.gpuSharing) on a stack whose GPUs DRA publishes: KAI v0.17.0 refuses
     every fractional pod on a node with DRA GPUs (pkg/scheduler/api/node_info/node_info.go:317-319,
@@ -65,7 +52,7 @@ def _check(settings: Settings) -> tuple[str, ...]:
     nodes"), and with allocation dra every GPU node is one. The switch would start the binder's
     reservation pods and the GPU-sharing plugins for pods that can never be placed."""
     glob = settings.gpu_stack.addons.kai_scheduler.values.get("global")
-    if (isinstance(glob, dict) and _renders_true(glob.get("gpuSharing"))
+    if (isinstance(glob, dict) and renders_true(glob.get("gpuSharing"))
             and settings.gpu_stack.allocation == "dra"):
         return ("gpuStack.addons.kaiScheduler.values.global.gpuSharing: KAI v0.17.0 refuses fractional GPU pods on "
                 "nodes whose GPUs DRA publishes (\"fractional/shared GPU pods are not yet supported on DRA-only "

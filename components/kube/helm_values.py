@@ -21,3 +21,16 @@ def helm_truthy(value: Any) -> bool:
     if isinstance(value, str | Mapping) or (isinstance(value, Sequence) and not isinstance(value, bytes)):
         return len(value) > 0
     return True
+
+
+def renders_true(value: Any) -> bool:
+    """Whether a value a chart prints into a boolean field with `{{ .Values.x }}` (or `| default
+    false`) becomes true there: Kubernetes reads the printed text as YAML 1.1 (sigs.k8s.io/yaml), so
+    "false" is false and "yes", "on" or "True" true; a value Helm finds empty prints false."""
+    import yaml
+
+    if not helm_truthy(value):
+        return False
+    rendered = "true" if value is True else str(value)
+    return yaml.safe_load(rendered) is True  # PyYAML reads YAML 1.1 booleans too
+
