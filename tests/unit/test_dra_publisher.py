@@ -129,3 +129,38 @@ def test_the_plugin_gets_its_gates_and_fabric_table(tmp_path: Path, monkeypatch:
 def test_faults_are_the_plugins() -> None:
     go = (SIMGPU / "internal" / "claimspec" / "claimspec.go").read_text()
     assert set(nt.FAULTS) == set(re.findall(r'^\s*\w+\s+Fault = "([a-z-]+)"', go, re.M))
+
+
+# --- MIG: a GPU in MIG mode published as its instances --------------------------------------------
+
+
+def mig_node_spec() -> Any:
+    from tests.helpers.node_tier import node_specs, stack_settings
+
+    return next(s for s in node_specs(stack_settings()) if s.name == "mig-node-0")
+
+
+def test_a_mig_pool_publishes_its_layout_as_the_driver_names_and_describes_instances() -> None:
+    spec = mig_node_spec()
+    names = [d["name"] for d in spec.devices]
+    # mig.go ToCanonicalName: gpu-<minor>-mig-<profile without dots>-<GI profile ID>-<placement start>
+    assert all(re.fullmatch(r"gpu-0-mig-[0-9a-z-]+-(19|20|15|14|9|5|0)-[0-7]", n) for n in names), names
+    got = sorted(attrs(d)["profile"] for d in spec.devices)
+    assert got == ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]  # all-balanced on an H100 80GB
+    slices: list[int] = []
+    for d in spec.devices:
+        a = attrs(d)
+        assert a["type"] == "mig" and a["uuid"].startswith("MIG-") and a["parentUUID"] == spec.mig_parents[0]["uuid"]
+        assert "index" not in a and "minor" not in a  # deviceinfo.go MigDeviceInfo.GetDevice: the parent's
+        slices += [int(k.removeprefix("memorySlice")) for k in d["capacity"] if k.startswith("memorySlice")]
+    assert sorted(slices) == list(range(8)), slices  # the four instances tile the 8 memory slices
+    assert spec.labels["nvidia.com/mig.config"].startswith("ck8s-mig-")
+    assert spec.gpus == 1 and json.loads(spec.devices_file())["migParents"] == spec.mig_parents
+
+
+def test_a_mig_layout_goes_without_partitions_and_taints() -> None:
+    slot = dra.MigSlot("1g.10gb", 19, 0, 1, "mig-1g10gb-19-0")
+    with pytest.raises(ValueError, match="MIG layout"):
+        dra.resource_slice_manifest("n", 1, mig=[slot], unhealthy=[0])
+    with pytest.raises(ValueError, match="MIG layout"):
+        dra.resource_slice_manifest("n", 8, mig=[slot], partitions=dra.hgx_8gpu_partitions())

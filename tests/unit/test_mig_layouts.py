@@ -220,3 +220,18 @@ def test_dynamic_mig_beside_a_mig_manager_is_refused_at_each_field() -> None:
         **dynamic(pool(config="all-balanced"))["gpuStack"], "migStrategy": "mixed"}})
     assert "destroys instances it did not create" in found["settings.nodePools[0].mig"], found
     assert "runs the MIG manager" in found["settings.gpuStack.migStrategy"], found
+
+
+@pytest.mark.parametrize("layout", [{"1g.10gb": 7}, {"1g.10gb+me": 1, "1g.10gb": 6}, {"4g.40gb": 1, "3g.40gb": 1},
+                                    {"2g.20gb": 2, "3g.40gb": 1}, {"7g.80gb": 1}, dict(mp.BALANCED[H100])])
+def test_placements_put_every_instance_at_one_of_its_starts_without_overlap(layout: dict[str, int]) -> None:
+    placed = mp.placements(H100, layout)
+    taken: list[int] = []
+    for m in placed:
+        shape = mp.MIG_PROFILES[H100][m.profile]
+        assert m.start in shape.starts and m.size == shape.memory and m.profile_id == shape.profile_id
+        taken += list(range(m.start, m.start + m.size))
+    assert len(taken) == len(set(taken)) and max(taken) < mp.MEMORY_SLICES
+    assert sorted(m.profile for m in placed) == sorted(p for p, n in layout.items() for _ in range(n))
+    with pytest.raises(ValueError):
+        mp.placements(H100, {"3g.40gb": 2, "1g.10gb": 1})  # the layout_problem refusal, not a placement
