@@ -54,6 +54,8 @@ def _decode(text: str, what: str) -> list[Series]:
         doc = json.loads(text)
     except ValueError:
         raise PrometheusError(f"{what}: not a Prometheus answer: {text[:200]!r}") from None
+    if not isinstance(doc, dict):
+        raise PrometheusError(f"{what}: not a Prometheus answer: {text[:200]!r}")
     if doc.get("status") != "success":
         raise PrometheusError(f"{what}: {doc.get('errorType', 'error')}: {doc.get('error', text[:200])}")
     return list(doc.get("data", {}).get("result", []))

@@ -193,3 +193,11 @@ def test_the_report_command_is_registered_with_its_help() -> None:
 
     parsed = build_parser().parse_args(["report", "utilization", "--prometheus-url", "http://p", "--since", "1h"])
     assert parsed.func is cli.run and parsed.since == "1h"
+
+
+@pytest.mark.parametrize("body", ["[]", "<html>proxy error</html>", '{"status": "error", "errorType": "bad_data", '
+                                  '"error": "parse error at char 3"}'])
+def test_anything_but_a_prometheus_success_is_one_named_error(body: str) -> None:
+    with pytest.raises(sources.PrometheusError) as e:
+        sources._decode(body, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+    assert str(e.value).startswith("DCGM_FI_PROF_GR_ENGINE_ACTIVE: ")
