@@ -96,6 +96,15 @@ def plan_regions(
         for worker in multiprocessing.active_children():
             worker.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
+        # At interpreter exit CPython 3.11's concurrent/futures/process.py _python_exit writes to each
+        # executor's wakeup pipe, unlocked ("call not protected by ProcessPoolExecutor._shutdown_lock"),
+        # while the executor's manager thread may be closing that pipe (join_executor_internals):
+        # "OSError: [Errno 9] Bad file descriptor" printed after "interrupted" (seen in a clean-clone CI
+        # run). Once the manager thread has ended, the pipe is closed and marked so, and the exit hook
+        # skips it. With the workers terminated it ends at once; the bound only keeps Ctrl-C prompt.
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(timeout=20)
         raise
     pool.shutdown()
     elapsed = time.monotonic() - start
