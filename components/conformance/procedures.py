@@ -9,158 +9,45 @@ and the status is read from what is installed (the notes say so, and what proves
 
 from __future__ import annotations
 
-import json
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from ..smoke.gateway import Gateway, KubeError, Obj, proxy_path
-from ..smoke.run import Ref
+from ..smoke.gateway import KubeError, proxy_path
+from .common import (
+    DCGM_SELECTOR,
+    DRIVER,
+    RESOURCE_API,
+    UUID,
+    Context,
+    Log,
+    allocation,
+    attr,
+    create,
+    get_json,
+    items,
+    probe_pod,
+    unscheduled,
+    wait_pod,
+)
 from .evidence import Result
-
-DRIVER = "gpu.nvidia.com"  # NVIDIA's DRA driver (cmd/gpu-kubelet-plugin main.go DriverName)
-RESOURCE_API = "resource.k8s.io/v1"
-# Simulated nodes that run no container (tools/localcluster.py gpu_node_manifest): a container-side
-# check cannot run there, so the procedures' pods keep off them.
-KWOK_LABEL = ("type", "kwok")
-DCGM_SELECTOR = "app=nvidia-dcgm-exporter"  # gpu-operator v26.7.0 assets/state-dcgm-exporter/0400_service.yaml
-UUID = re.compile(r"\(UUID: ((?:GPU|MIG)-[0-9a-fA-F-]+)\)")
-
-
-@dataclass
-class Context:
-    gw: Gateway
-    image: str  # carries bash; nvidia-smi comes from the driver's CDI spec, as in the smoke test
-    namespace: str
-    timeout: float
-    say: Callable[[str], None]
-    created: list[Ref] = field(default_factory=list)
-    found: dict[str, Any] = field(default_factory=dict)  # what one procedure learnt for the next
-
-
-class Log:
-    def __init__(self, ctx: Context, rid: str) -> None:
-        self.lines: list[str] = []
-        self.ctx, self.rid = ctx, rid
-
-    def __call__(self, line: str) -> None:
-        self.lines.append(line)
-        self.ctx.say(f"{self.rid}: {line}")
-
-
-def _get(gw: Gateway, api_path: str) -> Any | None:
-    answer = gw.request("GET", api_path, timeout=20.0)
-    if answer.status != 200:
-        return None
-    try:
-        return json.loads(answer.body)
-    except ValueError:
-        return None
-
-
-def _items(gw: Gateway, api_path: str) -> list[Obj]:
-    doc = _get(gw, api_path)
-    return list(doc.get("items", [])) if isinstance(doc, dict) else []
-
-
-def gpu_devices(gw: Gateway) -> list[tuple[str, Obj]]:
-    """(node, device) for every device NVIDIA's DRA driver publishes."""
-    out = []
-    for s in gw.list(RESOURCE_API, "ResourceSlice")[0]:
-        spec = s.get("spec", {})
-        if spec.get("driver") == DRIVER:
-            out += [(spec.get("nodeName", ""), d) for d in spec.get("devices") or []]
-    return out
-
-
-def attr(device: Obj, name: str) -> Any:
-    a = (device.get("attributes") or {}).get(name) or (device.get("attributes") or {}).get(f"{DRIVER}/{name}") or {}
-    return next(iter(a.values()), None) if isinstance(a, dict) else None
-
-
-def _kwok_nodes(gw: Gateway) -> set[str]:
-    k, v = KWOK_LABEL
-    return {n["metadata"]["name"] for n in gw.list("v1", "Node", label_selector=f"{k}={v}")[0]}
-
-
-def _create(ctx: Context, obj: Obj) -> Obj:
-    got = ctx.gw.create(obj)
-    meta = obj["metadata"]
-    ctx.created.append(Ref(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")))
-    return got
-
-
-def _pod(ctx: Context, name: str, script: str, claim: str | None, node: str | None = None) -> Obj:
-    k, v = KWOK_LABEL
-    spec: Obj = {
-        "restartPolicy": "Never", "tolerations": [{"operator": "Exists"}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": k, "operator": "NotIn", "values": [v]}]}]}}},
-        "containers": [{"name": "probe", "image": ctx.image, "command": ["bash", "-c", script],
-                        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": False,
-                                            "capabilities": {"drop": ["ALL"]}}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    if claim:
-        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
-        spec["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ctx.namespace}, "spec": spec}
-
-
-def _allocation(ctx: Context, claim: str, pod: str) -> list[Obj]:
-    """The claim's allocation results, read while its pod may still hold it; [] when it never was
-    allocated before the pod ended or the timeout."""
-    until = time.monotonic() + ctx.timeout
-    while time.monotonic() < until:
-        got = ctx.gw.get(RESOURCE_API, "ResourceClaim", claim, ctx.namespace) or {}
-        results = ((got.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
-        if results:
-            return list(results)
-        p = ctx.gw.get("v1", "Pod", pod, ctx.namespace)
-        if p and p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            return []
-        time.sleep(0.25)
-    return []
-
-
-def _unscheduled(pod: Obj | None) -> str:
-    """The scheduler's word on a pod it did not place (its PodScheduled condition)."""
-    for c in (pod or {}).get("status", {}).get("conditions", []) or []:
-        if c.get("type") == "PodScheduled" and c.get("status") != "True":
-            return str(c.get("message") or c.get("reason") or "")
-    return ""
-
-
-def _wait_pod(ctx: Context, name: str) -> Obj | None:
-    until = time.monotonic() + ctx.timeout
-    while time.monotonic() < until:
-        pod = ctx.gw.get("v1", "Pod", name, ctx.namespace)
-        if pod and pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            return pod
-        time.sleep(1.0)
-    return ctx.gw.get("v1", "Pod", name, ctx.namespace)
-
 
 # --- accelerators ------------------------------------------------------------------------------------
 
 
 def dra_support(ctx: Context) -> Result:
     log = Log(ctx, "dra_support")
-    api = _get(ctx.gw, f"/apis/{RESOURCE_API}")
+    api = get_json(ctx.gw, f"/apis/{RESOURCE_API}")
     kinds = {r.get("kind") for r in (api or {}).get("resources", [])}
     if not {"ResourceClaim", "ResourceSlice", "DeviceClass"} <= kinds:
         return Result("dra_support", "Not Implemented", "failed", f"{RESOURCE_API} is not served: no DRA API",
                       log.lines)
     log(f"{RESOURCE_API} served: {', '.join(sorted(k for k in kinds if k))}")
-    devices = gpu_devices(ctx.gw)
+    devices = ctx.devices()
     if not devices:
         return Result("dra_support", "Not Implemented", "failed",
                       f"no ResourceSlice of driver {DRIVER}: is NVIDIA's DRA kubelet plugin running on the GPU nodes?",
                       log.lines)
-    kwok = _kwok_nodes(ctx.gw)
+    kwok = ctx.simulated_nodes()
     whole = [(n, d) for n, d in devices if attr(d, "type") == "gpu" and n not in kwok and not d.get("taints")]
     mig = [(n, d) for n, d in devices if attr(d, "type") == "mig" and n not in kwok]
     log(f"{len(devices)} device(s) published by {DRIVER} on {len({n for n, _ in devices})} node(s)")
@@ -172,14 +59,14 @@ def dra_support(ctx: Context) -> Result:
     claim = {"apiVersion": RESOURCE_API, "kind": "ResourceClaim",
              "metadata": {"name": "dra-support", "namespace": ctx.namespace},
              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": klass}}]}}}
-    _create(ctx, claim)
+    create(ctx, claim)
     # The pod lingers a little after nvidia-smi: the claim controller deallocates the claim as soon as
     # its last pod is done, so the allocation is read while the pod holds it.
-    _create(ctx, _pod(ctx, "dra-support", "nvidia-smi -L; sleep 3", "dra-support"))
-    results = _allocation(ctx, "dra-support", "dra-support")
-    pod = _wait_pod(ctx, "dra-support")
+    create(ctx, probe_pod(ctx, "dra-support", "nvidia-smi -L; sleep 3", "dra-support"))
+    results = allocation(ctx, "dra-support", "dra-support")
+    pod = wait_pod(ctx, "dra-support")
     if not results:
-        why = _unscheduled(pod)
+        why = unscheduled(pod)
         return Result("dra_support", "Not Implemented", "failed",
                       f"the claim (class {klass}) was never allocated{': ' + why if why else ''}", log.lines)
     r = results[0]
@@ -201,7 +88,7 @@ def dra_support(ctx: Context) -> Result:
 
 def driver_runtime_management(ctx: Context) -> Result:
     log = Log(ctx, "driver_runtime_management")
-    devices = gpu_devices(ctx.gw)
+    devices = ctx.devices()
     if not devices:
         return Result("driver_runtime_management", "Not Implemented", "failed",
                       f"no device of {DRIVER} publishes driver versions", log.lines)
@@ -229,7 +116,7 @@ def driver_runtime_management(ctx: Context) -> Result:
 
 def gpu_sharing(ctx: Context) -> Result:
     log = Log(ctx, "gpu_sharing")
-    mig = [(n, d) for n, d in gpu_devices(ctx.gw) if attr(d, "type") == "mig"]
+    mig = [(n, d) for n, d in ctx.devices() if attr(d, "type") == "mig"]
     profiles = sorted({str(attr(d, "profile")) for _, d in mig})
     if mig:
         log(f"{len(mig)} MIG instance(s) published as DRA devices: {', '.join(profiles)} "
@@ -244,7 +131,7 @@ def gpu_sharing(ctx: Context) -> Result:
 
 
 def virtualized_accelerator(ctx: Context) -> Result:
-    names = sorted({str(attr(d, "productName")) for _, d in gpu_devices(ctx.gw)})
+    names = sorted({str(attr(d, "productName")) for _, d in ctx.devices()})
     return Result("virtualized_accelerator", "N/A", "skipped",
                   f"no virtualized GPU is offered: the GPUs here are {', '.join(names) or 'none'}, passed through "
                   "whole; no AWS instance type in this project's table offers vGPU", [])
@@ -259,14 +146,14 @@ NO_GPU_SCRIPT = ('for f in /dev/nvidia*; do [ -e "$f" ] && echo "DEVICE $f"; don
 
 def secure_accelerator_access(ctx: Context) -> Result:
     log = Log(ctx, "secure_accelerator_access")
-    kwok = _kwok_nodes(ctx.gw)
-    nodes = sorted({n for n, _ in gpu_devices(ctx.gw) if n and n not in kwok})
+    kwok = ctx.simulated_nodes()
+    nodes = sorted({n for n, _ in ctx.devices() if n and n not in kwok})
     if not nodes:
         return Result("secure_accelerator_access", "Partially Implemented", "skipped",
                       "no GPU node runs containers: nothing to look at from a pod", log.lines)
     node = nodes[0]
-    _create(ctx, _pod(ctx, "no-claim", NO_GPU_SCRIPT, None, node=node))
-    pod = _wait_pod(ctx, "no-claim")
+    create(ctx, probe_pod(ctx, "no-claim", NO_GPU_SCRIPT, None, node=node))
+    pod = wait_pod(ctx, "no-claim")
     phase = (pod or {}).get("status", {}).get("phase")
     text = ctx.gw.logs(ctx.namespace, "no-claim", "probe") if phase in ("Succeeded", "Failed") else ""
     leaks = [line for line in text.splitlines() if line.startswith("DEVICE ") or UUID.search(line)]
@@ -305,7 +192,7 @@ def accelerator_metrics(ctx: Context) -> Result:
     ns = svc["metadata"]["namespace"]
     port = str(svc["spec"]["ports"][0].get("targetPort") or svc["spec"]["ports"][0]["port"])
     expected: dict[str, set[str]] = {}
-    for node, d in gpu_devices(ctx.gw):
+    for node, d in ctx.devices():
         uuid = attr(d, "parentUUID") if attr(d, "type") == "mig" else attr(d, "uuid")
         if uuid:
             expected.setdefault(node, set()).add(str(uuid))
@@ -348,7 +235,7 @@ def _declared(rid: str, present: bool, found: str, missing: str, evidence: str) 
 
 
 def ai_inference(ctx: Context) -> Result:
-    classes = _items(ctx.gw, "/apis/gateway.networking.k8s.io/v1/gatewayclasses")
+    classes = items(ctx.gw, "/apis/gateway.networking.k8s.io/v1/gatewayclasses")
     accepted = [c["metadata"]["name"] for c in classes if any(
         x.get("type") == "Accepted" and x.get("status") == "True" for x in c.get("status", {}).get("conditions", []))]
     return _declared("ai_inference", bool(accepted), f"GatewayClass {', '.join(accepted)} accepted",
@@ -357,14 +244,14 @@ def ai_inference(ctx: Context) -> Result:
 
 
 def gang_scheduling(ctx: Context) -> Result:
-    crd = _get(ctx.gw, "/apis/scheduling.run.ai/v2alpha2") is not None
+    crd = get_json(ctx.gw, "/apis/scheduling.run.ai/v2alpha2") is not None
     return _declared("gang_scheduling", crd, "KAI's PodGroup API is served",
                      "no gang scheduler: KAI's PodGroup API (scheduling.run.ai/v2alpha2) is not served",
                      "the smoke test's gang case")
 
 
 def cluster_autoscaling(ctx: Context) -> Result:
-    pools = _items(ctx.gw, "/apis/karpenter.sh/v1/nodepools")
+    pools = items(ctx.gw, "/apis/karpenter.sh/v1/nodepools")
     names = ", ".join(p["metadata"]["name"] for p in pools)
     return _declared("cluster_autoscaling", bool(pools), f"Karpenter NodePools {names}",
                      "no autoscaler: set nodePools[].autoscaling on aws (docs/autoscaling.md)",
@@ -373,7 +260,7 @@ def cluster_autoscaling(ctx: Context) -> Result:
 
 def pod_autoscaling(ctx: Context) -> Result:
     def available(name: str) -> bool:
-        got = _get(ctx.gw, f"/apis/apiregistration.k8s.io/v1/apiservices/{name}") or {}
+        got = get_json(ctx.gw, f"/apis/apiregistration.k8s.io/v1/apiservices/{name}") or {}
         return any(c.get("type") == "Available" and c.get("status") == "True"
                    for c in got.get("status", {}).get("conditions", []))
 
@@ -384,14 +271,14 @@ def pod_autoscaling(ctx: Context) -> Result:
 
 
 def ai_service_metrics(ctx: Context) -> Result:
-    proms = _items(ctx.gw, "/apis/monitoring.coreos.com/v1/prometheuses")
+    proms = items(ctx.gw, "/apis/monitoring.coreos.com/v1/prometheuses")
     return _declared("ai_service_metrics", bool(proms), "a Prometheus Operator Prometheus selects monitors",
                      "no Prometheus Operator Prometheus: set gpuStack.addons.kubePrometheusStack",
                      "the inference case's PodMonitor is scraped without a configuration change")
 
 
 def robust_controller(ctx: Context) -> Result:
-    ray = _get(ctx.gw, "/apis/ray.io/v1") is not None
+    ray = get_json(ctx.gw, "/apis/ray.io/v1") is not None
     return _declared("robust_controller", ray, "KubeRay's API (ray.io/v1) is served",
                      "no AI operator: set gpuStack.addons.kuberayOperator", "tests/integration/test_kuberay_local.py")
 

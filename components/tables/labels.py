@@ -41,3 +41,9 @@ POOL_LABELS = (POOL_TAG, SIMULATED_POOL_LABEL)
 # value `allowed` (components/addons/inference_gateway.py): a route from any other namespace is
 # refused (NotAllowedByListeners), so no team can claim a path on the shared gateway by accident.
 INFERENCE_ROUTES_LABEL = "ck8s-gpu/inference-routes"
+
+# KWOK fakes the nodes carrying this annotation (value `fake`): kwokctl starts its controller with
+# --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake (sigs.k8s.io/kwok v0.8.0
+# pkg/kwokctl/runtime/kind/cluster_kwok_controller.go), and tools/localcluster.py and the Karpenter
+# tier's nodes carry it. Such a node runs no container.
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"

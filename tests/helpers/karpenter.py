@@ -32,6 +32,7 @@ from typing import Any
 
 from components.facts.autoscaling import NODEPOOL_LABEL, NodeClassRef
 from components.tables.instance_types import GPU_INSTANCE_TYPES, gpu_facts
+from components.tables.labels import KWOK_NODE_ANNOTATION
 from tests.helpers.controller_env import stop_process
 from tests.helpers.tools import load_tool
 
@@ -235,7 +236,7 @@ class SlicePublisher:
             node = {
                 "apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": name, "labels": claim["metadata"].get("labels", {}),
-                             "annotations": {**claim["metadata"].get("annotations", {}), "kwok.x-k8s.io/node": "fake"}},
+                             "annotations": {**claim["metadata"].get("annotations", {}), KWOK_NODE_ANNOTATION: "fake"}},
                 "spec": {"providerID": provider_id,
                          "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
             }
