@@ -19,7 +19,7 @@ from typing import Any
 from ..facts.efa import efa_enabled
 from ..facts.nodes import pool_tolerations
 from ..settings.model import NodePoolSettings, Settings
-from ..tables.labels import EFA_NODE_LABEL
+from ..tables.labels import EFA_NODE_LABEL, INSTANCE_TYPE_LABEL
 from .base import Addon, AddonContext, Default
 from .image_refs import Entry, ImageRef, split_repository
 
@@ -30,8 +30,6 @@ NAMESPACE = "aws-efa"
 # the same images under its public EKS namespace (public.ecr.aws/eks, as eks-charts'
 # aws-load-balancer-controller defaults to): not read from that registry here (docs/adr/0028).
 PUBLIC_IMAGE_REPOSITORY = "public.ecr.aws/eks/aws-efa-k8s-device-plugin"
-# The chart's affinity key list (values.yaml supportedInstanceLabels.keys): the CCM sets it.
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 def efa_pools(settings: Settings) -> tuple[NodePoolSettings, ...]:

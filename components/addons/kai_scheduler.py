@@ -17,7 +17,6 @@ from .image_refs import Entry, ImageRef, always, never
 
 NAMESPACE = "kai-scheduler"
 SCHEDULER_NAME = "kai-scheduler"
-QUEUE_LABEL = "kai.scheduler/queue"
 # The queue KAI's podgrouper gives a workload without a queue label (KAI v0.17.0
 # pkg/podgrouper/podgrouper/plugins/constants/constants.go DefaultQueueName, used by
 # defaultgrouper/default_grouper.go CalcPodGroupQueue). Its chart would create it (values

@@ -10,11 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..settings.model import Settings
-from ..tables.labels import POOL_LABELS
+from ..tables.labels import INSTANCE_TYPE_LABEL, POOL_LABELS, QUEUE_LABEL
 from .base import Addon, AddonContext, Capability
-from .efa_device_plugin import INSTANCE_TYPE_LABEL
 from .image_refs import Entry, ImageRef, always, never
-from .kai_scheduler import QUEUE_LABEL
 
 NAMESPACE = "monitoring"
 NAME = "kube-prometheus-stack"

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..settings.model import NodePoolSettings, Settings
+from ..tables.labels import INSTANCE_TYPE_LABEL
 from .nodes import pool_node_labels
 
 API_VERSION = "karpenter.sh/v1"
 # labels.go: the well-known keys a NodePool's requirements may use.
-INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+INSTANCE_TYPE_KEY = INSTANCE_TYPE_LABEL
 CAPACITY_TYPE_KEY = "karpenter.sh/capacity-type"
 ZONE_KEY = "topology.kubernetes.io/zone"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # Karpenter labels every node it launches with its NodePool

@@ -29,13 +29,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..addons import kube_prometheus_stack as kps
-from ..addons.kai_scheduler import QUEUE_LABEL
 from ..smoke.gateway import Gateway, KubeError, proxy_path
 from ..tables.instance_types import gpu_facts
-from ..tables.labels import POOL_LABELS
+from ..tables.labels import INSTANCE_TYPE_LABEL, POOL_LABELS, QUEUE_LABEL
 from .utilization import DevicePoint, DeviceTrack, Holder, NodeSpan
 
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 BUSY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 Series = dict[str, Any]  # one result of a range query: {"metric": {...}, "values": [[t, "v"], ...]}

@@ -28,12 +28,10 @@ NO_KUBELET = "no kubelet on simulated nodes"
 # Labels and annotations shared by the chart, the runner and the verifier.
 RUN_LABEL = "ck8s-gpu.io/smoke-run"
 CASE_LABEL = "ck8s-gpu.io/smoke-case"
-QUEUE_LABEL = "kai.scheduler/queue"
 RELEASE_ANNOTATION = "ck8s-gpu.io/smoke-release"
 RELEASE_VALUE = "go"
 POD_GROUP_ANNOTATION = "pod-group-name"
 # Well-known node labels: set by the kubelet/cloud provider and by GPU feature discovery.
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 GFD_COUNT_LABEL = "nvidia.com/gpu.count"
 
 # Chart object names: "<release[:30]>-<part>-<runId>" (templates/_helpers.tpl "gpu-smoke-test.name").

@@ -34,6 +34,15 @@ CONTROL_PLANE_ROLE = "control-plane"
 # On nodes launched with EFA interfaces (components/facts/efa.py): the EFA device add-on runs only there.
 EFA_NODE_LABEL = "ck8s-gpu/efa"
 
+# The pod label naming a workload's KAI queue (KAI-Scheduler pkg/common/constants/constants.go
+# DefaultQueueLabel): the scheduler, the smoke test, the metrics allowlist and the reports read it.
+QUEUE_LABEL = "kai.scheduler/queue"
+
+# The well-known node label of a node's instance type (k8s.io/api core/v1 well_known_labels.go
+# LabelInstanceTypeStable), set by the cloud provider: pools, NodePools, charts' affinities and
+# reports select on it.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
 # Node labels naming a node's pool, on AWS and on simulated pools.
 POOL_LABELS = (POOL_TAG, SIMULATED_POOL_LABEL)
 

@@ -16,9 +16,8 @@ from components.facts.feature_gates import smoke_gpu_health_on
 from components.facts.mig import config_name, pool_mig_devices
 from components.settings.facts import compute_domains_on
 from components.settings.model import Settings
-from components.smoke.expectations import INSTANCE_TYPE_LABEL
 from components.tables.instance_types import gpu_facts, nvlink_domain
-from components.tables.labels import MIG_CONFIG_LABEL, SIMULATED_POOL_LABEL
+from components.tables.labels import INSTANCE_TYPE_LABEL, MIG_CONFIG_LABEL, SIMULATED_POOL_LABEL
 from components.tables.mig_profiles import placements
 from tests.helpers.cluster_gates import kubelet_gates, local_cluster_gates
 from tests.helpers.tools import TOOLS_DIR, load_tool

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ...tables.labels import POOL_LABELS
+from ...tables.labels import INSTANCE_TYPE_LABEL, POOL_LABELS, QUEUE_LABEL
 from .. import device_class as dclass
-from ..expectations import GFD_COUNT_LABEL, INSTANCE_TYPE_LABEL, NO_KUBELET, QUEUE_LABEL
+from ..expectations import GFD_COUNT_LABEL, NO_KUBELET
 from ..snapshot import (
     FINISHED_PHASES,
     Obj,
