@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="this checklist instead of the cluster's minor's (e.g. 1.35 ahead of an upgrade)")
     r.add_argument("--image", default=None, help="the probe image the procedures' pods run (default: the smoke "
                                                  "test's pinned one)")
+    r.add_argument("--stack", type=Path, default=None, metavar="STACK_FILE",
+                   help="stacks/Pulumi.<stack>.yaml: the stack's settings for the procedures that run its smoke "
+                        "cases (pools, scheduler, the inference case's image and Prometheus)")
+    r.add_argument("--prometheus-url", default=None, metavar="URL",
+                   help="the Prometheus KEDA queries in the inference case (default: the stack's, else "
+                        "kube-prometheus-stack's in-cluster Service)")
     r.add_argument("--timeout", type=int, default=180, metavar="SECONDS", help="what one pod may take (default 180)")
     r.add_argument("--sign-key", type=Path, default=None, metavar="PEM",
                    help="Ed25519 private key (PKCS#8 PEM): sign the bundle (attestation.dsse.json)")
@@ -83,14 +89,38 @@ def _args_problems(args: argparse.Namespace, known: set[str]) -> tuple[list[str]
         problems.append(f"--timeout {args.timeout}: at least 10 seconds")
     if args.sign_key is not None and not args.sign_key.is_file():
         problems.append(f"--sign-key {args.sign_key}: no such file")
+    if args.prometheus_url is not None:
+        from pydantic import ValidationError
+
+        from ..settings.model import InferenceCaseSettings
+
+        try:  # the settings model's own rule for smokeTest.inference.prometheusUrl
+            InferenceCaseSettings.model_validate({"prometheusUrl": args.prometheus_url})
+        except ValidationError as exc:
+            problems.append(f"--prometheus-url {args.prometheus_url}: {exc.errors()[0]['msg']}")
     return problems, only
+
+
+def _stack_settings(args: argparse.Namespace, problems: list[str]) -> Any:
+    """The stack file's settings, judged as `pulumi up` judges them offline; None without --stack."""
+    from ..settings.load import SettingsError, read_stack_file
+    from ..validate import from_config as settings_from_config
+
+    if args.stack is None:
+        return None
+    try:
+        return settings_from_config(read_stack_file(args.stack), str(args.stack), offline=True)
+    except SettingsError as exc:
+        problems.append(f"--stack {args.stack}: {exc.message}")
+        return None
 
 
 def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], Any] = _connect,
             out: TextIO | None = None, err: TextIO | None = None) -> int:
     from ..conformance import checklist as cl
     from ..conformance import evidence as ev
-    from ..conformance.procedures import PROCEDURES, Context
+    from ..conformance.common import Context
+    from ..conformance.procedures import PROCEDURES
     from ..smoke.gateway import KubeError, KubeUnreachable
     from ..smoke.run import Ref, cleanup
     from ..tables import pins
@@ -98,6 +128,7 @@ def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], An
     out, err = out or sys.stdout, err or sys.stderr
     known = {q.id for reqs in cl.CHECKLISTS.values() for q in reqs}
     problems, only = _args_problems(args, known)
+    settings = _stack_settings(args, problems)
     key = None
     if args.sign_key is not None and not problems:
         try:
@@ -126,7 +157,8 @@ def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], An
           f"{len(reqs)} requirement(s)", file=out, flush=True)
     ns = f"ck8s-gpu-conformance-{secrets.token_hex(3)}"
     ctx = Context(gw, args.image or pins.image("smoke-test").ref, ns, float(args.timeout),
-                  lambda m: print(f"  {m}", file=out, flush=True))
+                  lambda m: print(f"  {m}", file=out, flush=True), settings=settings,
+                  prometheus_url=args.prometheus_url, custom_image=args.image)
     results: dict[str, ev.Result] = {}
     interrupted = False
     try:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..settings.model import Settings
 from ..smoke.gateway import Gateway, Obj
 from ..smoke.run import Ref
 from ..tables.labels import KWOK_NODE_ANNOTATION
@@ -29,6 +30,10 @@ class Context:
     timeout: float
     say: Callable[[str], None]
     created: list[Ref] = field(default_factory=list)
+    # The stack's settings (--stack), where the procedures render the stack's own smoke case.
+    settings: Settings | None = None
+    prometheus_url: str | None = None  # the Prometheus KEDA queries (--prometheus-url); null: the settings'
+    custom_image: str | None = None  # --image: also the smoke case's image (it must be pinned by digest)
     found: dict[str, Any] = field(default_factory=dict)  # what one procedure learnt for the next
 
     def devices(self) -> list[tuple[str, Obj]]:

@@ -30,6 +30,7 @@ from .common import (
     wait_pod,
 )
 from .evidence import Result
+from .inference import ai_inference, ai_service_metrics, pod_autoscaling
 
 # --- accelerators ------------------------------------------------------------------------------------
 
@@ -234,15 +235,6 @@ def _declared(rid: str, present: bool, found: str, missing: str, evidence: str) 
     return Result(rid, "Not Implemented", "skipped", missing)
 
 
-def ai_inference(ctx: Context) -> Result:
-    classes = items(ctx.gw, "/apis/gateway.networking.k8s.io/v1/gatewayclasses")
-    accepted = [c["metadata"]["name"] for c in classes if any(
-        x.get("type") == "Accepted" and x.get("status") == "True" for x in c.get("status", {}).get("conditions", []))]
-    return _declared("ai_inference", bool(accepted), f"GatewayClass {', '.join(accepted)} accepted",
-                     "no accepted GatewayClass: set gpuStack.addons.inferenceGateway",
-                     "the smoke test's inference case routes by weight and header")
-
-
 def gang_scheduling(ctx: Context) -> Result:
     crd = get_json(ctx.gw, "/apis/scheduling.run.ai/v2alpha2") is not None
     return _declared("gang_scheduling", crd, "KAI's PodGroup API is served",
@@ -256,25 +248,6 @@ def cluster_autoscaling(ctx: Context) -> Result:
     return _declared("cluster_autoscaling", bool(pools), f"Karpenter NodePools {names}",
                      "no autoscaler: set nodePools[].autoscaling on aws (docs/autoscaling.md)",
                      "tests/integration/test_karpenter_local.py")
-
-
-def pod_autoscaling(ctx: Context) -> Result:
-    def available(name: str) -> bool:
-        got = get_json(ctx.gw, f"/apis/apiregistration.k8s.io/v1/apiservices/{name}") or {}
-        return any(c.get("type") == "Available" and c.get("status") == "True"
-                   for c in got.get("status", {}).get("conditions", []))
-
-    apis = [a for a in ("v1beta1.external.metrics.k8s.io", "v1beta1.custom.metrics.k8s.io") if available(a)]
-    return _declared("pod_autoscaling", bool(apis), f"{', '.join(apis)} available to the HPA",
-                     "no custom or external metrics API: set gpuStack.addons.keda",
-                     "the smoke test's inference case scales on vllm:num_requests_waiting")
-
-
-def ai_service_metrics(ctx: Context) -> Result:
-    proms = items(ctx.gw, "/apis/monitoring.coreos.com/v1/prometheuses")
-    return _declared("ai_service_metrics", bool(proms), "a Prometheus Operator Prometheus selects monitors",
-                     "no Prometheus Operator Prometheus: set gpuStack.addons.kubePrometheusStack",
-                     "the inference case's PodMonitor is scraped without a configuration change")
 
 
 def robust_controller(ctx: Context) -> Result:

@@ -730,8 +730,11 @@ def test_the_utilization_report_counts_a_scripted_workload(tier: Tier) -> None:
 
 def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path: Path) -> None:
     """`ck8s-gpu conformance run` against the tier with the 1.35 checklist (the control plane is 1.34,
-    whose checklist lacks the accelerator rows): the procedures the tier can prove pass, the bundle
-    verifies and one changed byte does not; a plugin handing out the wrong GPU fails dra_support."""
+    whose checklist lacks the accelerator rows), given the stack's file: the procedures the tier can
+    prove pass (the inference ones by the stack's own inference case through the real Traefik, KEDA
+    and Prometheus), the bundle verifies and one changed byte does not; a plugin handing out the
+    wrong GPU fails dra_support; the HPA on a metric KEDA cannot read fails ai_service_metrics and
+    pod_autoscaling."""
     import io
     import json
     from argparse import Namespace
@@ -748,10 +751,13 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
     (tmp_path / "pub.pem").write_bytes(key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
 
+    stack_file = tmp_path / "Pulumi.conformance.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {SETTINGS_KEY: tier.settings}}, sort_keys=False))
+
     def run(out: Path, **kw: Any) -> tuple[int, dict[str, Any], str]:
         args = Namespace(**{"kubeconfig": Path(tier.cluster.kubeconfig), "context": None, "out": out, "only": None,
                             "image": tier.nodes.probe.reference, "timeout": 120, "sign_key": tmp_path / "key.pem",
-                            "json": True, "checklist": "1.35", **kw})
+                            "json": True, "checklist": "1.35", "stack": stack_file, "prometheus_url": None, **kw})
         o, e = io.StringIO(), io.StringIO()
         rc = conformance_cli.execute(args, out=o, err=e)
         print(o.getvalue(), e.getvalue())
@@ -768,10 +774,9 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
     assert rc == 0, (err, doc)
     for rid, status in (("dra_support", "Implemented"), ("driver_runtime_management", "Implemented"),
                         ("gpu_sharing", "Implemented"), ("accelerator_metrics", "Implemented"),
-                        ("secure_accelerator_access", "Partially Implemented")):
+                        ("secure_accelerator_access", "Partially Implemented"), ("ai_inference", "Implemented"),
+                        ("pod_autoscaling", "Implemented"), ("ai_service_metrics", "Implemented")):
         assert (rows[rid]["status"], rows[rid]["outcome"]) == (status, "passed"), rows[rid]
-    for rid in ("ai_inference", "pod_autoscaling", "ai_service_metrics"):  # the tier serves them
-        assert rows[rid]["status"] == "Implemented", rows[rid]
     assert not tier.cluster.get_json("namespaces")["items"] or all(
         not n["metadata"]["name"].startswith("ck8s-gpu-conformance-") or n["status"]["phase"] == "Terminating"
         for n in tier.cluster.get_json("namespaces")["items"])
@@ -790,6 +795,12 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
             tier.nodes.node(node).set_fault(None)
     (row,) = doc["results"]
     assert rc == 1 and (row["status"], row["outcome"]) == ("Not Implemented", "failed"), row
+    # KEDA's trigger on a Prometheus nobody runs: the HPA never reads the servers' metric.
+    rc, doc, _ = run(tmp_path / "no-metric", only="ai_service_metrics,pod_autoscaling",
+                     prometheus_url="http://127.0.0.1:9")
+    rows = {r["id"]: r for r in doc["results"]}
+    assert rc == 1 and {(r["status"], r["outcome"]) for r in rows.values()} == {("Not Implemented", "failed")}, rows
+    assert "workload metrics" in rows["ai_service_metrics"]["notes"], rows
 
 
 def test_destroy_then_the_tier_leaves_nothing_and_starts_again(tier: Tier) -> None:

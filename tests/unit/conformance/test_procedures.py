@@ -14,6 +14,7 @@ import yaml
 
 from components.cli import conformance as cli
 from components.conformance import procedures as pr
+from components.conformance.common import Context
 from components.smoke.gateway import Answer
 
 GPU_ATTRS = {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"},
@@ -88,8 +89,8 @@ class FakeApi:
         return self.metrics
 
 
-def ctx(api: FakeApi) -> pr.Context:
-    return pr.Context(api, "probe:1", "conf", 5.0, lambda _m: None)  # type: ignore[arg-type]
+def ctx(api: FakeApi) -> Context:
+    return Context(api, "probe:1", "conf", 5.0, lambda _m: None)  # type: ignore[arg-type]
 
 
 def test_dra_support_passes_when_the_pod_sees_the_claims_device_and_fails_otherwise() -> None:
@@ -149,7 +150,7 @@ def run_args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
     kubeconfig.write_text("apiVersion: v1\n")
     base = {"kubeconfig": kubeconfig, "context": None, "out": tmp_path / "ev", "only": None, "image": "probe:1",
             "timeout": 30, "sign_key": None, "json": True,
-            "checklist": None}
+            "checklist": None, "stack": None, "prometheus_url": None}
     return argparse.Namespace(**{**base, **kw})
 
 
