@@ -31,6 +31,7 @@ from .common import (
 )
 from .evidence import Result
 from .inference import ai_inference, ai_service_metrics, pod_autoscaling
+from .operator import robust_controller
 
 # --- accelerators ------------------------------------------------------------------------------------
 
@@ -248,12 +249,6 @@ def cluster_autoscaling(ctx: Context) -> Result:
     return _declared("cluster_autoscaling", bool(pools), f"Karpenter NodePools {names}",
                      "no autoscaler: set nodePools[].autoscaling on aws (docs/autoscaling.md)",
                      "tests/integration/test_karpenter_local.py")
-
-
-def robust_controller(ctx: Context) -> Result:
-    ray = get_json(ctx.gw, "/apis/ray.io/v1") is not None
-    return _declared("robust_controller", ray, "KubeRay's API (ray.io/v1) is served",
-                     "no AI operator: set gpuStack.addons.kuberayOperator", "tests/integration/test_kuberay_local.py")
 
 
 def advanced_inference_ingress(_ctx: Context) -> Result:

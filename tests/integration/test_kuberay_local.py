@@ -9,6 +9,8 @@ the gang of a RayCluster is not tested here). Proven:
 
 - the operator's validating webhook is operational: the API server refuses a RayCluster the
   operator's webhook refuses (duplicate worker group names);
+- `ck8s-gpu conformance run`'s robust_controller procedure passes on it (the webhook's refusal, a
+  RayCluster reconciled) and fails, naming the webhook, when the webhook cannot be called;
 - without it (the 1.5.2 chart cannot serve it), the kuberay-admission add-on's
   ValidatingAdmissionPolicy refuses the same objects, and admits the valid ones;
 - examples/ray-gpu-cluster.yaml, as a user applies it, is reconciled: a head and two GPU workers,
@@ -38,6 +40,8 @@ import pytest
 import yaml
 
 from components.addons import kuberay_admission
+from components.conformance.common import Context
+from components.conformance.operator import robust_controller
 from components.kube.client import api_client
 from components.smoke.gateway import KubeGateway
 from tests.fakes.kai.binder import QUEUE_LABEL, SCHEDULER, KaiStandIn
@@ -124,6 +128,43 @@ def test_webhook_refuses_what_the_operator_refuses(env: Env) -> None:
     assert "worker group names must be unique" in run.stderr, run.stderr
     assert "validate create" in env.operator.log_of("twin-groups"), env.operator.tail()
     assert env.kubectl("get", "raycluster", "twin-groups", "-n", NS, "--ignore-not-found") == ""
+
+
+def test_the_conformance_procedure_passes_and_fails_with_the_webhook_down(env: Env) -> None:
+    """`ck8s-gpu conformance run`'s robust_controller (components/conformance/operator.py) on the real
+    operator: Implemented, passed; the webhook pointed at a port nobody serves, Not Implemented, failed,
+    naming it. Here, where the webhook is in force and no admission policy answers before it; the
+    webhook's URL is put back before the next test."""
+    ns, url = "conformance-ray", "/webhooks/0/clientConfig/url"
+    env.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": ns, "labels": {"pod-security.kubernetes.io/enforce": "baseline"}}})  # as the command makes it
+    gw = KubeGateway(api_client(env.cluster.kubeconfig.read_text()))
+    twins = next(d for d in example() if d["kind"] == "RayCluster")
+    twins["metadata"]["name"] = "twin-groups"
+    twins["spec"]["workerGroupSpecs"] *= 2
+
+    def webhook_at(to: str, says: str) -> None:  # the API server reads a new configuration within a second
+        env.kubectl("patch", "validatingwebhookconfiguration", "kuberay-validating-webhook", "--type=json",
+                    "-p", json.dumps([{"op": "replace", "path": url, "value": to}]))
+        env.wait(f"the webhook at {to}", lambda: says in create(env, twins, dry_run=True).stderr, timeout=30)
+
+    served = env.cluster.get_json("validatingwebhookconfiguration", "kuberay-validating-webhook")["webhooks"][0][
+        "clientConfig"]["url"]
+    try:
+        r = robust_controller(Context(gw, "conformance-probe:any", ns, 60, print))
+        assert (r.status, r.outcome) == ("Implemented", "passed"), "\n".join(r.log)
+        assert "no operator pod in the cluster" in r.notes, r.notes  # a process beside the control plane here
+        assert f"the webhook {kuberay.WEBHOOK_NAME} refused a dry-run RayCluster" in r.notes, r.notes
+        assert "validate create" in env.operator.log_of("robust-controller-twins"), env.operator.tail()
+        assert env.kubectl("get", "raycluster", "-n", ns, "-o", "name") == ""  # it deleted what it made
+
+        webhook_at(served.replace(f":{kuberay.WEBHOOK_PORT}/", f":{lc.free_port()}/"), "failed calling webhook")
+        r = robust_controller(Context(gw, "conformance-probe:any", ns, 60, print))
+        assert (r.status, r.outcome) == ("Not Implemented", "failed"), "\n".join(r.log)
+        assert f'failed calling webhook "{kuberay.WEBHOOK_NAME}"' in r.notes, r.notes
+    finally:
+        env.kubectl("delete", "namespace", ns, "--wait=false")
+        webhook_at(served, "worker group names must be unique")
 
 
 def test_the_admission_policy_refuses_what_the_webhook_refuses_with_no_webhook(env: Env) -> None:
