@@ -30,6 +30,7 @@ from .common import (
     wait_pod,
 )
 from .evidence import Result
+from .gang import gang_scheduling
 from .inference import ai_inference, ai_service_metrics, pod_autoscaling
 from .operator import robust_controller
 
@@ -234,13 +235,6 @@ def _declared(rid: str, present: bool, found: str, missing: str, evidence: str) 
     if present:
         return Result(rid, "Implemented", "skipped", f"declared: {found}; not run by this command ({evidence})")
     return Result(rid, "Not Implemented", "skipped", missing)
-
-
-def gang_scheduling(ctx: Context) -> Result:
-    crd = get_json(ctx.gw, "/apis/scheduling.run.ai/v2alpha2") is not None
-    return _declared("gang_scheduling", crd, "KAI's PodGroup API is served",
-                     "no gang scheduler: KAI's PodGroup API (scheduling.run.ai/v2alpha2) is not served",
-                     "the smoke test's gang case")
 
 
 def cluster_autoscaling(ctx: Context) -> Result:

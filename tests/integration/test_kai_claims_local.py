@@ -151,3 +151,49 @@ def test_twenty_runs_under_kai_pass_and_leave_nothing_allocated(gw: KubeGateway,
     assert len(stand_in.allocated) >= RUNS * 3
     print(f"\n{RUNS} runs under the KAI stand-in: {min(durations):.1f}-{max(durations):.1f}s each")
     assert not leftover_claims(gw.list(API, "ResourceClaim")[0], [])
+
+
+class OneByOne(KaiStandIn):
+    """A scheduler without gangs: each pod of a PodGroup placed on its own, as kube-scheduler would."""
+
+    def schedule_gang(self, group: str, pending: list[dict[str, Any]]) -> None:
+        for pod in pending:
+            self.schedule(pod)
+
+
+@pytest.mark.parametrize(("scheduler", "outcome", "said"), [
+    (KaiStandIn, "passed", "bound a PodGroup of two GPU pods together"),
+    (OneByOne, "failed", "the scheduler placed part of a gang"),
+    (None, "failed", "0 of 2 pods bound"),
+])
+def test_the_conformance_gang_procedure_passes_only_for_all_or_nothing(
+    cluster: Any, gw: KubeGateway, scheduler: type[KaiStandIn] | None, outcome: str, said: str
+) -> None:
+    """`ck8s-gpu conformance run`'s gang_scheduling (components/conformance/gang.py) under the KAI
+    stand-in's gangs: Implemented; under a scheduler that places a gang's pods one by one, failed
+    (the gang that cannot fit had a pod bound); with no scheduler running, failed (nothing bound)."""
+    from components.conformance.common import Context
+    from components.conformance.gang import gang_scheduling
+    from components.settings.model import Settings
+    from tests.fakes.kai.crds import POD_GROUP_CRD
+
+    if gw.request("GET", "/apis/scheduling.run.ai/v2alpha2").status != 200:
+        cluster.apply([POD_GROUP_CRD])
+        cluster.wait_for("the PodGroup CRD established", lambda: gw.request("GET", "/apis/scheduling.run.ai/v2alpha2").status == 200,
+                         timeout=30)
+    ns = f"conformance-gang-{(scheduler or KaiStandIn).__name__.lower()}-{outcome}"
+    gw.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    running = scheduler(gw, ns, frozenset({"smoke-test"})).start() if scheduler else None
+    ctx = Context(gw, "conformance-probe:any", ns, 10.0 if scheduler is None else 30.0, print,
+                  settings=Settings(platform="existing"))
+    try:
+        r = gang_scheduling(ctx)
+    finally:
+        cleanup(gw, ctx.created)
+        gw.delete("v1", "Namespace", ns, None)
+        if running is not None:
+            running.stop()
+    print("\n".join(r.log))
+    assert running is None or not running.error, running.error
+    assert r.outcome == outcome and said in r.notes, r
+    assert r.status == ("Implemented" if outcome == "passed" else "Not Implemented"), r

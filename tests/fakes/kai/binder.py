@@ -14,8 +14,16 @@ Built from kai-scheduler/KAI-Scheduler v0.17.0; each rule names the file it mode
 - Allocation (pkg/scheduler/api/.../dynamicresources: the structured allocator): `ExactCount`
   requests of `count` devices of the class's `type` on one node, never a device another claim
   holds; an already allocated claim keeps its allocation and pins the pod to its node. CEL
-  selectors, `All`, constraints, `firstAvailable` and gangs are NOT modelled: such a pod gets a
-  Warning event saying so and stays Pending (strict: never a silent allocation).
+  selectors, `All`, constraints and `firstAvailable` are NOT modelled: such a pod gets a Warning
+  event saying so and stays Pending (strict: never a silent allocation).
+- Gangs: pods annotated `pod-group-name` (pkg/common/constants/constants.go
+  PodGroupAnnotationForPod) belong to that PodGroup (scheduling.run.ai/v2alpha2, spec.minMember:
+  pkg/apis/scheduling/v2alpha2/podgroup_types.go). A group with fewer pods than minMember is not
+  tried (pkg/scheduler/actions/allocate/allocate.go, FilterUnready; podset.go IsReadyForScheduling);
+  a group without its PodGroup object waits. Its pending pods are placed together, each after the
+  devices the others took; if one does not fit, none is bound (allocate.go: the statement is
+  Discarded), and each pod gets one Warning event saying so. Topology, subgroups and queue quotas of
+  a gang are not modelled.
 - The binder (pkg/binder/plugins/k8s-plugins/dynamicresources/dra.go): per claim ONE status
   update setting `allocation` (if unset) and appending `{resource: pods, name, uid}` to
   `reservedFor`; NO `resource.kubernetes.io/delete-protection` finalizer (kube-scheduler adds it);
@@ -35,6 +43,8 @@ from typing import Any
 from components.smoke.gateway import KubeError, KubeGateway
 
 Obj = dict[str, Any]
+POD_GROUP_API = "scheduling.run.ai/v2alpha2"
+POD_GROUP_ANNOTATION = "pod-group-name"
 SCHEDULER = "kai-scheduler"
 QUEUE_LABEL = "kai.scheduler/queue"
 DEFAULT_QUEUE = "default-queue"
@@ -83,6 +93,7 @@ class KaiStandIn:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     error: str = ""
+    _told: set[str] = field(default_factory=set)  # pods already given the gang's Discard event
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -108,8 +119,15 @@ class KaiStandIn:
                 if p.get("spec", {}).get("schedulerName") == SCHEDULER and not p["spec"].get("nodeName")
                 and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
                 and not p["metadata"].get("deletionTimestamp")]
+        gangs: dict[str, list[Obj]] = {}
         for pod in pods:
-            self.schedule(pod)
+            group = pod["metadata"].get("annotations", {}).get(POD_GROUP_ANNOTATION)
+            if group:
+                gangs.setdefault(group, []).append(pod)
+            else:
+                self.schedule(pod)
+        for group, members in gangs.items():
+            self.schedule_gang(group, members)
 
     # -- one pod -------------------------------------------------------------------------
 
@@ -146,9 +164,6 @@ class KaiStandIn:
         queue = pod["metadata"].get("labels", {}).get(QUEUE_LABEL, DEFAULT_QUEUE)
         if queue not in self.queues:
             return  # no such Queue: KAI leaves the pod Pending
-        if pod["metadata"].get("annotations", {}).get("pod-group-name"):
-            return self._event(pod, "Unschedulable", "KAI stand-in: explicit PodGroups (gangs) are not modelled",
-                               "Warning")
         claims = self.claims_of(pod)
         if isinstance(claims, str):
             return
@@ -159,7 +174,9 @@ class KaiStandIn:
         if plan is None:
             return self._event(pod, "FailedScheduling", "0 nodes have the free devices the pod's claims ask for",
                                "Warning")
-        node, results = plan
+        self.bind(pod, claims, *plan)
+
+    def bind(self, pod: Obj, claims: list[Obj], node: str, results: dict[str, list[Obj]]) -> None:
         for claim in claims:
             if not self.bind_claim(claim, pod, node, results.get(_name(claim))):
                 return  # the claim moved on (409): schedule again next cycle
@@ -169,13 +186,51 @@ class KaiStandIn:
         self.bound.append(_name(pod))
         self._event(pod, "Scheduled", f"Successfully assigned {self.namespace}/{_name(pod)} to {node}")
 
-    def place(self, claims: list[Obj]) -> tuple[str, dict[str, list[Obj]]] | None:
-        """A node and, per claim still unallocated, its device results."""
+    def schedule_gang(self, group: str, pending: list[Obj]) -> None:
+        """All the group's pending pods bound, or none (allocate.go)."""
+        pg = self.gw.get(POD_GROUP_API, "PodGroup", group, self.namespace)
+        if pg is None:
+            return  # KAI's podgrouper makes one for a known owner; an explicit gang names an existing one
+        members = [p for p in self.gw.list("v1", "Pod", self.namespace)[0]
+                   if p["metadata"].get("annotations", {}).get(POD_GROUP_ANNOTATION) == group
+                   and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+                   and not p["metadata"].get("deletionTimestamp")]
+        if len(members) < int(pg.get("spec", {}).get("minMember", 1)):
+            return  # not ready for scheduling: not tried
+        if any(p["metadata"].get("labels", {}).get(QUEUE_LABEL, DEFAULT_QUEUE) not in self.queues for p in pending):
+            return
+        taken: set[tuple[str, str]] = set()
+        plans = []
+        for pod in sorted(pending, key=_name):
+            claims = self.claims_of(pod)
+            if isinstance(claims, str):
+                return
+            if any(unsupported(c) for c in claims if not c.get("status", {}).get("allocation")):
+                return self._event(pod, "Unschedulable", "KAI stand-in does not model a claim of this gang", "Warning")
+            plan = self.place(claims, taken)
+            if plan is None:
+                for p in pending:
+                    if _name(p) not in self._told:
+                        self._told.add(_name(p))
+                        self._event(p, "FailedScheduling", f"KAI stand-in: gang {group} (minMember "
+                                    f"{pg['spec'].get('minMember')}): pod {_name(pod)} does not fit, so none is bound",
+                                    "Warning")
+                return
+            taken |= {(r["pool"], r["device"]) for rs in plan[1].values() for r in rs}
+            plans.append((pod, claims, plan))
+        for pod, claims, (node, results) in plans:
+            self.bind(pod, claims, node, results)
+
+    def place(self, claims: list[Obj], taken: set[tuple[str, str]] | None = None,
+              ) -> tuple[str, dict[str, list[Obj]]] | None:
+        """A node and, per claim still unallocated, its device results; `taken`: devices planned for
+        the gang's other pods."""
         pinned = {r["pool"] for c in claims
                   for r in (c.get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])}
         slices = [s for s in self.gw.list(API, "ResourceSlice")[0] if s["spec"].get("driver") == self.driver]
         used = {(r["pool"], r["device"]) for c in self.gw.list(API, "ResourceClaim")[0]
                 for r in (c.get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])}
+        used |= taken or set()
         nodes = sorted({s["spec"].get("nodeName") for s in slices if s["spec"].get("nodeName")})
         for node in nodes:
             if pinned and pinned != {node}:
