@@ -181,8 +181,47 @@ def secure_accelerator_access(ctx: Context) -> Result:
 # --- observability -----------------------------------------------------------------------------------
 
 
-def _metric_uuids(text: str, metric: str) -> set[str]:
-    return set(re.findall(rf'^{metric}{{[^}}]*UUID="([^"]+)"', text, re.M))
+# Per GPU, what the checklist asks of accelerator metrics, by the names exporters use: DCGM's
+# (dcgm-exporter's default counters, etc/default-counters.csv: GPU_UTIL in %, PROF_GR_ENGINE_ACTIVE
+# a ratio, FB_USED in MiB) and OpenTelemetry's hardware GPU conventions where they exist
+# (opentelemetry.io/docs/specs/semconv/hardware/gpu: hw.gpu.utilization, unit 1;
+# hw.gpu.memory.usage, unit By; GPU named by hw.id), as an OTel exporter's Prometheus translation
+# spells them (unit 1 on a gauge -> _ratio, By -> _bytes). Each: (metric, GPU label, lowest, highest).
+SIGNALS: dict[str, tuple[tuple[str, str, float, float], ...]] = {
+    "utilization": (("DCGM_FI_DEV_GPU_UTIL", "UUID", 0.0, 100.0), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "UUID", 0.0, 1.0),
+                    ("hw_gpu_utilization_ratio", "hw_id", 0.0, 1.0)),
+    "memory used": (("DCGM_FI_DEV_FB_USED", "UUID", 0.0, float("inf")),
+                    ("hw_gpu_memory_usage_bytes", "hw_id", 0.0, float("inf"))),
+}
+OTEL_NAMES = {"DCGM_FI_DEV_GPU_UTIL": "hw.gpu.utilization (x 1/100)", "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+              "hw.gpu.utilization", "DCGM_FI_DEV_FB_USED": "hw.gpu.memory.usage (x 2^20 B)"}
+SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}\s+(\S+)', re.M)
+
+
+def gpu_samples(text: str) -> dict[tuple[str, str, str], float]:
+    """(metric, GPU label, its value) -> sample value, for every labelled sample of the exposition."""
+    out: dict[tuple[str, str, str], float] = {}
+    for metric, labels, value in SAMPLE.findall(text):
+        for key, val in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"', labels):
+            try:
+                out[(metric, key, val)] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+def signal_problems(samples: dict[tuple[str, str, str], float], uuid: str) -> tuple[list[str], set[str]]:
+    """What a GPU lacks or reports out of range, and the metric names it is reported by."""
+    problems, names = [], set()
+    for signal, sources in SIGNALS.items():
+        found = [(m, samples[(m, label, uuid)], lo, hi) for m, label, lo, hi in sources if (m, label, uuid) in samples]
+        if not found:
+            problems.append(f"no {signal} series for {uuid}")
+        for m, value, lo, hi in found:
+            names.add(m)
+            if not lo <= value <= hi:
+                problems.append(f"{m} of {uuid} is {value:g}, outside [{lo:g}, {hi:g}]")
+    return problems, names
 
 
 def accelerator_metrics(ctx: Context) -> Result:
@@ -199,7 +238,9 @@ def accelerator_metrics(ctx: Context) -> Result:
         uuid = attr(d, "parentUUID") if attr(d, "type") == "mig" else attr(d, "uuid")
         if uuid:
             expected.setdefault(node, set()).add(str(uuid))
-    problems, checked = [], 0
+    problems: list[str] = []
+    names: set[str] = set()
+    checked = 0
     for s in ctx.gw.list("discovery.k8s.io/v1", "EndpointSlice", ns,
                          label_selector=f"kubernetes.io/service-name={svc['metadata']['name']}")[0]:
         for ep in s.get("endpoints") or []:
@@ -211,21 +252,23 @@ def accelerator_metrics(ctx: Context) -> Result:
             except KubeError as exc:
                 problems.append(f"{node}: the exporter pod {ref['name']} did not answer: {exc}")
                 continue
-            util = _metric_uuids(text, "DCGM_FI_DEV_GPU_UTIL") | _metric_uuids(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
-            memory = _metric_uuids(text, "DCGM_FI_DEV_FB_USED")
+            samples = gpu_samples(text)
             for uuid in sorted(expected[node]):
-                lacking = [m for m, got in (("utilization", util), ("memory used", memory)) if uuid not in got]
-                if lacking:
-                    problems.append(f"{node}: no {' or '.join(lacking)} series for {uuid}")
+                missing, seen = signal_problems(samples, uuid)
+                problems += [f"{node}: {p}" for p in missing]
+                names |= seen
             checked += 1
             log(f"{node}: {len(expected[node])} GPU(s), utilization and memory series for each")
     if not checked:
         problems.append(f"no exporter endpoint answered on any GPU node ({', '.join(sorted(expected)) or 'none'})")
     if problems:
         return Result("accelerator_metrics", "Not Implemented", "failed", "; ".join(problems[:5]), log.lines)
+    otel = ", ".join(f"{m} = {OTEL_NAMES[m]}" for m in sorted(names) if m in OTEL_NAMES)
+    log(f"names: {', '.join(sorted(names))}" + (f"; OpenTelemetry's equivalents: {otel}" if otel else ""))
     return Result("accelerator_metrics", "Implemented", "passed",
-                  f"the DCGM exporter ({ns}/{svc['metadata']['name']}) reports utilization and memory per GPU on every "
-                  f"GPU node it runs on ({checked}), in Prometheus exposition format", log.lines)
+                  f"the DCGM exporter ({ns}/{svc['metadata']['name']}) reports utilization and memory per GPU, each "
+                  f"within its unit's range, on every GPU node it runs on ({checked}), in Prometheus exposition format "
+                  f"as {', '.join(sorted(names))}" + (f" (OpenTelemetry: {otel})" if otel else ""), log.lines)
 
 
 # --- declared: what is installed, no procedure of its own yet ---------------------------------------

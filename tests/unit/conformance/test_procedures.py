@@ -209,3 +209,25 @@ def test_an_unreadable_kubeconfig_is_a_bad_argument_not_a_traceback(tmp_path: Pa
     rc = cli.execute(run_args(tmp_path, kubeconfig=tmp_path / "missing"), connect=lambda *_: FakeApi(),
                      out=io.StringIO(), err=err)
     assert rc == 2 and "--kubeconfig" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+def test_accelerator_metrics_judge_units_and_name_opentelemetry_s_equivalents() -> None:
+    api = FakeApi()
+    api.services = [{"metadata": {"name": "nvidia-dcgm-exporter", "namespace": "gpu-operator"},
+                     "spec": {"ports": [{"port": 9400, "targetPort": 9400}]}}]
+    api.metrics = "".join(f'{m}{{gpu="0",UUID="{u}"}} {v}\n' for m, v in (("DCGM_FI_DEV_GPU_UTIL", 42),
+                                                                         ("DCGM_FI_DEV_FB_USED", 1024))
+                          for u in ("GPU-a", "GPU-b"))
+    r = pr.accelerator_metrics(ctx(api))
+    assert r.outcome == "passed" and "hw.gpu.utilization (x 1/100)" in r.notes and "hw.gpu.memory.usage" in r.notes
+    # a percentage past 100: not a utilization
+    api.metrics = api.metrics.replace('UUID="GPU-b"} 42', 'UUID="GPU-b"} 4200')
+    r = pr.accelerator_metrics(ctx(api))
+    assert r.outcome == "failed" and "DCGM_FI_DEV_GPU_UTIL of GPU-b is 4200, outside [0, 100]" in r.notes, r.notes
+    # an exporter speaking OpenTelemetry's names (as its Prometheus translation spells them), GPUs by hw.id
+    api.metrics = "".join(f'{m}{{hw_id="{u}",hw_type="gpu"}} {v}\n' for m, v in (
+        ("hw_gpu_utilization_ratio", 0.5), ("hw_gpu_memory_usage_bytes", 2**30)) for u in ("GPU-a", "GPU-b"))
+    r = pr.accelerator_metrics(ctx(api))
+    assert r.outcome == "passed" and "hw_gpu_utilization_ratio" in r.notes, r.notes
+    api.metrics = api.metrics.replace("} 0.5", "} 50", 1)  # a percentage where a ratio belongs
+    assert pr.accelerator_metrics(ctx(api)).outcome == "failed"
