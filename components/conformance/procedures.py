@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from ..smoke.gateway import KubeError, proxy_path
+from .autoscaling import cluster_autoscaling
 from .common import (
     DCGM_SELECTOR,
     DRIVER,
@@ -24,7 +25,6 @@ from .common import (
     attr,
     create,
     get_json,
-    items,
     probe_pod,
     unscheduled,
     wait_pod,
@@ -271,21 +271,7 @@ def accelerator_metrics(ctx: Context) -> Result:
                   f"as {', '.join(sorted(names))}" + (f" (OpenTelemetry: {otel})" if otel else ""), log.lines)
 
 
-# --- declared: what is installed, no procedure of its own yet ---------------------------------------
-
-
-def _declared(rid: str, present: bool, found: str, missing: str, evidence: str) -> Result:
-    if present:
-        return Result(rid, "Implemented", "skipped", f"declared: {found}; not run by this command ({evidence})")
-    return Result(rid, "Not Implemented", "skipped", missing)
-
-
-def cluster_autoscaling(ctx: Context) -> Result:
-    pools = items(ctx.gw, "/apis/karpenter.sh/v1/nodepools")
-    names = ", ".join(p["metadata"]["name"] for p in pools)
-    return _declared("cluster_autoscaling", bool(pools), f"Karpenter NodePools {names}",
-                     "no autoscaler: set nodePools[].autoscaling on aws (docs/autoscaling.md)",
-                     "tests/integration/test_karpenter_local.py")
+# --- stated: no procedure runs them ------------------------------------------------------------------
 
 
 def advanced_inference_ingress(_ctx: Context) -> Result:

@@ -177,10 +177,12 @@ def test_the_conformance_gang_procedure_passes_only_for_all_or_nothing(
     from components.settings.model import Settings
     from tests.fakes.kai.crds import POD_GROUP_CRD
 
-    if gw.request("GET", "/apis/scheduling.run.ai/v2alpha2").status != 200:
+    def served() -> bool:
+        return gw.request("GET", "/apis/scheduling.run.ai/v2alpha2").status == 200
+
+    if not served():
         cluster.apply([POD_GROUP_CRD])
-        cluster.wait_for("the PodGroup CRD established", lambda: gw.request("GET", "/apis/scheduling.run.ai/v2alpha2").status == 200,
-                         timeout=30)
+        cluster.wait_for("the PodGroup CRD established", served, timeout=30)
     ns = f"conformance-gang-{(scheduler or KaiStandIn).__name__.lower()}-{outcome}"
     gw.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     running = scheduler(gw, ns, frozenset({"smoke-test"})).start() if scheduler else None

@@ -5,13 +5,15 @@ nodes that publish their ResourceSlices when they appear (tests/helpers/karpente
 
 One cluster and one autoscaler for the module; the scenarios run in order and each leaves the
 cluster as it found it (no GPU node, no job): a claim of each of two GPU types from zero, a claim
-no pool can serve, idle nodes leaving, a node running a job kept through consolidation, and the
-autoscaler restarting mid scale-up without launching twice.
+no pool can serve, idle nodes leaving, a node running a job kept through consolidation, the
+conformance command's cluster_autoscaling procedure (a pool up and down; the autoscaler stopped),
+and the autoscaler restarting mid scale-up without launching twice.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,10 +21,16 @@ from typing import Any
 import pytest
 import yaml
 
+from components.conformance.autoscaling import cluster_autoscaling
+from components.conformance.common import Context
+from components.conformance.evidence import Result
 from components.facts.autoscaling import DO_NOT_DISRUPT, NODEPOOL_LABEL, nodepool_manifest
+from components.kube.client import api_client
 from components.plan.run import plan_stack
 from components.settings import parse_settings
 from components.settings.model import DEFAULT_GPU_TAINT, Settings
+from components.smoke.gateway import KubeGateway
+from components.smoke.run import Ref, cleanup
 from components.tables.instance_types import AUTOSCALER_UNMODELED, GPU_INSTANCE_TYPES, gpu_facts
 from components.tables.labels import POOL_TAG
 from tests.helpers import karpenter as kp
@@ -174,6 +182,39 @@ def test_a_node_running_a_job_is_kept_and_leaves_once_idle(env: Env) -> None:
     t0 = time.monotonic()
     env.wait_no_gpu_nodes()
     assert time.monotonic() - t0 >= 5  # not before scaleDownAfter (10 s, less the poll)
+
+
+def _conformance(env: Env, timeout: float) -> Result:
+    """The conformance command's cluster_autoscaling procedure, in a namespace of its own, cleaned
+    up as the command cleans up (components/cli/conformance.py)."""
+    gw = KubeGateway(api_client(env.cluster.kubeconfig.read_text()))
+    ns = f"conformance-{secrets.token_hex(3)}"
+    ctx = Context(gw, "ck8s-gpu.local/probe:none", ns, timeout, print)
+    gw.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    ctx.created.append(Ref("v1", "Namespace", ns, None))
+    try:
+        return cluster_autoscaling(ctx)
+    finally:
+        assert cleanup(gw, ctx.created) == []
+
+
+def test_the_conformance_procedure_sees_a_pool_scale_up_and_down_and_names_a_stopped_autoscaler(env: Env) -> None:
+    r = _conformance(env, timeout=120)
+    assert (r.status, r.outcome) == ("Implemented", "passed"), f"{r.notes}\n{env.debug()}"
+    # the cheaper pool (one GPU a node), from zero, and back: the notes say so
+    assert r.notes.startswith("a pending pod claiming one NVIDIA L4 GPU scaled NodePool l4 from 0 to 1 nodes in ")
+    assert "and back in" in r.notes
+    assert not env.node_claims() and not env.items("nodes", "-l", NODEPOOL_LABEL)
+    # The autoscaler down: the pod pends, nothing launches, and the notes name the hop and the silence.
+    env.karpenter.stop()
+    try:
+        r = _conformance(env, timeout=20)
+    finally:
+        env.karpenter.start()
+    assert (r.status, r.outcome) == ("Not Implemented", "failed"), r.notes
+    assert "no NodeClaim for NodePool l4 within 20s" in r.notes
+    assert "Karpenter said nothing about the pod or the NodePool" in r.notes
+    env.wait_no_gpu_nodes()
 
 
 def test_the_autoscaler_restarting_mid_scale_up_launches_once(env: Env) -> None:
