@@ -9,10 +9,13 @@ and the status is read from what is installed (the notes say so, and what proves
 
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import re
 from collections.abc import Callable
 
-from ..smoke.gateway import KubeError, proxy_path
+from ..addons import dra_driver, fake_gpu_operator, gpu_operator
+from ..smoke.gateway import KubeError, Obj, proxy_path
 from .autoscaling import cluster_autoscaling
 from .common import (
     DCGM_SELECTOR,
@@ -32,6 +35,7 @@ from .common import (
 from .evidence import Result
 from .gang import gang_scheduling
 from .inference import ai_inference, ai_service_metrics, pod_autoscaling
+from .networking import high_performance_networking
 from .operator import robust_controller
 
 # --- accelerators ------------------------------------------------------------------------------------
@@ -143,6 +147,40 @@ def virtualized_accelerator(ctx: Context) -> Result:
 # --- security ----------------------------------------------------------------------------------------
 
 
+# Where an NVIDIA GPU is reachable on a node without DRA: its device nodes, all of /dev or the host's
+# root, and the driver container's root (the GPU Operator's driver root, /run/nvidia/driver).
+GPU_HOST_PATHS = ("/", "/dev", "/dev/nvidia*", "/dev/dri", "/run/nvidia", "/run/nvidia/*")
+# The GPU stack's own pods reach the devices by design (driver, toolkit, DRA kubelet plugin, exporter).
+GPU_STACK_NAMESPACES = frozenset({gpu_operator.NAMESPACE, dra_driver.NAMESPACE, fake_gpu_operator.NAMESPACE})
+
+
+def gpu_host_mounts(pod: Obj) -> list[str]:
+    """The pod's hostPath volumes that reach a GPU, however the path is spelled (`//dev/./nvidia0/`)."""
+    out = []
+    for v in (pod.get("spec") or {}).get("volumes") or []:
+        raw = (v.get("hostPath") or {}).get("path")
+        if not isinstance(raw, str):
+            continue
+        path = "/" + posixpath.normpath("/" + raw).lstrip("/")
+        if any(fnmatch.fnmatchcase(path, g) for g in GPU_HOST_PATHS):
+            out.append(f"{v.get('name')} ({raw})")
+    return out
+
+
+def gpu_by_host_path(ctx: Context) -> list[str]:
+    """Pods outside the GPU stack that mount a GPU from the host: a GPU reached without a claim."""
+    out = []
+    for pod in ctx.gw.list("v1", "Pod")[0]:
+        meta = pod.get("metadata") or {}
+        if meta.get("namespace") in GPU_STACK_NAMESPACES or (pod.get("status") or {}).get("phase") in (
+                "Succeeded", "Failed"):
+            continue
+        if mounts := gpu_host_mounts(pod):
+            where = (pod.get("spec") or {}).get("nodeName") or "no node yet"
+            out.append(f"{meta.get('namespace')}/{meta.get('name')} on {where} mounts {', '.join(mounts)}")
+    return out
+
+
 NO_GPU_SCRIPT = ('for f in /dev/nvidia*; do [ -e "$f" ] && echo "DEVICE $f"; done; '
                  'if command -v nvidia-smi >/dev/null; then nvidia-smi -L; fi; echo done')
 
@@ -173,9 +211,16 @@ def secure_accelerator_access(ctx: Context) -> Result:
         if seen != [want] and [u for u in seen if u.startswith("MIG-")] != [want]:
             return Result("secure_accelerator_access", "Not Implemented", "failed",
                           f"the claim's pod saw {seen}, more than its claim's {want}", log.lines)
+    bypass = gpu_by_host_path(ctx)
+    log(f"pods outside the GPU stack ({', '.join(sorted(GPU_STACK_NAMESPACES))}) mounting a GPU from the host: "
+        f"{'; '.join(bypass) or 'none'}")
+    if bypass:
+        return Result("secure_accelerator_access", "Not Implemented", "failed",
+                      f"GPUs reachable without a claim, by hostPath: {'; '.join(bypass[:4])}", log.lines)
     return Result("secure_accelerator_access", "Partially Implemented", "passed",
-                  "a pod without a claim sees no GPU device node and no GPU; a claim's pod sees only its device; "
-                  "a hostPath to /dev/nvidia* is refused by the policy pack at plan time, not at admission", log.lines)
+                  "a pod without a claim sees no GPU device node and no GPU; a claim's pod sees only its device; no "
+                  "pod outside the GPU stack mounts a GPU from the host; such a hostPath is refused by the policy pack "
+                  "at plan time, not at admission", log.lines)
 
 
 # --- observability -----------------------------------------------------------------------------------
@@ -278,12 +323,6 @@ def advanced_inference_ingress(_ctx: Context) -> Result:
     return Result("advanced_inference_ingress", "Not Implemented", "skipped",
                   "the Gateway API Inference Extension has no implementation whose data path this project builds "
                   "(ADR 0052)")
-
-
-def high_performance_networking(_ctx: Context) -> Result:
-    return Result("high_performance_networking", "Partially Implemented", "skipped",
-                  "declared: EFA interfaces and the EFA device plugin on training pools "
-                  "(docs/distributed-training.md); not run by this command")
 
 
 def disaggregated_inference(_ctx: Context) -> Result:

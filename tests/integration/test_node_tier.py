@@ -733,8 +733,8 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
     whose checklist lacks the accelerator rows), given the stack's file: the procedures the tier can
     prove pass (the inference ones by the stack's own inference case through the real Traefik, KEDA
     and Prometheus), the bundle verifies and one changed byte does not; a plugin handing out the
-    wrong GPU fails dra_support; the HPA on a metric KEDA cannot read fails ai_service_metrics and
-    pod_autoscaling."""
+    wrong GPU fails dra_support; a pod mounting a GPU by hostPath fails secure_accelerator_access;
+    the HPA on a metric KEDA cannot read fails ai_service_metrics and pod_autoscaling."""
     import io
     import json
     from argparse import Namespace
@@ -795,6 +795,19 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
             tier.nodes.node(node).set_fault(None)
     (row,) = doc["results"]
     assert rc == 1 and (row["status"], row["outcome"]) == ("Not Implemented", "failed"), row
+    # A pod handed a GPU by hostPath (on a simulated node: it need not run to hold the mount).
+    tier.cluster.apply([{"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "gpu-by-hostpath", "namespace": "default"},
+                         "spec": {"nodeName": next(iter(tier.kwok_nodes)), "tolerations": [{"operator": "Exists"}],
+                                  "volumes": [{"name": "nv", "hostPath": {"path": "/dev//nvidia0"}}],
+                                  "containers": [{"name": "c", "image": tier.nodes.pause.reference,
+                                                  "volumeMounts": [{"name": "nv", "mountPath": "/dev/nvidia0"}]}]}}])
+    try:
+        rc, doc, _ = run(tmp_path / "hostpath", only="secure_accelerator_access")
+    finally:
+        tier.cluster.kubectl("delete", "pod", "gpu-by-hostpath", "-n", "default", "--wait=false", check=False)
+    (row,) = doc["results"]
+    assert rc == 1 and row["outcome"] == "failed" and "default/gpu-by-hostpath" in row["notes"], row
     # KEDA's trigger on a Prometheus nobody runs: the HPA never reads the servers' metric.
     rc, doc, _ = run(tmp_path / "no-metric", only="ai_service_metrics,pod_autoscaling",
                      prometheus_url="http://127.0.0.1:9")

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from components.cli import conformance as cli
@@ -231,3 +232,34 @@ def test_accelerator_metrics_judge_units_and_name_opentelemetry_s_equivalents() 
     assert r.outcome == "passed" and "hw_gpu_utilization_ratio" in r.notes, r.notes
     api.metrics = api.metrics.replace("} 0.5", "} 50", 1)  # a percentage where a ratio belongs
     assert pr.accelerator_metrics(ctx(api)).outcome == "failed"
+
+
+@pytest.mark.parametrize("path", ["/dev/nvidia0", "//dev/./nvidia0/", "/dev/../dev/nvidiactl", "/dev/nvidia-caps",
+                                  "/dev", "/dev/", "/", "/run/nvidia/driver", "/run/nvidia", "/dev/dri"])
+def test_every_spelling_of_a_gpu_host_path_is_a_bypass(path: str) -> None:
+    pod = {"spec": {"volumes": [{"name": "gpu", "hostPath": {"path": path}}]}}
+    assert pr.gpu_host_mounts(pod) == [f"gpu ({path})"]
+
+
+@pytest.mark.parametrize("path", ["/var/lib/kubelet", "/dev/infiniband", "/devices", "/run/nvidia-persistenced.d",
+                                  "/opt/nvidia"])
+def test_host_paths_that_reach_no_gpu_are_not(path: str) -> None:
+    assert pr.gpu_host_mounts({"spec": {"volumes": [{"name": "v", "hostPath": {"path": path}}]}}) == []
+
+
+def test_a_pod_mounting_a_gpu_by_host_path_outside_the_gpu_stack_fails_secure_access() -> None:
+    class WithPods(FakeApi):
+        pods: list[dict[str, Any]] = []
+
+        def list(self, api_version: str, kind: str, namespace: str | None = None, **kw: Any
+                 ) -> tuple[list[dict[str, Any]], str]:
+            return (self.pods, "1") if kind == "Pod" and namespace is None else super().list(api_version, kind,
+                                                                                             namespace, **kw)
+
+    mounts = {"volumes": [{"name": "nv", "hostPath": {"path": "/dev/nvidia0"}}], "nodeName": "n1"}
+    api = WithPods()
+    api.pods = [{"metadata": {"namespace": "gpu-operator", "name": "nvidia-driver"}, "spec": mounts}]
+    assert pr.secure_accelerator_access(ctx(api)).outcome == "passed"  # the GPU stack's own
+    api.pods.append({"metadata": {"namespace": "team-a", "name": "sneaky"}, "spec": mounts})
+    r = pr.secure_accelerator_access(ctx(api))
+    assert (r.status, r.outcome) == ("Not Implemented", "failed") and "team-a/sneaky on n1 mounts nv" in r.notes
