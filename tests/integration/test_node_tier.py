@@ -733,7 +733,8 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
     whose checklist lacks the accelerator rows), given the stack's file: the procedures the tier can
     prove pass (the inference ones by the stack's own inference case through the real Traefik, KEDA
     and Prometheus), the bundle verifies and one changed byte does not; a plugin handing out the
-    wrong GPU fails dra_support; a pod mounting a GPU by hostPath fails secure_accelerator_access;
+    wrong GPU fails dra_support; no exporter fails accelerator_metrics; a pod mounting a GPU by
+    hostPath fails secure_accelerator_access;
     the HPA on a metric KEDA cannot read fails ai_service_metrics and pod_autoscaling."""
     import io
     import json
@@ -795,6 +796,10 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
             tier.nodes.node(node).set_fault(None)
     (row,) = doc["results"]
     assert rc == 1 and (row["status"], row["outcome"]) == ("Not Implemented", "failed"), row
+    # The exporter gone (its Service and pods deleted above): no utilization to read.
+    rc, doc, _ = run(tmp_path / "no-exporter", only="accelerator_metrics")
+    (row,) = doc["results"]
+    assert rc == 1 and row["outcome"] == "failed" and "no DCGM exporter Service" in row["notes"], row
     # A pod handed a GPU by hostPath (on a simulated node: it need not run to hold the mount).
     tier.cluster.apply([{"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": "gpu-by-hostpath", "namespace": "default"},
