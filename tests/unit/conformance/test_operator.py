@@ -11,6 +11,7 @@ import pytest
 from components.conformance import operator as op
 from components.conformance.common import Context
 from components.smoke.gateway import Answer
+from tests.unit.smoke.fake_cluster import FakeClock
 
 RAY = "/apis/ray.io/v1"
 CLUSTERS = f"{RAY}/namespaces/conf/rayclusters"
@@ -103,22 +104,11 @@ class FakeRay:
         return None
 
 
-class Clock:
-    """time.monotonic and time.sleep for the procedure's waits: a second passes without being waited."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture(autouse=True)
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    c = Clock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    c = FakeClock()  # time.monotonic and time.sleep: a second passes without being waited
     monkeypatch.setattr(op, "time", c)
     return c
 
