@@ -15,7 +15,9 @@ import re
 from collections.abc import Callable
 
 from ..addons import dra_driver, fake_gpu_operator, gpu_operator
+from ..facts.mig import pool_mig_devices
 from ..smoke.gateway import KubeError, Obj, proxy_path
+from ..tables.labels import POOL_LABELS
 from .autoscaling import cluster_autoscaling
 from .common import (
     DCGM_SELECTOR,
@@ -121,10 +123,44 @@ def driver_runtime_management(ctx: Context) -> Result:
                   "every GPU node's DRA devices publish one driver and CUDA version (logs list them)", log.lines)
 
 
+def layout_problems(ctx: Context, log: Log) -> list[str]:
+    """With the stack's settings (--stack): each pool whose MIG layout cuts its GPUs must publish, on
+    every node of that pool, the layout's profiles as MIG devices (what the MIG manager cut and the
+    DRA driver published), and no whole GPU."""
+    if ctx.settings is None:
+        return []
+    problems = []
+    nodes = ctx.gw.list("v1", "Node")[0]
+    for pool in ctx.settings.node_pools:
+        want = set(pool_mig_devices(pool) or {}) if pool.cuts_gpus else set()
+        if not want:
+            continue
+        members = sorted(n["metadata"]["name"] for n in nodes
+                         if any((n["metadata"].get("labels") or {}).get(k) == pool.name for k in POOL_LABELS))
+        if not members:
+            log(f"pool {pool.name}: no node now (its layout is judged when one joins)")
+        for node in members:
+            published = [d for n, d in ctx.devices() if n == node]
+            got = {str(attr(d, "profile")) for d in published if attr(d, "type") == "mig"}
+            whole = [str(d.get("name")) for d in published if attr(d, "type") == "gpu"]
+            log(f"pool {pool.name}, node {node}: layout {', '.join(sorted(want))}; published MIG "
+                f"{', '.join(sorted(got)) or 'none'}" + (f", whole GPUs {', '.join(whole)}" if whole else ""))
+            if want - got:
+                problems.append(f"node {node} of pool {pool.name} publishes no {', '.join(sorted(want - got))} "
+                                f"instance (its layout: {', '.join(sorted(want))}; published: "
+                                f"{', '.join(sorted(got)) or 'no MIG device'})")
+            if whole:
+                problems.append(f"node {node} of pool {pool.name} publishes whole GPUs ({', '.join(whole)}) though "
+                                "its layout cuts them")
+    return problems
+
+
 def gpu_sharing(ctx: Context) -> Result:
     log = Log(ctx, "gpu_sharing")
     mig = [(n, d) for n, d in ctx.devices() if attr(d, "type") == "mig"]
     profiles = sorted({str(attr(d, "profile")) for _, d in mig})
+    if problems := layout_problems(ctx, log):
+        return Result("gpu_sharing", "Not Implemented", "failed", "; ".join(problems[:4]), log.lines)
     if mig:
         log(f"{len(mig)} MIG instance(s) published as DRA devices: {', '.join(profiles)} "
             f"on {', '.join(sorted({n for n, _ in mig}))}")

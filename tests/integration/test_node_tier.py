@@ -30,6 +30,7 @@ what is missing, fails under CK8S_GPU_REQUIRE_TOOLS=1 (CI).
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections.abc import Iterator
@@ -733,7 +734,8 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
     whose checklist lacks the accelerator rows), given the stack's file: the procedures the tier can
     prove pass (the inference ones by the stack's own inference case through the real Traefik, KEDA
     and Prometheus), the bundle verifies and one changed byte does not; a plugin handing out the
-    wrong GPU fails dra_support; no exporter fails accelerator_metrics; a pod mounting a GPU by
+    wrong GPU fails dra_support; a MIG layout the pool's node does not publish fails gpu_sharing; no
+    exporter fails accelerator_metrics; a pod mounting a GPU by
     hostPath fails secure_accelerator_access;
     the HPA on a metric KEDA cannot read fails ai_service_metrics and pod_autoscaling."""
     import io
@@ -796,6 +798,13 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
             tier.nodes.node(node).set_fault(None)
     (row,) = doc["results"]
     assert rc == 1 and (row["status"], row["outcome"]) == ("Not Implemented", "failed"), row
+    # The stack's `mig` pool said to be cut 7g.80gb while its node publishes the all-balanced layout.
+    recut = copy.deepcopy(tier.settings)
+    next(p for p in recut["nodePools"] if p["name"] == "mig")["mig"] = {"devices": {"7g.80gb": 1}}
+    (tmp_path / "Pulumi.recut.yaml").write_text(yaml.safe_dump({"config": {SETTINGS_KEY: recut}}, sort_keys=False))
+    rc, doc, _ = run(tmp_path / "recut", only="gpu_sharing", stack=tmp_path / "Pulumi.recut.yaml")
+    (row,) = doc["results"]
+    assert rc == 0 and row["outcome"] == "failed" and "publishes no 7g.80gb instance" in row["notes"], row  # SHOULD
     # The exporter gone (its Service and pods deleted above): no utilization to read.
     rc, doc, _ = run(tmp_path / "no-exporter", only="accelerator_metrics")
     (row,) = doc["results"]

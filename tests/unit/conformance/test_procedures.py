@@ -263,3 +263,29 @@ def test_a_pod_mounting_a_gpu_by_host_path_outside_the_gpu_stack_fails_secure_ac
     api.pods.append({"metadata": {"namespace": "team-a", "name": "sneaky"}, "spec": mounts})
     r = pr.secure_accelerator_access(ctx(api))
     assert (r.status, r.outcome) == ("Not Implemented", "failed") and "team-a/sneaky on n1 mounts nv" in r.notes
+
+
+def test_with_the_stack_a_cut_pool_must_publish_its_layout_s_profiles_on_each_node() -> None:
+    from components.settings.model import Settings
+
+    class PoolApi(FakeApi):
+        def list(self, api_version: str, kind: str, namespace: str | None = None, **kw: Any
+                 ) -> tuple[list[dict[str, Any]], str]:
+            if kind == "Node":
+                return [{"metadata": {"name": "n1", "labels": {"ck8s-gpu/pool": "mig"}}}], "1"
+            return super().list(api_version, kind, namespace, **kw)
+
+    def mig(name: str, profile: str) -> dict[str, Any]:
+        return device(name, f"MIG-{name}", type={"string": "mig"}, profile={"string": profile})
+
+    settings = Settings.model_validate({"platform": "existing", "nodePools": [
+        {"name": "mig", "instanceType": "p5.4xlarge", "mig": {"devices": {"1g.10gb": 2, "3g.40gb": 1}}}]})
+    api = PoolApi()
+    api.slices[0]["spec"]["devices"] = [mig("m0", "1g.10gb"), mig("m1", "1g.10gb"), mig("m2", "3g.40gb")]
+    c = Context(api, "probe:1", "conf", 5.0, lambda _m: None, settings=settings)  # type: ignore[arg-type]
+    assert pr.gpu_sharing(c).outcome == "passed"
+    api.slices[0]["spec"]["devices"] = [mig("m0", "1g.10gb"), device("gpu-1", "GPU-b")]  # 3g.40gb not cut
+    c = Context(api, "probe:1", "conf", 5.0, lambda _m: None, settings=settings)  # type: ignore[arg-type]
+    r = pr.gpu_sharing(c)
+    assert (r.status, r.outcome) == ("Not Implemented", "failed"), r
+    assert "node n1 of pool mig publishes no 3g.40gb instance" in r.notes and "whole GPUs (gpu-1)" in r.notes
