@@ -166,7 +166,9 @@ def gpu_sharing(ctx: Context) -> Result:
             f"on {', '.join(sorted({n for n, _ in mig}))}")
         return Result("gpu_sharing", "Implemented", "passed",
                       f"hardware partitions (MIG {', '.join(profiles)}) are schedulable DRA devices (class "
-                      "mig.nvidia.com); time-slicing and MPS through NVIDIA's GpuConfig on shared claims", log.lines)
+                      "mig.nvidia.com)" + ("; every node of a pool the stack cuts publishes its layout"
+                                           if ctx.settings is not None else "")
+                      + "; time-slicing and MPS through NVIDIA's GpuConfig on shared claims", log.lines)
     return Result("gpu_sharing", "Partially Implemented", "skipped",
                   "no MIG instance is published (nodePools[].mig cuts a pool's GPUs); time-slicing and MPS through "
                   "NVIDIA's GpuConfig on shared claims are not exercised by this run (the smoke test's shared cases "
