@@ -4,7 +4,8 @@ verifier, the rendered objects, and every settings refusal.
 tests/data/nccl/*.log are written in the formats of nccl-tests v2.18.3 (src/util.cu) and NCCL
 v2.30.4-1 / aws-ofi-nccl v1.19.0 INFO lines (components/smoke/all_reduce.py names each source),
 for 2 nodes x 8 GPUs: a pass, a missing rank (rank 13, mpirun aborted), the socket fallback,
-bandwidth under the p5.48xlarge floor, and wrong results.
+bandwidth under the p5.48xlarge floor, and wrong results. Every version's spelling, the look-alikes
+that must pass and each failure's named cause: tests/unit/smoke/test_all_reduce_formats.py.
 """
 
 from __future__ import annotations
