@@ -115,14 +115,15 @@ NAME_RULES: dict[str, NameRule] = {
         iprefixes=("aws", "amazon", "amzn")),
     **{token: NameRule(
         "name", 128, "AWS Image Builder API reference (CreateComponent, CreateImageRecipe, "
-        "CreateInfrastructureConfiguration, CreateDistributionConfiguration, CreateImagePipeline): name "
+        "CreateInfrastructureConfiguration, CreateDistributionConfiguration, CreateImagePipeline, "
+        "CreateLifecyclePolicy): name "
         "pattern ^[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]$ (PA: autonamed with the default 255)",
         min_len=3, charset=r"[-_A-Za-z0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z0-9]",
         charset_text="alphanumerics, hyphens, underscores and inner spaces")
        for token in (tokens.AWS_IMAGEBUILDER_COMPONENT, tokens.AWS_IMAGEBUILDER_IMAGE_RECIPE,
                      tokens.AWS_IMAGEBUILDER_INFRASTRUCTURE_CONFIGURATION,
                      tokens.AWS_IMAGEBUILDER_DISTRIBUTION_CONFIGURATION,
-                     tokens.AWS_IMAGEBUILDER_IMAGE_PIPELINE)},
+                     tokens.AWS_IMAGEBUILDER_IMAGE_PIPELINE, tokens.AWS_IMAGEBUILDER_LIFECYCLE_POLICY)},
 }
 
 

@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings.load import SettingsError
+
+if TYPE_CHECKING:
+    from ..settings.model import Settings
 
 
 def register(sub: Any) -> None:
@@ -17,7 +20,8 @@ def register(sub: Any) -> None:
         description="Validate a stack file and run the real Pulumi program under the SDK's mock engine: no Pulumi "
                     "CLI, no cloud, no credentials. Prints the resource tree (or counts with --quiet); --out writes "
                     "resources.json, the rendered manifests and user-data; --diff compares with an earlier "
-                    "resources.json; --timeline prints the modeled time to the first GPU job. Exit 0: planned; "
+                    "resources.json; --timeline prints the modeled time to the first GPU job; --cost prints what the "
+                    "stack costs an hour (every plan ends with its one-line total). Exit 0: planned; "
                     "2: bad settings (every bad field named) or a bad argument.")
     p.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
     p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
@@ -26,12 +30,16 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="counts only, no tree")
     p.add_argument("--timeline", action="store_true",
                    help="modeled time to the smoke pass: critical path, what runs beside it, timeline.md in --out")
+    p.add_argument("--cost", action="store_true",
+                   help="USD an hour at the pools' minimum, desired and maximum sizes, line by line, from the "
+                        "sourced price tables (docs/cost.md), and the node image lines it boots; cost.json in --out")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so `ck8s-gpu --help` stays fast (the SDKs take a second to import).
     from ..plan import artifacts
+    from ..plan.cost import cluster_cost, document, summary_line, table_lines
     from ..plan.diff import diff_resources, format_diff
     from ..plan.run import plan_stack, stack_file
     from ..plan.tree import count_lines, tree_lines
@@ -74,8 +82,18 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(tree_lines(plan.resources)))
         print()
     print("\n".join(count_lines(plan.resources)))
+    cost = cluster_cost(plan.settings, plan.stack)
+    print(summary_line(cost))
+    if args.cost:
+        print("\n" + "\n".join(table_lines(cost)))
+        print("\n" + "\n".join(image_lines(plan.settings)))
     if args.out is not None:
         written = artifacts.write(plan, args.out)
+        if args.cost:
+            from ..runtime.atomic import write_text_atomic
+
+            write_text_atomic(args.out / "cost.json", json.dumps(document(cost), indent=2, sort_keys=True) + "\n")
+            written.append(args.out / "cost.json")
         print(f"\nwrote {len(written)} files to {args.out}")
     if args.timeline:
         from datetime import UTC, datetime
@@ -95,3 +113,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nChanges against {args.diff}:")
         print("\n".join(format_diff(diff_resources(old, new))))
     return 0
+
+
+def image_lines(settings: Settings) -> list[str]:
+    """The node image lines (images/Pulumi.*.yaml) whose parameter a pool or the control planes name
+    and that publish in the stack's region: each one's cost per build and per month. Paid once per
+    line, whichever clusters boot it, so never in a cluster's totals."""
+    from ..images.settings import image_settings_from_config
+    from ..plan.cost import image_line_cost
+    from ..settings.load import read_stack_file
+    from ..tables.paths import PROJECT_DIR
+
+    named = {a for a in (settings.control_plane.ami, *(p.ami for p in settings.node_pools)) if a}
+    head = ("Node image lines this stack boots (images/; paid once per line, shared by every cluster that boots "
+            "it, so not in the totals above):")
+    out: list[str] = []
+    sources: dict[str, None] = {}
+    for path in sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml")):
+        try:
+            image = image_settings_from_config(read_stack_file(path), str(path))
+        except SettingsError as exc:
+            out.append(f"{path.name}: not read: {exc.message}")
+            continue
+        if image.parameter in named and settings.region in image.regions:
+            line = image_line_cost(path.stem.removeprefix("Pulumi."), image.region, image.regions,
+                                   image.build_instance, image.root_volume, image.rebuild, image.keep_images)
+            out += line.lines()
+            sources.update(dict.fromkeys(line.sources))
+    if not out:
+        return [f"{head} none: no pool or control plane names an image of images/ published in "
+                f"{settings.region or 'this region'}"]
+    return [head, *out, "sources:", *(f"  {s}" for s in sources)]

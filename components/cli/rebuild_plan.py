@@ -37,6 +37,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..dr.restore import restore_commands
     from ..plan import artifacts
+    from ..plan.cost import cluster_cost, summary_line
     from ..plan.run import plan_config, stack_file
     from ..plan.tree import count_lines
     from ..settings.load import SettingsError, read_stack_file
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  set the secret {key}: pulumi config set --secret {key} -s {stamped.stack}")
     print()
     print("\n".join(count_lines(new.resources)))
+    print(summary_line(cluster_cost(new.settings, stamped.stack)))
 
     old_doc = artifacts.resources_document(old)["resources"]
     new_doc = artifacts.resources_document(new)["resources"]

@@ -130,7 +130,20 @@ def run(args: argparse.Namespace) -> int:
         stackfile.write(stackfile.prepare(stamped, stacks_dir, source))
     print()
     print("\n".join(table(results)))
+    print("\n" + "\n".join(cost_lines(stamped)))
     return exit_code(results)
+
+
+def cost_lines(stamped: list[Any]) -> list[str]:
+    """What the stamped stacks create, an hour (docs/cost.md): one line each, and their sum."""
+    from ..plan.cost import cluster_cost, summary_line, total_line
+
+    costs = [cluster_cost(s.settings, s.stack) for s in stamped]
+    lines = ["Cost of what the stamped stacks create:"]
+    lines += [f"  {c.stack}: {summary_line(c)}" for c in costs]
+    if len(costs) > 1:
+        lines.append(f"  {total_line(costs)}")
+    return lines
 
 
 def _preflight(profile: str | None) -> Any:

@@ -2,8 +2,9 @@
 
 Everything it decides comes from components/images/plan.py and document.py; this registers it:
 build role, component, recipe, infrastructure, distribution (AMI + SSM parameter in every
-region), the pipeline (weekly or manual) and, with `buildOnUp`, the first image, so `pulumi up`
-returns once every region's parameter names an image.
+region), the pipeline (weekly or manual), with `keepImages` the lifecycle policy that deletes the
+line's older AMIs and their snapshots (docs/adr/0057) and, with `buildOnUp`, the first image, so
+`pulumi up` returns once every region's parameter names an image.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ import pulumi
 import pulumi_aws as aws
 
 from ..tables import tokens
-from .plan import BUILD_INSTANCE_POLICIES, TAG, WEEKLY, image_plan
+from .plan import (
+    ALL_VERSIONS,
+    BUILD_INSTANCE_POLICIES,
+    FIRST_BUILD_TAG,
+    LAST_LAUNCHED_MAX,
+    LIFECYCLE_POLICY_ARN,
+    TAG,
+    WEEKLY,
+    image_plan,
+)
 from .settings import ImageSettings
 
 IMAGE_BUILD_TIMEOUT = "120m"  # a build + test of this recipe, with room (pulumi-aws's default is 60m)
@@ -87,6 +97,8 @@ class NodeImage(pulumi.ComponentResource):
                 schedule_expression=WEEKLY, pipeline_execution_start_condition="EXPRESSION_MATCH_ONLY")
             if settings.rebuild == "weekly" else None,
             opts=on_aws)
+        if plan.keep_images is not None:
+            self._lifecycle(name, plan.base, plan.lifecycle_role, plan.keep_images, on_aws)
         self.parameter = plan.parameter
         self.amis: pulumi.Output[list[dict[str, str]]] = pulumi.Output.from_input([])
         if settings.build_on_up:
@@ -96,9 +108,38 @@ class NodeImage(pulumi.ComponentResource):
                 distribution_configuration_arn=distribution.arn,
                 image_tests_configuration=aws.imagebuilder.ImageImageTestsConfigurationArgs(
                     image_tests_enabled=True, timeout_minutes=60),
+                tags=FIRST_BUILD_TAG,
                 opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(
                     custom_timeouts=pulumi.CustomTimeouts(create=IMAGE_BUILD_TIMEOUT))))
             self.amis = image.output_resources.apply(
                 lambda res: [{"region": a.region or "", "image": a.image or ""}
                              for r in (res or []) for a in (r.amis or [])])
         self.register_outputs({"parameter": self.parameter, "pipeline": self.pipeline.arn, "amis": self.amis})
+
+    def _lifecycle(self, name: str, base: str, role_name: str, keep: int, on_aws: pulumi.ResourceOptions) -> None:
+        """Keep the line's newest `keep` AMIs; delete older ones with their snapshots in every region
+        (Image Builder lifecycle policy, AMI_IMAGE). Never one an instance launched from within `keep`
+        weeks, nor the first build's (FIRST_BUILD_TAG): docs/adr/0057."""
+        role = aws.iam.Role(
+            f"{name}-lifecycle-role", name=role_name, opts=on_aws,
+            assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"Service": "imagebuilder.amazonaws.com"},
+                "Action": "sts:AssumeRole"}]}))
+        attachment = aws.iam.RolePolicyAttachment(f"{name}-lifecycle-execution", role=role.name,
+                                                  policy_arn=LIFECYCLE_POLICY_ARN, opts=on_aws)
+        ib = aws.imagebuilder
+        self.lifecycle = ib.LifecyclePolicy(
+            f"{name}-lifecycle", name=base, resource_type="AMI_IMAGE", execution_role=role.arn,
+            description=f"keep the newest {keep} AMIs of {base}",
+            resource_selection=ib.LifecyclePolicyResourceSelectionArgs(recipes=[
+                ib.LifecyclePolicyResourceSelectionRecipeArgs(name=base, semantic_version=ALL_VERSIONS)]),
+            policy_details=[ib.LifecyclePolicyPolicyDetailArgs(
+                action=ib.LifecyclePolicyPolicyDetailActionArgs(type="DELETE", include_resources=(
+                    ib.LifecyclePolicyPolicyDetailActionIncludeResourcesArgs(amis=True, snapshots=True))),
+                filter=ib.LifecyclePolicyPolicyDetailFilterArgs(type="COUNT", value=keep),
+                exclusion_rules=ib.LifecyclePolicyPolicyDetailExclusionRulesArgs(
+                    tag_map=FIRST_BUILD_TAG,
+                    amis=ib.LifecyclePolicyPolicyDetailExclusionRulesAmisArgs(
+                        last_launched=ib.LifecyclePolicyPolicyDetailExclusionRulesAmisLastLaunchedArgs(
+                            unit="WEEKS", value=min(keep, LAST_LAUNCHED_MAX)))))],
+            opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(depends_on=[attachment])))

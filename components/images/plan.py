@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..tables import pins
+from ..aws.naming import explicit_name
+from ..tables import pins, tokens
 from .document import component_documents, preloaded, render, semantic_version
 from .settings import ImageSettings
 
@@ -30,6 +31,17 @@ AMI_TAG_SNAP_REVISION = "ck8s-gpu:k8s-snap-revision"
 AMI_TAG_IMAGES = "ck8s-gpu:images"
 AMI_TAG_TOOLKIT = "ck8s-gpu:nvidia-container-toolkit"  # gpu-node: the toolkit's version (docs/adr/0046)
 AMI_TAG_FABRIC_MODE = "ck8s-gpu:fabric-manager-mode"  # gpu-node: FABRIC_MODE of its Fabric Manager
+# On the first build's Image Builder image (a resource of the stack): the lifecycle policy skips it, so
+# Pulumi's state never names an image the policy deleted (docs/adr/0057).
+FIRST_BUILD_TAG = {"ck8s-gpu/first-build": "true"}
+# The lifecycle policy's execution role (Image Builder user guide, image-lifecycle-prerequisites: a role
+# Image Builder assumes, with this AWS managed policy).
+LIFECYCLE_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/EC2ImageBuilderLifecycleExecutionPolicy"
+# Every version of the line's recipe (a new document is a new version): the API's recipe selection
+# takes `x` wildcards (pulumi-aws 7.51.1 LifecyclePolicyResourceSelectionRecipeArgs semantic_version).
+ALL_VERSIONS = "x.x.x"
+# An AMI an instance launched from within this many weeks is never deleted (LastLaunched: 1-365).
+LAST_LAUNCHED_MAX = 365
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,8 @@ class ImagePlan:
     ami_tags: dict[str, str]  # besides the stack's tags
     root_volume_gib: int
     build_instance_type: str
+    keep_images: int | None  # the lifecycle policy's count; None: no policy
+    lifecycle_role: str  # its execution role (IAM names are global: it carries the region like `role`)
 
 
 def _line(s: ImageSettings) -> str:
@@ -96,4 +110,6 @@ def image_plan(s: ImageSettings) -> ImagePlan:
                       AMI_TAG_FABRIC_MODE: s.fabric_manager_mode} if s.role == "gpu-node" else {})},
         root_volume_gib=s.root_volume,
         build_instance_type=s.build_instance,
+        keep_images=s.keep_images,
+        lifecycle_role=explicit_name(tokens.AWS_IAM_ROLE, role, "-lifecycle"),
     )

@@ -46,6 +46,7 @@ ROOT_VOLUME_GIB = {"gpu-node": 60, "control-plane": 40}
 # store/tooling/tooling.go NewToolingStore, UBUNTU_STORE_ARCH). Source: canonical/k8s-operator#947,
 # `snapcraft status k8s` 2026-06-05: 1.34-classic stable v1.34.4 amd64 5325, arm64 5328.
 KNOWN_SNAP_REVISIONS: dict[tuple[str, str], int] = {("v1.34.4", "amd64"): 5325, ("v1.34.4", "arm64"): 5328}
+KEEP_IMAGES_MAX = 1000
 
 
 class ImageSnapPin(_Model):
@@ -93,6 +94,15 @@ class ImageSettings(_Model):
     # `pulumi up` builds the first image and waits for it (about half an hour), so the parameter
     # exists when it returns; false leaves it to the pipeline's schedule.
     build_on_up: bool = True
+    # AMI lifecycle (docs/adr/0057): an Image Builder lifecycle policy keeps this line's newest
+    # `keepImages` AMIs and deletes older ones with their snapshots, in every region. 8: two months of
+    # weekly builds. A cluster's launch templates hold the AMI id its last `up` resolved from the
+    # parameter (components/aws/ami.py), so an AMI must outlive the time between two `up`s of every
+    # cluster booting it: 8 weeks, and the policy never deletes an AMI an instance launched from in
+    # that time, nor the first build's (a resource of this stack). Each kept AMI costs its snapshot
+    # (at most rootVolumeGib) per region: `ck8s-gpu plan --cost`. null: no policy, every AMI stays.
+    # 1-1000: the count filter's range (Image Builder API reference, LifecyclePolicyDetailFilter value).
+    keep_images: StrictInt | None = Field(default=8, ge=1, le=KEEP_IMAGES_MAX)
     # None: 60 GiB for gpu-node, 40 for control-plane (the snaps and the image tars, ROOT_VOLUME_GIB).
     root_volume_gib: int | None = Field(default=None, ge=8, le=16384)
     # Fabric Manager's FABRIC_MODE on NVSwitch nodes (NVIDIA Fabric Manager User Guide, "Fabric

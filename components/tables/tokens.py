@@ -88,6 +88,7 @@ AWS_IMAGEBUILDER_IMAGE_PIPELINE = "aws:imagebuilder/imagePipeline:ImagePipeline"
 AWS_IMAGEBUILDER_IMAGE_RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
 AWS_IMAGEBUILDER_INFRASTRUCTURE_CONFIGURATION = (
     "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration")
+AWS_IMAGEBUILDER_LIFECYCLE_POLICY = "aws:imagebuilder/lifecyclePolicy:LifecyclePolicy"
 AWS_INDEX_GET_AVAILABILITY_ZONES = "aws:index/getAvailabilityZones:getAvailabilityZones"
 AWS_INDEX_GET_CALLER_IDENTITY = "aws:index/getCallerIdentity:getCallerIdentity"
 AWS_INDEX_GET_PARTITION = "aws:index/getPartition:getPartition"

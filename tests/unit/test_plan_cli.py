@@ -21,7 +21,8 @@ def test_kind_plan_prints_a_sorted_tree_with_counts(capsys: pytest.CaptureFixtur
     assert tops == ["ck8s-gpu:index:AddonSet", "ck8s-gpu:index:KindCluster", "ck8s-gpu:index:SmokeTest"]
     assert "  kubernetes:helm.sh/v3:Release gpu-stack-fake-gpu-operator" in out
     assert "chart=charts/gpu-observability" in out  # checkout-relative: plans compare across machines
-    assert lines[-1].split() == ["total", str(len(tree))]
+    assert lines[-2].split() == ["total", str(len(tree))]
+    assert lines[-1] == "cost: not priced: platform kind creates no AWS resources"  # every plan's last line
 
 
 def test_stacks_dir_is_read_from_the_working_directory_and_named_whole(

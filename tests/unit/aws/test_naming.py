@@ -192,6 +192,7 @@ BAD = [
     ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "x", " leading-space", "inner spaces"),
     ("aws:imagebuilder/imagePipeline:ImagePipeline", "x", "gpu/node", "only alphanumerics, hyphens"),
     ("aws:imagebuilder/imagePipeline:ImagePipeline", "a" * 200, None, "cannot be longer than 128"),  # autonamed
+    ("aws:imagebuilder/lifecyclePolicy:LifecyclePolicy", "x", "keep.8", "only alphanumerics, hyphens"),
 ]
 GOOD = [
     ("aws:lb/loadBalancer:LoadBalancer", "x", "ck8s-prod-ap-southeast-4-api"),
@@ -217,6 +218,7 @@ GOOD = [
     ("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "x", IMAGE_LINE),
     ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "x", IMAGE_LINE),
     ("aws:imagebuilder/imagePipeline:ImagePipeline", "x", IMAGE_LINE),
+    ("aws:imagebuilder/lifecyclePolicy:LifecyclePolicy", "x", IMAGE_LINE),
 ]
 
 

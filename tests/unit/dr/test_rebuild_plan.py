@@ -36,6 +36,8 @@ def test_rebuild_in_the_backup_region_plans_the_same_stack_moved(
     text = capsys.readouterr().out
     assert code == 0, text
     assert "Replacement of aws-prod (us-east-1) in us-west-2: stack aws-prod-us-west-2" in text
+    # What the replacement creates, an hour (docs/cost.md): the table has no us-west-2 prices.
+    assert "cost: no price for us-west-2 in the table (`ck8s-gpu plan --cost` lists the line items)" in text
     assert "restores read-only from ck8s-prod-us-east-1's backups in us-west-2" in text
     # The backups' one difference beyond region-scoped values: Velero's user may read the lost
     # bucket (its second, read-only location is in the release's values, a secret in any plan).

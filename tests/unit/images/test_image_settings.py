@@ -133,3 +133,13 @@ def test_the_config_key_is_required_and_others_of_the_namespace_are_refused() ->
     assert dict(err.value.problems) == {
         "config.ck8s-gpu-images:imag": "unknown key; known: ck8s-gpu-images:image",
         "config.ck8s-gpu-images:image": "required"}
+
+
+def test_keep_images_defaults_to_two_months_of_weekly_builds_and_is_bounded() -> None:
+    """docs/adr/0057: 8 by default; null keeps every AMI; 1-1000 (the lifecycle count filter's range), a
+    whole number (no `true`, no "8")."""
+    assert parse_image_settings({"region": "eu-west-1", **PIN}, "test").keep_images == 8
+    assert parse_image_settings({"region": "eu-west-1", "keepImages": None, **PIN}, "test").keep_images is None
+    assert parse_image_settings({"region": "eu-west-1", "keepImages": 1000, **PIN}, "test").keep_images == 1000
+    for bad in (0, 1001, True, "8", 2.5):
+        assert set(_problems({"region": "eu-west-1", "keepImages": bad, **PIN})) == {"image.keepImages"}, bad

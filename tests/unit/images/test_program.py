@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import runpy
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import yaml
 
 from components import PROJECT_DIR
 from components.images.document import document_problems
+from components.images.plan import FIRST_BUILD_TAG, LIFECYCLE_POLICY_ARN
 from components.images.settings import image_settings_from_config
 from components.plan.mockengine import PlanRun, Recorded, run_program
 from components.plan.names import recorded_problems
@@ -107,8 +109,41 @@ def test_the_committed_stack_plans_with_names_aws_accepts(path: Path) -> None:
     assert ("schedule" in pipeline.inputs) == (s.rebuild == "weekly")
     first = _one(run, "aws:imagebuilder/image:Image")
     assert first.timeouts.get("create") == "120m"
+    assert first.inputs["tags"] == FIRST_BUILD_TAG  # the lifecycle policy leaves the stack's own image alone
+    _assert_lifecycle(run, s.keep_images, recipe.inputs["name"])
     assert run.outputs["parameter"] == s.parameter
     assert _one(run, "ck8s-gpu:index:NodeImage").name == f"{s.role}-image"  # gpu-node-image: as before
+
+
+def _assert_lifecycle(run: PlanRun, keep: int | None, recipe: str) -> None:
+    """keepImages: a lifecycle policy deleting the line's AMIs (and snapshots) beyond the newest
+    `keep`, every recipe version, never the first build nor one launched from within `keep` weeks."""
+    policy = _one(run, "aws:imagebuilder/lifecyclePolicy:LifecyclePolicy")
+    assert policy.inputs["resourceType"] == "AMI_IMAGE"
+    assert policy.inputs["resourceSelection"] == {"recipes": [{"name": recipe, "semanticVersion": "x.x.x"}]}
+    [detail] = policy.inputs["policyDetails"]
+    assert detail["action"] == {"type": "DELETE", "includeResources": {"amis": True, "snapshots": True}}
+    assert detail["filter"] == {"type": "COUNT", "value": keep}
+    assert detail["exclusionRules"] == {"tagMap": FIRST_BUILD_TAG,
+                                        "amis": {"lastLaunched": {"unit": "WEEKS", "value": keep}}}
+    roles = {r.name: r for r in run.resources if r.type == "aws:iam/role:Role"}
+    role = next(r for name, r in roles.items() if name.endswith("-lifecycle-role"))
+    assert len(role.inputs["name"]) <= 64 and role.inputs["name"].endswith("-lifecycle")
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"]
+    assert trust == {"Service": "imagebuilder.amazonaws.com"}
+    attachment = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+    attached = [r.inputs["policyArn"] for r in run.resources
+                if r.type == attachment and r.name.endswith("-lifecycle-execution")]
+    assert attached == [LIFECYCLE_POLICY_ARN]
+
+
+def test_keep_images_null_makes_no_lifecycle_policy() -> None:
+    base = _config(GPU_STACK)
+    run = _run({**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "keepImages": None}})
+    assert [r for r in run.resources if r.type == "aws:imagebuilder/lifecyclePolicy:LifecyclePolicy"] == []
+    assert not any(r.name.endswith("-lifecycle-role") for r in run.resources)
+    three = _run({**base, "ck8s-gpu-images:image": {**base["ck8s-gpu-images:image"], "keepImages": 3}})
+    _assert_lifecycle(three, 3, _one(three, "aws:imagebuilder/imageRecipe:ImageRecipe").inputs["name"])
 
 
 def test_a_changed_document_is_a_new_component_and_recipe_version() -> None:

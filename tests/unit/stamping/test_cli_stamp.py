@@ -107,6 +107,12 @@ def test_offline_plans_every_region(stacks: Path, tmp_path: Path, capsys: pytest
     text = capsys.readouterr().out
     assert code == 0, text
     assert "2 of 2 region(s) succeeded" in text and text.count("planned") == 2
+    costs = text.split("Cost of what the stamped stacks create:\n")[1].splitlines()  # docs/cost.md
+    assert costs == [
+        "  aws-prod-us-east-2: cost: no price for us-east-2 in the table (`ck8s-gpu plan --cost` lists the line items)",
+        "  aws-prod-eu-central-1: cost: no price for eu-central-1 in the table (`ck8s-gpu plan --cost` lists the line "
+        "items)",
+        "  total: not priced (aws-prod-us-east-2, aws-prod-eu-central-1)"]
     for stack in ("aws-prod-us-east-2", "aws-prod-eu-central-1"):
         assert (out / stack / "resources.json").exists()
 

@@ -1,0 +1,302 @@
+"""What a stack costs (components/plan/cost.py, docs/cost.md): every expected number here is worked out
+from the price TABLES (components/tables/ec2_prices.py, prices.py) and counts written down from the
+committed stack files, never read back from the code that computes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.cli.main import main
+from components.plan.cost import (
+    CAPACITY_BLOCK,
+    IMAGE_BUILD_HOURS,
+    SPOT,
+    ClusterCost,
+    cluster_cost,
+    document,
+    image_line_cost,
+    summary_line,
+    table_lines,
+    total_line,
+)
+from components.settings.model import Settings
+from components.tables.ec2_prices import GENERATED_AT, ON_DEMAND
+from components.tables.paths import PROJECT_DIR
+from components.tables.prices import PRICES, READ_ON
+from components.validate import load_stack
+
+STACKS = PROJECT_DIR / "stacks"
+EC2 = ON_DEMAND["us-east-1"]
+US = {k: p.usd for k, p in PRICES["us-east-1"].items()}
+GB_HOUR = US["ebs-gp3-gb-month"] / 730  # one GiB of gp3 an hour
+DATES = f"prices of {GENERATED_AT[:10]} and {READ_ON}"
+NO_EU_PRICE = "cost: no price for eu-west-1 in the table (`ck8s-gpu plan --cost` lists the line items)"
+
+
+def _settings(**raw: Any) -> Settings:
+    base: dict[str, Any] = {"platform": "aws", "environment": "dev", "region": "us-east-1"}
+    return Settings.model_validate({**base, **raw})
+
+
+def _items(cost: ClusterCost) -> dict[str, Any]:
+    return {i.what: i for i in cost.items}
+
+
+def _money(x: float) -> str:
+    return f"${x:,.2f}"
+
+
+# --- the committed stacks, against the table --------------------------------------------------------
+
+# Written down from stacks/Pulumi.aws-prod.yaml: (instance type, count at min, desired, max, root GiB).
+PROD_NODES = [
+    ("m7i.2xlarge", 3, 3, 3, 100),  # controlPlane: count 3 (rootVolumeGiB: the default, 100)
+    ("g6e.12xlarge", 2, 2, 8, 200),  # pool l40s (rootVolumeGiB: the default, 200)
+    ("p5.48xlarge", 2, 2, 4, 500),  # pool h100, rootVolumeGiB 500
+]
+PROD_NAT = 3  # natGateways: per-az over azCount 3, one Elastic IP each
+PROD_NLB = 1  # apiLoadBalancer: internal (no public address)
+
+
+def _prod_expected() -> tuple[float, float, float]:
+    out = []
+    for at in (1, 2, 3):
+        nodes = sum(n[at] * (EC2[n[0]] + n[4] * GB_HOUR) for n in PROD_NODES)
+        out.append(nodes + PROD_NAT * (US["nat-gateway-hour"] + US["public-ipv4-hour"]) + PROD_NLB * US["nlb-hour"])
+    return out[0], out[1], out[2]
+
+
+def test_the_prod_stack_file_says_what_the_expected_numbers_count() -> None:
+    prod = load_stack(STACKS / "Pulumi.aws-prod.yaml")
+    cp, (l40s, h100) = prod.control_plane, prod.node_pools
+    assert (cp.instance_type, cp.count, cp.root_volume_gib) == ("m7i.2xlarge", 3, 100)
+    assert (l40s.instance_type, l40s.min_size, l40s.desired_size, l40s.max_size, l40s.root_volume_gib) == (
+        "g6e.12xlarge", 2, 2, 8, 200)
+    assert (h100.instance_type, h100.min_size, h100.desired_size, h100.max_size, h100.root_volume_gib) == (
+        "p5.48xlarge", 2, 2, 4, 500)
+    assert (prod.network.nat_gateways, prod.network.az_count, prod.control_plane.api_load_balancer) == (
+        "per-az", PROD_NAT, "internal")
+    assert prod.region == "us-east-1" and prod.network.endpoints == "off"
+
+
+def test_prod_costs_what_the_table_says() -> None:
+    lo, mid, hi = _prod_expected()
+    cost = cluster_cost(load_stack(STACKS / "Pulumi.aws-prod.yaml"), "aws-prod")
+    assert cost.complete
+    assert cost.hourly == pytest.approx((lo, mid, hi))
+    # $132.63/h at the minimum and desired sizes, $305.91/h at the maximum (EC2 prices of 2026-07-20).
+    assert summary_line(cost) == (f"cost: {_money(lo)}/h min, {_money(mid)}/h desired, {_money(hi)}/h max "
+                                  f"(On-Demand, us-east-1, {DATES})")
+    assert cost.monthly == pytest.approx((lo * 730, mid * 730, hi * 730))
+
+
+@pytest.mark.parametrize(("stack", "counts"), [
+    # (control planes, each pool's min/desired/max), written down from the stack files
+    ("aws-dev", [(1, 1, 1), (1, 1, 3)]),
+    ("aws-airgap", [(1, 1, 1), (1, 1, 3)]),
+    ("aws-elastic", [(1, 1, 1), (0, 0, 4), (0, 0, 6)]),  # autoscaled from zero to autoscaling.maxSize
+])
+def test_eu_west_1_stacks_have_no_price_in_the_table_and_say_so(stack: str, counts: list[tuple[int, int, int]]) -> None:
+    assert "eu-west-1" not in ON_DEMAND and "eu-west-1" not in PRICES
+    cost = cluster_cost(load_stack(STACKS / f"Pulumi.{stack}.yaml"), stack)
+    assert summary_line(cost) == NO_EU_PRICE
+    assert not cost.complete and cost.hourly == (0, 0, 0)
+    machines = [i for i in cost.items if i.what.startswith(("control planes", "pool")) and "volumes" not in i.what]
+    assert [i.counts for i in machines] == counts
+    assert all(i.unit is None and i.unpriced for i in cost.items)
+    assert "total: not priced: no price for eu-west-1 in the table" in table_lines(cost)
+
+
+# --- line items --------------------------------------------------------------------------------------
+
+def test_control_planes_and_their_volumes() -> None:
+    items = _items(cluster_cost(_settings(controlPlane={"count": 3, "instanceType": "m7i.xlarge",
+                                                         "rootVolumeGiB": 50})))
+    cp = items["control planes (m7i.xlarge)"]
+    assert (cp.counts, cp.unit) == ((3, 3, 3), EC2["m7i.xlarge"])
+    vol = items["control-plane root volumes (50 GiB gp3)"]
+    assert vol.counts == (3, 3, 3) and vol.unit == pytest.approx(50 * GB_HOUR)
+
+
+def test_a_fixed_pool_counts_its_min_desired_and_max_sizes() -> None:
+    pool = {"name": "l4", "instanceType": "g6.xlarge", "minSize": 1, "desiredSize": 2, "maxSize": 5,
+            "rootVolumeGiB": 300}
+    items = _items(cluster_cost(_settings(nodePools=[pool])))
+    nodes = items["pool l4 (g6.xlarge, on-demand)"]
+    assert nodes.counts == (1, 2, 5) and nodes.hourly == pytest.approx(
+        (EC2["g6.xlarge"], 2 * EC2["g6.xlarge"], 5 * EC2["g6.xlarge"]))
+    assert items["pool l4 root volumes (300 GiB gp3)"].hourly == pytest.approx(
+        (300 * GB_HOUR, 600 * GB_HOUR, 1500 * GB_HOUR))
+
+
+def test_an_autoscaled_pool_starts_from_its_autoscaling_min_size() -> None:
+    pools = [{"name": "h100", "instanceType": "p5.48xlarge", "autoscaling": {"maxSize": 4}},
+             {"name": "warm", "instanceType": "g6.xlarge", "autoscaling": {"minSize": 1, "maxSize": 3}}]
+    items = _items(cluster_cost(_settings(nodePools=pools)))
+    assert items["pool h100 (p5.48xlarge, autoscaled, on-demand)"].hourly == pytest.approx(
+        (0, 0, 4 * EC2["p5.48xlarge"]))
+    assert items["pool warm (g6.xlarge, autoscaled, on-demand)"].counts == (1, 1, 3)
+
+
+def test_spot_is_variable_and_left_out_of_the_totals() -> None:
+    cost = cluster_cost(_settings(nodePools=[{"name": "s", "instanceType": "g6.xlarge", "capacityType": "spot"}]))
+    spot = _items(cost)["pool s (g6.xlarge, spot)"]
+    assert (spot.unit, spot.unpriced) == (None, SPOT)
+    assert spot.note == f"at most the On-Demand ${EC2['g6.xlarge']:g}/h"
+    assert not cost.complete
+    assert summary_line(cost).startswith("cost: at least ")
+    assert "not priced: pool s (g6.xlarge, spot) (variable (spot))" in summary_line(cost)
+    assert any("Spot Instance prices are set by Amazon EC2" in s for s in cost.sources)
+
+
+def test_a_capacity_block_is_priced_at_purchase() -> None:
+    pool = {"name": "b", "instanceType": "p5.48xlarge", "availabilityZone": "us-east-1a",
+            "capacityReservation": {"id": "cr-0123456789abcdef0", "marketType": "capacity-block"}}
+    cost = cluster_cost(_settings(nodePools=[pool]))
+    block = _items(cost)["pool b (p5.48xlarge, on-demand)"]
+    assert (block.unit, block.unpriced) == (None, "Capacity Block: priced at purchase, not in the table")
+    assert block.unpriced == CAPACITY_BLOCK
+    assert _items(cost)["pool b root volumes (200 GiB gp3)"].unit is not None  # its volumes are EBS as ever
+
+
+def test_an_on_demand_capacity_reservation_bills_the_on_demand_rate_and_says_so() -> None:
+    pool = {"name": "r", "instanceType": "p5.48xlarge", "availabilityZone": "us-east-1a",
+            "capacityReservation": {"id": "cr-0123456789abcdef0"}}
+    cost = cluster_cost(_settings(nodePools=[pool]))
+    item = _items(cost)["pool r (p5.48xlarge, on-demand)"]
+    assert item.unit == EC2["p5.48xlarge"]
+    assert "cr-0123456789abcdef0" in item.note and "running or not" in item.note
+    assert any("charged at the equivalent On-Demand rate whether you run instances" in s for s in cost.sources)
+
+
+@pytest.mark.parametrize(("network", "nats"), [
+    ({"natGateways": "single"}, 1),
+    ({"natGateways": "per-az", "azCount": 3}, 3),
+    ({"natGateways": "none", "endpoints": "create"}, 0),
+    ({"existing": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-1", "subnet-2"]}}, 0),
+])
+def test_nat_gateways_per_zone_as_the_network_makes_them(network: dict[str, Any], nats: int) -> None:
+    items = _items(cluster_cost(_settings(network=network)))
+    gateways = [i for w, i in items.items() if w.startswith("NAT gateways (")]
+    if not nats:
+        assert gateways == [] and "NAT gateways' public IPv4 addresses" not in items
+        return
+    assert [(g.counts, g.unit) for g in gateways] == [((nats,) * 3, US["nat-gateway-hour"])]
+    assert items["NAT gateways' public IPv4 addresses"].hourly == pytest.approx((nats * US["public-ipv4-hour"],) * 3)
+
+
+def test_the_api_load_balancer_and_its_public_addresses() -> None:
+    internal = _items(cluster_cost(_settings()))
+    assert internal["API load balancer (NLB, internal)"].unit == US["nlb-hour"]
+    assert not any("load balancer's public" in w for w in internal)
+    public = _items(cluster_cost(_settings(controlPlane={"apiLoadBalancer": "internet-facing"},
+                                           network={"azCount": 3})))
+    assert public["API load balancer (NLB, internet-facing)"].counts == (1, 1, 1)
+    assert public["API load balancer's public IPv4 addresses (one a zone)"].hourly == pytest.approx(
+        (3 * US["public-ipv4-hour"],) * 3)
+
+
+def test_interface_endpoints_are_named_without_a_price() -> None:
+    cost = cluster_cost(_settings(network={"natGateways": "none", "endpoints": "create"}))
+    [endpoints] = [i for i in cost.items if i.what.startswith("VPC interface endpoints")]
+    assert endpoints.unit is None and endpoints.unpriced == "no price for VPC interface endpoints in the table"
+    services = int(endpoints.what.split("(")[1].split()[0])
+    assert endpoints.counts == (services * 2,) * 3  # one per service in each of the 2 zones' private subnets
+    assert not cost.complete and "not priced: VPC interface endpoints" in summary_line(cost)
+
+
+def test_a_type_missing_from_a_known_region_is_named() -> None:
+    assert "p5e.48xlarge" not in EC2
+    cost = cluster_cost(_settings(nodePools=[{"name": "h200", "instanceType": "p5e.48xlarge"}]))
+    assert _items(cost)["pool h200 (p5e.48xlarge, on-demand)"].unpriced == (
+        "no price for p5e.48xlarge in us-east-1 in the table")
+
+
+def test_an_unknown_region_prices_nothing_and_guesses_nothing() -> None:
+    cost = cluster_cost(_settings(region="ap-southeast-7"), "far")
+    assert summary_line(cost) == ("cost: no price for ap-southeast-7 in the table "
+                                  "(`ck8s-gpu plan --cost` lists the line items)")
+    assert {i.unpriced for i in cost.items} == {"no price for ap-southeast-7 in the table"}
+    assert cost.sources == () and document(cost)["complete"] is False
+
+
+@pytest.mark.parametrize("platform", ["kind", "local", "existing"])
+def test_other_platforms_create_nothing_to_price(platform: str) -> None:
+    cost = cluster_cost(Settings.model_validate({"platform": platform}), "x")
+    assert cost.items == ()
+    assert summary_line(cost) == f"cost: not priced: platform {platform} creates no AWS resources"
+
+
+def test_the_sum_over_stamped_stacks_says_what_it_left_out() -> None:
+    a = cluster_cost(_settings(), "a")
+    b = cluster_cost(_settings(region="us-west-2"), "b")
+    assert total_line([a, a]) == (f"total: {_money(2 * a.hourly[0])}/h min, {_money(2 * a.hourly[1])}/h desired, "
+                                  f"{_money(2 * a.hourly[2])}/h max")
+    assert total_line([a, b]).startswith("total: at least ") and total_line([a, b]).endswith("(not priced in full: b)")
+    assert total_line([b, b]) == "total: not priced (b, b)"
+
+
+# --- the image pipeline --------------------------------------------------------------------------------
+
+def test_an_image_line_per_build_and_per_month_from_the_table() -> None:
+    line = image_line_cost("img", "us-east-1", ["us-east-1"], "g6.xlarge", 60, "weekly", 8)
+    per_build = (EC2["g6.xlarge"] + 60 * GB_HOUR) * 0.5  # half an hour a build (components/images/settings.py)
+    assert IMAGE_BUILD_HOURS == 0.5
+    assert line.per_build == pytest.approx(per_build)
+    snapshots = 8 * 60 * US["ebs-snapshot-gb-month"]  # the last 8 AMIs, each at most its 60 GiB volume
+    assert line.storage == (("us-east-1", pytest.approx(snapshots)),)
+    assert line.monthly == pytest.approx(730 / 168 * per_build + snapshots)
+    text = "\n".join(line.lines())
+    assert "weekly: 4.35 builds a month" in text and f"at most {_money(snapshots)} a month" in text
+
+
+def test_an_image_line_without_a_lifecycle_policy_grows_and_a_manual_one_builds_on_demand() -> None:
+    grows = image_line_cost("img", "us-east-1", ["us-east-1"], "g6.xlarge", 60, "weekly", None)
+    assert grows.monthly is None and "unbounded: no lifecycle policy" in "\n".join(grows.lines())
+    manual = image_line_cost("img", "us-east-1", ["us-east-1"], "m7i.large", 40, "manual", 4)
+    assert manual.builds_per_month == 0
+    assert manual.monthly == pytest.approx(4 * 40 * US["ebs-snapshot-gb-month"])
+
+
+def test_an_image_line_built_in_a_region_without_prices_prices_what_it_can() -> None:
+    line = image_line_cost("eu", "eu-west-1", ["eu-west-1", "us-east-1"], "g6.xlarge", 60, "weekly", 8)
+    assert line.per_build is None and line.per_build_unpriced == "no price for eu-west-1 in the table"
+    assert line.storage == (("eu-west-1", None), ("us-east-1", pytest.approx(8 * 60 * US["ebs-snapshot-gb-month"])))
+    assert line.monthly is None
+
+
+# --- the commands ---------------------------------------------------------------------------------------
+
+def test_plan_cost_prints_the_table_the_sources_and_the_image_lines(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "aws-prod", "--quiet", "--cost", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    lo, mid, hi = _prod_expected()
+    summary = (f"cost: {_money(lo)}/h min, {_money(mid)}/h desired, {_money(hi)}/h max "
+               f"(On-Demand, us-east-1, {DATES})")
+    assert summary in out.splitlines()
+    table = out.split("Cost of aws-prod (us-east-1), On-Demand USD; a month is 730 hours:\n")[1]
+    row = next(line for line in table.splitlines() if line.startswith("pool h100 (p5.48xlarge, on-demand)"))
+    assert row.split()[-5:] == ["55.0400", "110.08", "110.08", "220.16", "80,358.40"]
+    assert row.split()[4] == "2/2/4"
+    total = next(line for line in table.splitlines() if line.startswith("total"))
+    assert total.split()[1:] == [f"{lo:,.2f}", f"{mid:,.2f}", f"{hi:,.2f}", f"{mid * 730:,.2f}"]
+    assert f"a month (730 h): {_money(lo * 730)} min, {_money(mid * 730)} desired, {_money(hi * 730)} max" in table
+    assert "https://aws.amazon.com/vpc/pricing/" in table and "karpenter-provider-aws v1.15.0" in table
+    images = out.split("Node image lines this stack boots")[1]
+    assert "eu-west-1: builds on g6.xlarge in eu-west-1 (no price for eu-west-1 in the table)" in images
+    assert f"us-east-1: at most {_money(8 * 60 * US['ebs-snapshot-gb-month'])} a month" in images
+    doc = json.loads((tmp_path / "cost.json").read_text())
+    assert doc["hourly"] == pytest.approx({"min": lo, "desired": mid, "max": hi})
+    assert doc["summary"] == summary and doc["complete"] is True and doc["hoursPerMonth"] == 730
+
+
+def test_every_plan_ends_with_its_cost_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--stack", "aws-dev", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == NO_EU_PRICE
+    assert lines[-2].split()[0] == "total"
