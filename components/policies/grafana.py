@@ -41,9 +41,9 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
+from ..settings.credentials import is_literal
 from .helm import HELM_TYPES, chart_ref
 from .props import get, helm_truthy, is_unknown
-from .secret_material import is_literal
 
 PASSWORD_ENV = "GF_SECURITY_ADMIN_PASSWORD"
 # The last kube-prometheus-stack major whose values set `grafana.adminPassword: prom-operator`.

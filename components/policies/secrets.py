@@ -17,11 +17,12 @@ built-in `view` role, which is bound widely precisely because it reads no Secret
 (components/policies/rbac.py). Secret material there, Pulumi secret or not, goes to a Secret
 referenced through `valueFrom.secretKeyRef`, `envFrom.secretRef` or a Secret volume.
 
-Both rules see material by pattern (components/policies/secret_material.py `findings`, through
-every encoding) and by name: a literal under an environment variable name that says credential
-(`DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`: `credential_literals`). User-data is also read as the
-files it writes (`credential_assignments`): `DB_PASSWORD=x`, `export X_API_KEY=x`, `dbPassword: x`,
-`"apiKey": "x"`, `password = x` in any file, in any encoding `findings` decodes.
+All three read the one credential recogniser (components/settings/credentials.py, which the
+settings' add-on values rule reads too): material by shape (`findings`, through every encoding),
+a literal under a key, variable, flag or file name that says credential in structured inputs and
+objects (`credential_literals`), and in text (`credential_assignments`): the files user-data
+writes, a ConfigMap's files, a container's args. docs/policies.md, "What counts as a credential",
+lists what each judges.
 """
 
 from __future__ import annotations
@@ -38,13 +39,21 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from ..settings.credentials import credential_assignments, credential_literals, findings
 from ..tables import tokens
 from .aws_nodes import NODE_TYPES
 from .k8s_objects import POD_SPEC_PATHS, K8sObject, objects
 from .props import decode_user_data, leaves, under
-from .secret_material import credential_assignments, credential_literals, findings
 
 STACK = tokens.PULUMI_STACK
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    """A path of `credential_literals` as `leaves` writes it: `a.b[0].c`."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
 def secret_paths_of(args: Any) -> frozenset[str] | None:
@@ -65,8 +74,8 @@ def plaintext_secret_problems(resource_type: str, props: Mapping[str, Any], secr
         if kinds := findings(value):
             problems.append(f"{what} {path} holds {', '.join(kinds)} but is not a Pulumi secret; "
                             "wrap it with pulumi.Output.secret (or mark the output secret)")
-    for path, name in credential_literals(props):
-        if not under(path, secret_paths):
+    for parts, name in credential_literals(props):
+        if not under(path := dotted(parts), secret_paths):
             problems.append(f"{what} {path} is a literal {name} but not a Pulumi secret; wrap it with "
                             "pulumi.Output.secret, or reference a Secret")
     return problems
@@ -102,13 +111,19 @@ def viewable_secret_problems(objs: list[K8sObject]) -> list[tuple[str, str]]:
     for o in objs:
         if o.kind not in VIEWABLE_KINDS:
             continue
-        for path, value in leaves(o.obj):
-            if isinstance(value, str) and (kinds := findings(value)):
-                problems.append((o.urn, f"{o} {path} holds {', '.join(kinds)}: anyone with the view role reads it; "
-                                        "keep it in a Secret and reference that"))
-        for path, name in credential_literals(o.obj):
+        named = {dotted(parts): name for parts, name in credential_literals(o.obj)}
+        for path, name in named.items():
             problems.append((o.urn, f"{o} {path} is a literal {name}: anyone with the view role reads it; use "
                                     "valueFrom.secretKeyRef (or a Secret for envFrom)"))
+        for path, value in leaves(o.obj):
+            if not isinstance(value, str) or path in named:
+                continue
+            if kinds := findings(value):
+                problems.append((o.urn, f"{o} {path} holds {', '.join(kinds)}: anyone with the view role reads it; "
+                                        "keep it in a Secret and reference that"))
+            elif names := credential_assignments(value):  # a ConfigMap's file, a container's args
+                problems.append((o.urn, f"{o} {path} writes {', '.join(names)} as a literal value: anyone with the "
+                                        "view role reads it; keep it in a Secret and reference that"))
     return problems
 
 

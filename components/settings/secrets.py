@@ -19,12 +19,12 @@ exact leaves (their ciphertext, never decrypted, becomes `[secret]`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
 
+from .credentials import credential_assignments, credential_literals, findings
 from .problems import ROOT, Problem, field_path
 
 SECURE = "secure"  # a Pulumi stack file's encrypted value: `{secure: v1:...}` (config.Value YAML form)
@@ -56,75 +56,15 @@ def is_secure_leaf(value: Any) -> bool:
 
 
 # --- what looks like a credential -------------------------------------------------------------
-# The words are those of components/policies/secret_material.py (is_credential_name), which reads
-# environment variable names; settings cannot import the policies (tests/unit/test_layers.py), so
-# the policy's words live here and it reads them from this module.
-CREDENTIAL_WORDS = frozenset({"PASSWORD", "PASSWD", "PASS", "SECRET", "TOKEN", "APIKEY", "CREDENTIALS"})
-CREDENTIAL_PAIRS = frozenset({("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("SECRET", "KEY"),
-                              ("SIGNING", "KEY"), ("ENCRYPTION", "KEY"), ("CLIENT", "SECRET")})
-# Helm charts' names for a value that NAMES a Kubernetes Secret or file, not the credential itself:
-# `existingSecret` (grafana admin.existingSecret, bitnami charts), `imagePullSecret`, `secretName`,
-# `passwordFile` (the last word is another; the first two name a Secret, as the node-file policy reads them).
-_REFERRING_WORDS = frozenset({"EXISTING", "PULL"})
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-# Placeholders, template expressions and references: not the thing itself.
-_NOT_A_VALUE = re.compile(r"^(?:\$|\{\{|<|\[secret|REDACTED$|\*+$|changeme$|none$|null$)", re.IGNORECASE)
-# Text that is a credential whatever its key is called. Each names its format's source; kinds only,
-# the value is never echoed.
-_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a PEM private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----")),  # RFC 7468 section 10/11
-    # IAM User Guide, "Unique identifiers": AKIA (long-term) / ASIA (temporary) access key ids.
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    # GitHub docs, "About authentication to GitHub", token prefixes ghp_ gho_ ghu_ ghs_ ghr_ github_pat_.
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b")),
-    # RFC 7519 JWT (JWS compact serialization: base64url header.payload.signature, header `{"`).
-    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    # RFC 3986 userinfo `user:password@` in a URL.
-    ("a URL with a password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")),
-    # A Docker config (`kubernetes.io/dockerconfigjson`): "auths" with a base64 `auth` or `password`.
-    ("a Docker registry config with credentials", re.compile(r'"auths"\s*:.*"(?:auth|password)"\s*:\s*"[^"]', re.S)),
-)
+# One recogniser for add-on values, the files a node writes and Kubernetes objects
+# (components/settings/credentials.py, issue 45): names, values and shapes are judged there.
 
-
-def key_words(key: str) -> list[str]:
-    """`repoPassword` / `repo_password` / `REPO-PASSWORD` / `s3SecretAccessKey` -> upper-case words."""
-    return [w.upper() for w in _WORD.findall(key)]
-
-
-def is_credential_key(key: Any) -> bool:
-    """A values key that says its value is a credential: its last word (`password`, `token`,
-    `secret`, `apiKey`, ...) as the policy pack reads environment names; not `passwordFile`,
-    `secretName`, `tokenTTL` (the last word is another), nor `existingSecret` (names a Secret)."""
-    if not isinstance(key, str):
-        return False
-    words = key_words(key)
-    if not words or _REFERRING_WORDS & set(words):
-        return False
-    return words[-1] in CREDENTIAL_WORDS or tuple(words[-2:]) in CREDENTIAL_PAIRS
-
-
-def is_literal(value: Any) -> bool:
-    """A value that is the thing itself: a non-empty string or number, not a placeholder/template."""
-    if isinstance(value, bool) or value is None:
-        return False
-    if isinstance(value, int | float):
-        return True
-    return isinstance(value, str) and bool(value.strip()) and not _NOT_A_VALUE.match(value.strip())
-
-
-def shape(value: str) -> str | None:
-    """Which credential format `value` holds (None: none of those known)."""
-    return next((name for name, pattern in _SHAPES if pattern.search(value)), None)
-
-
-def credential_problem(key: Any, value: Any) -> str | None:
-    """Why the plain (non-secret) value under `key` is a credential; None when it is not one."""
-    if isinstance(value, SecretText):
-        return None
-    if is_credential_key(key) and is_literal(value):
-        return f"the key '{key}' names a credential"
-    if isinstance(value, str) and (kind := shape(value)) is not None:
-        return f"the value is {kind}"
+def credential_problem(value: str) -> str | None:
+    """Why the plain string `value` (any leaf, whatever its key) holds a credential; None when not."""
+    if kinds := findings(value):
+        return f"the value holds {', '.join(kinds)}"
+    if names := credential_assignments(value):
+        return f"the value writes {', '.join(names)} by value"
     return None
 
 
@@ -148,12 +88,19 @@ def how_to_pass(where: str) -> str:
 
 
 def values_problems(addon_key: str, values: Mapping[str, Any]) -> Iterator[Problem]:
-    """Credentials in plain text in one add-on's `values` override."""
+    """Credentials in plain text in one add-on's `values` override: a credential under a key, an
+    `{name, value}` pair, a file or a flag (`credential_literals`), or in a string's text."""
     base = ("gpuStack", "addons", addon_key, "values")
+    plain = set[tuple[Any, ...]]()
+    for path, name in credential_literals(values, ignore=lambda v: isinstance(v, SecretText)):
+        if path not in plain:
+            plain.add(path)
+            where = field_path((*base, *path))
+            yield where, f"looks like a credential ('{name}' names a credential); {how_to_pass(where)}"
     for path, leaf in leaves(values):
-        key = next((p for p in reversed(path) if isinstance(p, str)), None)
-        why = credential_problem(key, leaf)
-        if why is not None:
+        if path in plain or not isinstance(leaf, str) or isinstance(leaf, SecretText):
+            continue
+        if (why := credential_problem(leaf)) is not None:
             where = field_path((*base, *path))
             yield where, f"looks like a credential ({why}); {how_to_pass(where)}"
 

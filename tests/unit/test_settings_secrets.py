@@ -4,6 +4,7 @@ reaches the Helm release as a secret, never as text in `out/`."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import runpy
 from pathlib import Path
@@ -17,8 +18,8 @@ from components.cli.main import main
 from components.plan import artifacts
 from components.plan.mockengine import MASK, run_program
 from components.plan.run import PROJECT_DIR, Plan
-from components.policies import secret_material
-from components.settings import SettingsError
+from components.policies import secrets as pack
+from components.settings import SettingsError, credentials
 from components.settings import secrets as sec
 from components.settings.load import SETTINGS_KEY
 from components.validate import from_config, parse
@@ -84,12 +85,16 @@ def test_safe_look_alikes_are_accepted(values: dict[str, Any]) -> None:
     assert parse(_kind(values)).platform == "kind"
 
 
-def test_the_policy_pack_reads_the_same_credential_words() -> None:
-    """One table: the node-file policy (environment names) and this rule (values keys)."""
-    assert secret_material._CREDENTIAL_WORDS is sec.CREDENTIAL_WORDS
-    assert secret_material._CREDENTIAL_PAIRS is sec.CREDENTIAL_PAIRS
-    for name in ("DB_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):
-        assert secret_material.is_credential_name(name) and sec.is_credential_key(name)
+def test_one_recogniser_for_add_on_values_node_files_and_objects() -> None:
+    """Issue 45: the settings' rule and the policy pack read the same functions, and no second
+    recogniser or word table is left (components/settings/credentials.py)."""
+    for name in ("findings", "credential_assignments", "credential_literals"):
+        assert getattr(pack, name) is getattr(credentials, name)
+    assert sec.findings is credentials.findings and sec.credential_literals is credentials.credential_literals
+    assert importlib.util.find_spec("components.policies.secret_material") is None
+    assert not any(hasattr(sec, n) for n in ("CREDENTIAL_WORDS", "CREDENTIAL_PAIRS", "is_credential_key", "shape"))
+    for name in ("DB_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "registryPassword", "licenseKey"):
+        assert credentials.is_credential_key(name)
 
 
 def test_secret_text_is_the_value_for_rules_and_secret_in_reprs_and_dumps() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from components.policies.secret_material import credential_assignments, is_credential_key, looks_like_credential
 from components.policies.secrets import USER_DATA_WITHOUT_SECRETS
+from components.settings.credentials import credential_assignments, is_credential_key, looks_like_credential
 from tests.unit.policies.helpers import violations
 
 GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "user-data"

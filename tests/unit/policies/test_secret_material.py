@@ -8,7 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from components.policies.secret_material import MAX_LAYERS, credential_literals, findings, is_credential_name
+from components.settings.credentials import credential_literals, findings, is_credential_key
+from components.settings.decodings import MAX_LAYERS
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -223,11 +224,12 @@ def test_nesting_is_followed_as_deep_as_consumers_go_and_no_further() -> None:
 @pytest.mark.parametrize(("name", "credential"), [
     ("DB_PASSWORD", True), ("GF_SECURITY_ADMIN_PASSWORD", True), ("AWS_SECRET_ACCESS_KEY", True),
     ("GITHUB_TOKEN", True), ("API_KEY", True), ("TOKEN", True), ("REDIS_PASS", True), ("OAUTH_CLIENT_SECRET", True),
+    ("adminPassword", True),  # one name rule in any spelling (issue 45): env names, values keys, flags alike
     ("GF_SECURITY_ADMIN_PASSWORD__FILE", False), ("TOKEN_TTL", False), ("SECRET_NAME", False), ("PWD", False),
-    ("PASSWORD_PATH", False), ("adminPassword", False), ("existingSecret", False), ("KEY", False), ("BYPASS", False),
+    ("PASSWORD_PATH", False), ("existingSecret", False), ("KEY", False), ("BYPASS", False),
 ])
 def test_credential_names(name: str, credential: bool) -> None:
-    assert is_credential_name(name) is credential
+    assert is_credential_key(name) is credential
 
 
 @pytest.mark.parametrize("spelling", [
@@ -235,6 +237,7 @@ def test_credential_names(name: str, credential: bool) -> None:
     {"env": {"DB_PASSWORD": "hunter2"}},
     {"data": {"AWS_SECRET_ACCESS_KEY": "abc"}},
     {"containers": [{"env": [{"value": "hunter2", "name": "API_TOKEN"}]}]},
+    {"data": {"adminPassword": "hunter2"}},
 ])
 def test_literal_credentials_under_credential_names_are_found(spelling: dict[str, object]) -> None:
     assert list(credential_literals(spelling))
