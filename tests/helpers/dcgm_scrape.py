@@ -38,3 +38,23 @@ def objects(nodes: list[str], image: str, port: int) -> list[dict[str, Any]]:
                   "jobLabel": "app", "namespaceSelector": {"matchNames": [NAMESPACE]},
                   "selector": {"matchLabels": APP}}},
     ]
+
+
+def ready_nodes(cluster: Any) -> set[str]:
+    """Nodes with a ready endpoint of the exporter's Service (what a scrape, or the conformance
+    procedure, reaches)."""
+    slices = cluster.get_json("endpointslices", "-n", NAMESPACE, "-l",
+                              "kubernetes.io/service-name=nvidia-dcgm-exporter")
+    return {e.get("nodeName", "") for s in slices["items"] for e in s.get("endpoints") or []
+            if (e.get("conditions") or {}).get("ready") is not False}
+
+
+def start(cluster: Any, nodes: list[str], image: str, port: int, timeout: float = 90) -> None:
+    """The scrape's objects, fresh: an earlier test's anchor pods gone first (`apply` of a pod still
+    terminating under the same name changes nothing, and the pod then goes), then every node's
+    endpoint ready."""
+    cluster.kubectl("delete", "-n", NAMESPACE, "pod", "-l", "app=nvidia-dcgm-exporter", "--ignore-not-found",
+                    "--wait=true", "--timeout=60s", check=False)
+    cluster.apply(objects(nodes, image, port))
+    cluster.wait_for("the exporter's endpoint on every node", lambda: set(nodes) <= ready_nodes(cluster),
+                     timeout=timeout)

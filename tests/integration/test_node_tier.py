@@ -668,8 +668,7 @@ def test_the_utilization_report_counts_a_scripted_workload(tier: Tier) -> None:
     from tests.helpers.node_tier import STACK_FILE
 
     url, image = tier.controllers.prometheus_url, tier.nodes.probe.reference
-    scrape = dcgm_scrape.objects(list(tier.kubelet_nodes), tier.nodes.pause.reference, tier.nodes.dcgm_port)
-    tier.cluster.apply(scrape)
+    dcgm_scrape.start(tier.cluster, list(tier.kubelet_nodes), tier.nodes.pause.reference, tier.nodes.dcgm_port)
     try:
         tier.cluster.wait_for("every node's exporter scraped", lambda: len(
             [r for r in _instant(url, 'up{job="nvidia-dcgm-exporter"}') if r["value"][1] == "1"])
@@ -767,7 +766,7 @@ def test_conformance_proves_what_the_tier_can_and_signs_it(tier: Tier, tmp_path:
         text = o.getvalue()
         return rc, json.loads(text[text.index("{\n"):]), e.getvalue()
 
-    tier.cluster.apply(dcgm_scrape.objects(list(tier.kubelet_nodes), tier.nodes.pause.reference, tier.nodes.dcgm_port))
+    dcgm_scrape.start(tier.cluster, list(tier.kubelet_nodes), tier.nodes.pause.reference, tier.nodes.dcgm_port)
     try:
         rc, doc, err = run(tmp_path / "evidence")
     finally:
