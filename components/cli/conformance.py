@@ -158,7 +158,7 @@ def execute(args: argparse.Namespace, *, connect: Callable[[str, str | None], An
     ns = f"ck8s-gpu-conformance-{secrets.token_hex(3)}"
     ctx = Context(gw, args.image or pins.image("smoke-test").ref, ns, float(args.timeout),
                   lambda m: print(f"  {m}", file=out, flush=True), settings=settings,
-                  prometheus_url=args.prometheus_url, custom_image=args.image)
+                  prometheus_url=args.prometheus_url, custom_image=args.image, kubernetes_minor=minor)
     results: dict[str, ev.Result] = {}
     interrupted = False
     try:

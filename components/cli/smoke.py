@@ -17,7 +17,6 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -97,15 +96,10 @@ def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
 
 
 def _facts(settings: Any, from_stack: bool, args: argparse.Namespace, minor: int) -> Any:
-    from ..facts.cluster import ClusterFacts, cluster_facts
+    from ..facts.cluster import live_cluster_facts
 
-    if from_stack:
-        facts = cluster_facts(settings)
-        return replace(facts, kubernetes_minor=minor, simulated_gpus=facts.simulated_gpus or args.simulated,
-                       has_kubelet=facts.has_kubelet and not args.no_kubelet,
-                       gpu_view="env" if args.simulated else facts.gpu_view)
-    return ClusterFacts(platform="existing", track="", kubernetes_minor=minor, simulated_gpus=args.simulated,
-                        has_kubelet=not args.no_kubelet, pools=(), gpu_view="env" if args.simulated else "nvidia-smi")
+    return live_cluster_facts(settings if from_stack else None, minor, simulated=args.simulated,
+                              has_kubelet=not args.no_kubelet)
 
 
 def _minor(version: str) -> int:

@@ -34,6 +34,7 @@ class Context:
     settings: Settings | None = None
     prometheus_url: str | None = None  # the Prometheus KEDA queries (--prometheus-url); null: the settings'
     custom_image: str | None = None  # --image: also the smoke case's image (it must be pinned by digest)
+    kubernetes_minor: int = 0  # the cluster's, as the command read it from the API server
     found: dict[str, Any] = field(default_factory=dict)  # what one procedure learnt for the next
 
     def devices(self) -> list[tuple[str, Obj]]:

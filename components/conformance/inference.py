@@ -24,12 +24,11 @@ status is declared from what is installed.
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..facts.cluster import ClusterFacts, cluster_facts
+from ..facts.cluster import live_cluster_facts
 from ..kube.charts import render
 from ..settings.model import Settings, SmokeTestSettings
 from ..smoke.cases import inference as case
@@ -56,6 +55,7 @@ PROVEN = {
                        "metric, each new replica with its own GPU claim, and back",
 }
 CACHE = "inference_case"
+PREREQUISITES = "inference_prerequisites"
 
 
 def _available(ctx: Context, apiservice: str) -> bool:
@@ -65,7 +65,14 @@ def _available(ctx: Context, apiservice: str) -> bool:
 
 
 def prerequisites(ctx: Context) -> dict[str, tuple[str, str]]:
-    """Per requirement: (what is installed, or "") and what to set when it is not."""
+    """Per requirement: (what is installed, or "") and what to set when it is not; read once per run
+    (the three procedures ask in turn)."""
+    if PREREQUISITES not in ctx.found:
+        ctx.found[PREREQUISITES] = _read_prerequisites(ctx)
+    return dict(ctx.found[PREREQUISITES])
+
+
+def _read_prerequisites(ctx: Context) -> dict[str, tuple[str, str]]:
     classes = items(ctx.gw, "/apis/gateway.networking.k8s.io/v1/gatewayclasses")
     accepted = [c["metadata"]["name"] for c in classes if any(x.get("type") == "Accepted" and x.get("status") == "True"
                                                               for x in (c.get("status") or {}).get("conditions", []))]
@@ -111,14 +118,6 @@ def _settings(ctx: Context) -> tuple[Settings | None, str]:
     return settings, ""
 
 
-def _facts(ctx: Context, settings: Settings) -> ClusterFacts:
-    minor = int("".join(c for c in ctx.gw.server_version().split(".")[1] if c.isdigit()))
-    if ctx.settings is not None:
-        return replace(cluster_facts(settings), kubernetes_minor=minor)
-    return ClusterFacts(platform="existing", track="", kubernetes_minor=minor, simulated_gpus=False,
-                        has_kubelet=True, pools=(), gpu_view="nvidia-smi")
-
-
 def run_case(ctx: Context) -> dict[str, Any]:
     """The case's checks by id (the CTRF tests of its report), or {"error": why} when it did not run;
     once per command run."""
@@ -128,7 +127,8 @@ def run_case(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {"error": why}
     if settings is not None:
         try:
-            plan = smoke_plan(settings, _facts(ctx, settings), pins.image("smoke-test"), release="conformance",
+            facts = live_cluster_facts(settings if ctx.settings is not None else None, ctx.kubernetes_minor)
+            plan = smoke_plan(settings, facts, pins.image("smoke-test"), release="conformance",
                               nonce=secrets.token_hex(4), pools_known=ctx.settings is not None, dcgm=False)
             objects = render("gpu-smoke-test", plan.values, release=plan.release, namespace=plan.namespace)
             ctx.say(f"inference case {plan.run_id} in namespace {plan.namespace}")

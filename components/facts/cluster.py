@@ -3,7 +3,7 @@ from (pure: no Pulumi import, so the pure layers that read them load nothing of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..settings.facts import pool_gpus
 from ..settings.model import Settings
@@ -65,3 +65,17 @@ class AddonFacts:
     # The program makes a BackupTarget (bucket, key, IAM user) for Velero: its names join the inventory.
     backup_target: bool
 
+
+
+def live_cluster_facts(settings: Settings | None, minor: int, *, simulated: bool = False,
+                       has_kubelet: bool = True) -> ClusterFacts:
+    """Facts of a running cluster a command tests by hand (`smoke`, `conformance`): the stack's, at the
+    cluster's own minor, when its settings are given; else an `existing` cluster of unknown pools.
+    `simulated`: containers see GPU_DEVICE_* instead of nvidia-smi; `has_kubelet` False: KWOK nodes."""
+    if settings is not None:
+        facts = cluster_facts(settings)
+        return replace(facts, kubernetes_minor=minor, simulated_gpus=facts.simulated_gpus or simulated,
+                       has_kubelet=facts.has_kubelet and has_kubelet,
+                       gpu_view="env" if simulated else facts.gpu_view)
+    return ClusterFacts(platform="existing", track="", kubernetes_minor=minor, simulated_gpus=simulated,
+                        has_kubelet=has_kubelet, pools=(), gpu_view="env" if simulated else "nvidia-smi")

@@ -118,3 +118,18 @@ def test_argparse_knows_the_new_options() -> None:
     args = parser.parse_args(["conformance", "run", "--kubeconfig", "kc", "--stack", "s.yaml",
                               "--prometheus-url", "http://p:9090"])
     assert (args.stack, args.prometheus_url) == (Path("s.yaml"), "http://p:9090")
+
+
+def test_the_three_procedures_read_the_add_ons_once() -> None:
+    class Counting(FakeApi):
+        asked: list[str] = []
+
+        def request(self, method: str, api_path: str, **kw: Any) -> Any:
+            self.asked.append(api_path)
+            return super().request(method, api_path, **kw)
+
+    api = served(Counting())
+    c = context(api, report())
+    for rid in ALL:
+        getattr(inf, rid)(c)
+    assert api.asked.count("/apis/gateway.networking.k8s.io/v1/gatewayclasses") == 1, api.asked
