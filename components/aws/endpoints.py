@@ -137,6 +137,16 @@ def endpoint_problems(s: Settings) -> Iterator[Problem]:
     if net.nat_gateways == "none" and net.existing is not None:
         yield (f"{path}.natGateways", "none applies to the VPC this project makes; an existing VPC's egress is "
                                       "its own (drop natGateways with network.existing)")
+    elif net.nat_gateways == "none" and not s.offline:
+        # Without NAT the private subnets reach AWS's endpoints and nothing else: the Snap Store
+        # (the k8s snap, aws-cli, their bases), the public registries and the driver's package
+        # mirrors are all out of reach. A stack that boots without them is what `offline` promises
+        # and checks (offline_rules._offline: snap files and images in the node images, a mirror,
+        # the driver in the image); no setting short of it works, so this refuses it (issue 45).
+        yield (f"{path}.natGateways", "none leaves the nodes no route beyond AWS's endpoints: they could not "
+                                      "install the k8s snap from the Snap Store nor pull a public image. Set "
+                                      "offline: true (node images carrying the snap and every image, a mirror; "
+                                      "docs/offline.md) or natGateways: single")
     elif net.nat_gateways == "none" and net.endpoints == "off":  # `expect` has its own message below
         yield (f"{path}.endpoints", "is off, and natGateways: none leaves the private subnets no other way to the "
                                     "AWS APIs the nodes boot with (ssm, secretsmanager, ec2, elasticloadbalancing): "

@@ -87,12 +87,8 @@ def _first_pull(settings: Settings, where: str) -> Iterator[Finding]:
 def _new_vpc(settings: Settings, facts: RegionFacts, zones: tuple[str, ...]) -> Iterator[Finding]:
     net = settings.network
     if net.nat_gateways == "none":
-        if not settings.offline:
-            yield Finding("no-egress", "warning", "settings.network.natGateways",
-                          f"none: the nodes reach AWS's APIs through the VPC endpoints only, and nothing outside AWS "
-                          f"({OUTSIDE_AWS}): they cannot install the k8s snap or pull images unless the stack is "
-                          f"offline (settings.offline: node images carrying the snap and every image, a mirror for "
-                          f"the rest, docs/adr/0043); use natGateways: single otherwise")
+        # A NAT-less VPC that is not offline never gets here: the settings refuse it
+        # (components/aws/endpoints.py endpoint_problems).
         yield from _first_pull(settings, "natGateways is none")
     yield from _services(settings, facts, zones)
 

@@ -30,8 +30,17 @@ SCRIPT = PROJECT_DIR / "components" / "aws" / "scripts" / "ck8s-node.sh"
 AWS_CALL = re.compile(r"^[^#]*?\baws ([a-z0-9-]+) ([a-z0-9-]+)", re.MULTILINE)
 
 
+# The committed NAT-less stack: offline, since a VPC without NAT reaches nothing but AWS's
+# endpoints and only an offline stack boots without the rest (endpoints.endpoint_problems).
+NATLESS = "aws-airgap"
+
+
 def _natless(raw: dict[str, Any]) -> None:
+    """aws-dev without NAT, made offline as a NAT-less stack must be: its images and snap pin are
+    already the image program's; a mirror that is not ECR keeps the endpoints the general ones."""
     raw["network"].update(natGateways="none", endpoints="create")
+    raw["offline"] = True
+    raw["images"]["mirror"] = "registry.example.internal:5000"
 
 
 def test_every_service_the_boot_script_calls_has_a_required_endpoint() -> None:
@@ -78,23 +87,40 @@ def _problems(change: Any, stack: str = "aws-dev") -> list[tuple[str, str]]:
     return raised_problems(settings_for, stack, change)
 
 
-@pytest.mark.parametrize(("change", "path", "says"), [
-    (lambda r: r["network"].update(natGateways="none"), "settings.network.endpoints",
+@pytest.mark.parametrize(("stack", "change", "path", "says"), [
+    (NATLESS, lambda r: r["network"].update(endpoints="off"), "settings.network.endpoints",
      "natGateways: none leaves the private subnets no other way"),
-    (lambda r: r["network"].update(natGateways="none", endpoints="expect"), "settings.network.endpoints",
+    (NATLESS, lambda r: r["network"].update(endpoints="expect"), "settings.network.endpoints",
      "the VPC this project makes has none: set endpoints: create"),
-    (lambda r: r["network"].update(endpoints="expect"), "settings.network.endpoints",
+    ("aws-dev", lambda r: r["network"].update(endpoints="expect"), "settings.network.endpoints",
      "expect relies on endpoints an existing VPC already has"),
-    (lambda r: r.update(region="cn-north-1") or r["network"].update(endpoints="create"),
+    ("aws-dev", lambda r: r.update(region="cn-north-1") or r["network"].update(endpoints="create"),
      "settings.network.endpoints", "elasticloadbalancing in cn-north-1 (partition aws-cn) are not known"),
-    (lambda r: r["network"].update(natGateways="none", endpoints="create", existing={
+    ("aws-dev", lambda r: r["network"].update(natGateways="none", endpoints="create", existing={
         "vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"],
         "publicSubnetIds": ["subnet-0a1b2c3d4e5f60720"]}),
      "settings.network.natGateways", "none applies to the VPC this project makes"),
+    # No NAT and not offline: nothing beyond AWS's endpoints, so no snap and no public image.
+    ("aws-dev", lambda r: r["network"].update(natGateways="none", endpoints="create"),
+     "settings.network.natGateways", "none leaves the nodes no route beyond AWS's endpoints"),
+    ("aws-prod", lambda r: r["network"].update(natGateways="none", endpoints="create"),
+     "settings.network.natGateways", "Set offline: true"),
+    (NATLESS, lambda r: r.pop("offline"), "settings.network.natGateways", "or natGateways: single"),
+    (NATLESS, lambda r: r.update(offline=False), "settings.network.natGateways", "could not install the k8s snap"),
 ])
-def test_endpoint_settings_that_cannot_work_are_refused_with_their_path(change: Any, path: str, says: str) -> None:
-    problems = [(p, why) for p, why in _problems(change) if p.startswith("settings.network.")]
+def test_endpoint_settings_that_cannot_work_are_refused_with_their_path(stack: str, change: Any, path: str,
+                                                                        says: str) -> None:
+    problems = [(p, why) for p, why in _problems(change, stack) if p.startswith("settings.network.")]
     assert len(problems) == 1 and problems[0][0] == path and says in problems[0][1], problems
+
+
+def test_the_natless_offline_stacks_and_every_nat_choice_are_accepted() -> None:
+    """settings_for raises SettingsError on any problem: these load."""
+    assert settings_for(NATLESS).network.nat_gateways == "none"
+    assert settings_for("aws-dev", _natless).offline
+    for nat in ("single", "per-az"):
+        s = settings_for("aws-dev", lambda r, n=nat: r["network"].update(natGateways=n, endpoints="create"))
+        assert s.network.nat_gateways == nat and not s.offline
 
 
 def test_a_bad_value_names_the_field() -> None:
@@ -103,7 +129,7 @@ def test_a_bad_value_names_the_field() -> None:
 
 
 def test_the_endpoints_group_admits_443_from_the_vpc_only_and_is_named_like_its_siblings() -> None:
-    s = settings_for("aws-dev", _natless)
+    s = settings_for(NATLESS)
     assert groups_for(s)[-1] == "endpoints" and "endpoints" not in groups_for(settings_for("aws-dev"))
     assert [(r.direction, r.protocol, r.from_port, r.to_port, r.peer) for r in rules_for(s)
             if r.group == "endpoints"] == [("ingress", "tcp", 443, 443, "vpc")]
@@ -215,13 +241,13 @@ def test_an_ecr_mirror_in_the_region_adds_the_registry_and_token_endpoints() -> 
     """Amazon ECR User Guide, vpc-endpoints.html: a pull needs ecr.dkr, ecr.api and the S3 gateway."""
     def mirrored(raw: dict[str, Any]) -> None:
         _natless(raw)
-        raw["images"] = {"mirror": "123456789012.dkr.ecr.eu-west-1.amazonaws.com"}
+        raw["images"]["mirror"] = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
     planned = [e.service for e, _ in endpoints.planned_endpoints(settings_for("aws-dev", mirrored), existing_vpc=False)]
     assert {"ecr.api", "ecr.dkr", "s3"} <= set(planned)
 
     def elsewhere(raw: dict[str, Any]) -> None:  # another Region's ECR is not reached through this VPC's endpoints
         _natless(raw)
-        raw["images"] = {"mirror": "123456789012.dkr.ecr.us-east-1.amazonaws.com"}
+        raw["images"]["mirror"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
     elsewhere_settings = settings_for("aws-dev", elsewhere)
     planned = [e.service for e, _ in endpoints.planned_endpoints(elsewhere_settings, existing_vpc=False)]
     assert "ecr.dkr" not in planned and "ecr.api" not in planned
