@@ -127,7 +127,23 @@ def _features(s: Settings) -> Iterator[Problem]:
     if s.platform == "aws" and not f.network:
         yield (f"{path}.network",
                "must be true: without k8s-snap's CNI no node becomes Ready and no node can join")
-    if s.platform == "aws" and f.load_balancer and s.gpu_stack.addons.aws_cloud_controller_manager.enabled is not False:
+    ccm = s.gpu_stack.addons.aws_cloud_controller_manager
+    if s.platform == "aws" and ccm.enabled is False:
+        # What removes the Node of a worker that gave up after it registered (ck8s-node.sh `die`:
+        # it powers off, and the launch template terminates it on shutdown). A node cannot delete
+        # its own Node: kubernetes v1.34.4 plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go
+        # NodeRules grant nodes create/get/list/watch and update/patch, no delete. The cloud node
+        # lifecycle controller does: k8s.io/cloud-provider v0.34.4 controllers/nodelifecycle
+        # MonitorNodes deletes a NotReady Node whose instance does not exist, and
+        # kubernetes/cloud-provider-aws v1.34.0 pkg/providers/v1/aws.go InstanceExistsByProviderID
+        # answers false for a terminated instance. It also sets spec.providerID, by which Karpenter
+        # ties a NodeClaim to its Node.
+        yield (f"{ROOT}.gpuStack.addons.awsCloudControllerManager.enabled",
+               "must stay on with platform aws: it sets each Node's providerID (Karpenter ties NodeClaims to "
+               "Nodes by it) and deletes the Node of a terminated instance. A worker that gives up after it "
+               "registered powers off and is terminated; no node may delete its own Node object, so without the "
+               "controller every such boot leaves a NotReady Node behind")
+    if s.platform == "aws" and f.load_balancer and ccm.enabled is not False:
         yield (f"{path}.loadBalancer",
                "the AWS cloud controller manager serves LoadBalancer Services here; Cilium's L2/BGP load "
                "balancer would race it (and L2 announcements do not work in a VPC)")

@@ -356,15 +356,13 @@ def test_nothing_is_protected_in_dev(stack_run: Callable[[str], PlanRun]) -> Non
     assert not any(r.protect or r.retain_on_delete for r in stack_run("aws-dev").resources)
 
 
-def test_without_the_ccm_there_is_no_release_and_no_ccm_policy() -> None:
-    def off(raw: dict[str, Any]) -> None:
-        raw["gpuStack"] = {"addons": {"awsCloudControllerManager": {"enabled": False}}}
-
-    run = run_cluster(settings_for("aws-dev", off))
-    assert not of_type(run, "kubernetes:helm.sh/v3:Release")
-    for policy in of_type(run, "aws:iam/rolePolicy:RolePolicy"):
-        assert "CloudControllerManager" not in policy.raw_inputs["policy"]
-    assert "cloud-provider" not in user_data_by_name(run)["ck8s-dev-eu-west-1-cp-0"]
+def test_the_ccm_policy_and_external_cloud_provider_come_with_the_ccm() -> None:
+    """The CCM is always on with platform aws (settings rules/cluster.py): its policy is on the
+    control planes' role and every control plane runs with an external cloud provider."""
+    run = run_cluster(settings_for("aws-dev"))
+    policies = of_type(run, "aws:iam/rolePolicy:RolePolicy")
+    assert any("CloudControllerManager" in p.raw_inputs["policy"] for p in policies)
+    assert "cloud-provider: external" in user_data_by_name(run)["ck8s-dev-eu-west-1-cp-0"]
 
 
 def test_the_cluster_makes_no_release_of_its_own(stack_run: Callable[[str], PlanRun]) -> None:

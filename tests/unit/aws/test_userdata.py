@@ -13,6 +13,7 @@ from components.addons.selected import addon_facts
 from components.aws import userdata as ud
 from components.aws.secrets import pki_secret_document
 from tests.unit.aws.conftest import settings_for
+from tests.unit.helpers import raised_problems
 
 ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ck8s-{}-AbCdEf"
 LB = "ck8s-prod-us-east-1-api-nlb-0123456-0123456789abcdef.elb.us-east-1.amazonaws.com"
@@ -73,12 +74,16 @@ def test_ca_keys_from_secrets_manager_complete_the_bootstrap_config() -> None:
     assert merged["extra-sans"] == [LB]
 
 
-def test_cloud_provider_is_not_external_when_the_ccm_is_off() -> None:
-    def off(raw: dict[str, Any]) -> None:
-        raw.setdefault("gpuStack", {}).setdefault("addons", {})["awsCloudControllerManager"] = {"enabled": False}
-
-    c, cp = boots(settings_for("aws-prod", off))
-    assert "cloud-provider" not in ud.bootstrap_config(c, cp)["cluster-config"]
+def test_cloud_provider_is_external_and_the_ccm_cannot_be_turned_off_on_aws() -> None:
+    """Without the CCM nothing deletes the Node of a worker that gave up after it registered (a node
+    cannot delete its own Node), and no Node gets a providerID: the settings refuse it."""
+    c, cp = boots(settings_for("aws-prod"))
+    assert ud.bootstrap_config(c, cp)["cluster-config"]["cloud-provider"] == "external"
+    for stack in ("aws-prod", "aws-dev", "aws-elastic"):
+        problems = raised_problems(settings_for, stack, lambda raw: raw.setdefault("gpuStack", {}).setdefault(
+            "addons", {}).update(awsCloudControllerManager={"enabled": False}))
+        assert [p for p, _ in problems] == ["settings.gpuStack.addons.awsCloudControllerManager.enabled"], problems
+        assert "no node may delete its own Node object" in problems[0][1]
 
 
 def test_feature_settings_reach_the_bootstrap_file() -> None:

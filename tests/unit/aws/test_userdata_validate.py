@@ -24,13 +24,13 @@ def _gates(raw: dict[str, Any]) -> None:
     raw["kubernetes"] = {"track": "1.33-classic", "featureGates": ["DynamicResourceAllocation=true"]}
 
 
-def _spot_device_plugin_no_ccm(raw: dict[str, Any]) -> None:
+def _spot_device_plugin(raw: dict[str, Any]) -> None:
     raw["nodePools"][0]["capacityType"] = "spot"
-    raw["gpuStack"] = {"allocation": "device-plugin", "addons": {"awsCloudControllerManager": {"enabled": False}}}
+    raw["gpuStack"] = {"allocation": "device-plugin"}
     raw["smokeTest"] = {"enabled": False}  # the smoke test proves the DRA path only
 
 
-VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {"gates-1.33": _gates, "spot": _spot_device_plugin_no_ccm}
+VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {"gates-1.33": _gates, "spot": _spot_device_plugin}
 
 
 def all_user_data(stack_run: Callable[[str], PlanRun]) -> dict[str, str]:
