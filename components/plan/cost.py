@@ -1,13 +1,17 @@
 """What a stack costs an hour, from the price tables (pure): components/tables/ec2_prices.py (EC2
-On-Demand, generated from the pinned Karpenter provider) and components/tables/prices.py (NAT, load
-balancer, public IPv4, EBS, snapshots; each price with its source and date). docs/cost.md says what
-is in and what is not.
+On-Demand in us-east-1, generated from the pinned Karpenter provider),
+components/tables/ec2_regional_prices.py (EC2 On-Demand of the g4dn/g5/g6/g6e families elsewhere, from
+a dated extract of AWS's price list, with the sizes that list has no On-Demand price for) and
+components/tables/prices.py (NAT, load balancer, public IPv4, EBS, snapshots; each price with its
+source and date). docs/cost.md says what is in and what is not.
 
 Every line item has a count at the pools' minimum, desired and maximum sizes (an autoscaled pool:
 `autoscaling.minSize` at both minimum and desired, `autoscaling.maxSize` at maximum) and a unit price
 per hour, or the reason it has none: a Region or type missing from the tables ("no price for <region>
-in the table"), spot ("variable"), a Capacity Block ("priced at purchase"). Totals add the priced
-items only, and every summary says what was left out. A month is 730 hours (tables/prices.py).
+in the table"), a size AWS's price list has no On-Demand price for in the Region ("<type> has no
+On-Demand price in <region> in AWS's price list of <date>"), spot ("variable"), a Capacity Block
+("priced at purchase"). Totals add the priced items only, and every summary says what was left out.
+A month is 730 hours (tables/prices.py).
 """
 
 from __future__ import annotations
@@ -18,12 +22,29 @@ from typing import Any
 
 from ..aws.endpoints import planned_endpoints
 from ..settings.model import NodePoolSettings, Settings
-from ..tables import ec2_prices, prices
+from ..tables import ec2_prices, ec2_regional_prices, prices
 from ..tables.prices import HOURS_PER_MONTH, WEEKS_PER_MONTH, Price, Source
 
 EC2_DATE = ec2_prices.GENERATED_AT[:10]
 EC2_SOURCE = (f"EC2 On-Demand: {ec2_prices.SOURCE_MODULE} {ec2_prices.SOURCE_VERSION} {ec2_prices.SOURCE_FILE}, "
               f"generated {ec2_prices.GENERATED_AT} (Regions: {', '.join(sorted(ec2_prices.ON_DEMAND))})")
+REGIONAL = ec2_regional_prices
+REGIONAL_CITATION = f"{REGIONAL.SOURCE_REPOSITORY.removeprefix('github.com/')}@{REGIONAL.SOURCE_COMMIT[:7]}"
+
+
+def regional_source(region: str) -> str:
+    """The sources line of the regional EC2 table, for one Region."""
+    return (f"EC2 On-Demand, {region}: AWS's price list of {REGIONAL.PRICE_AS_OF} ({REGIONAL.AWS_PRICE_LIST}, "
+            f"location \"{REGIONAL.LOCATIONS[region]}\"), as extracted to "
+            f"{REGIONAL.SOURCE_REPOSITORY} {REGIONAL.SOURCE_FILE} at {REGIONAL.SOURCE_COMMIT[:7]} "
+            f"(PriceAsOf {REGIONAL.PRICE_AS_OF}; families {', '.join(REGIONAL.FAMILIES)})")
+
+
+def not_listed(instance_type: str, region: str) -> str:
+    return (f"{instance_type} has no On-Demand price in {region} in AWS's price list of {REGIONAL.PRICE_AS_OF} "
+            f"({REGIONAL_CITATION})")
+
+
 # An image build with its test, as the project documents it: "`pulumi up` builds the first image and
 # waits for it (about half an hour)" (components/images/settings.py buildOnUp; ADR 0020: "an image
 # build takes tens of minutes"). Not measured: CI has no AWS account (ADR 0020). The pipeline's
@@ -68,6 +89,7 @@ class ClusterCost:
     sources: tuple[str, ...] = ()  # every price or fact used, with where it comes from
     used_ec2: bool = False
     used_other: bool = False
+    ec2_date: str = EC2_DATE  # the date of the EC2 table the Region is priced from
 
     @property
     def on_aws(self) -> bool:
@@ -94,7 +116,7 @@ class ClusterCost:
 
     @property
     def dates(self) -> str:
-        days = ([EC2_DATE] if self.used_ec2 else []) + ([prices.READ_ON] if self.used_other else [])
+        days = ([self.ec2_date] if self.used_ec2 else []) + ([prices.READ_ON] if self.used_other else [])
         return " and ".join(dict.fromkeys(days))
 
 
@@ -106,15 +128,24 @@ class _Pricer:
         self.sources: dict[str, None] = {}
         self.used_ec2 = False
         self.used_other = False
+        region = region or ""
+        # us-east-1 from the pinned Karpenter table; elsewhere the regional extract of AWS's price list
+        self.ec2_regional = region not in ec2_prices.ON_DEMAND and region in REGIONAL.ON_DEMAND
+        self.ec2_table = (REGIONAL.ON_DEMAND if self.ec2_regional else ec2_prices.ON_DEMAND).get(region)
+        self.ec2_date = REGIONAL.PRICE_AS_OF if self.ec2_regional else EC2_DATE
+        self.ec2_source = regional_source(region) if self.ec2_regional else EC2_SOURCE
 
     def ec2(self, instance_type: str) -> tuple[float | None, str]:
-        table = ec2_prices.ON_DEMAND.get(self.region or "")
+        table = self.ec2_table
         if table is None:
             return None, no_region(self.region)
         if instance_type not in table:
+            if self.ec2_regional and instance_type in REGIONAL.NOT_LISTED.get(self.region or "", ()):
+                self.sources[self.ec2_source] = None  # the fact comes from it
+                return None, not_listed(instance_type, self.region or "")
             return None, f"no price for {instance_type} in {self.region} in the table"
         self.used_ec2 = True
-        self.sources[EC2_SOURCE] = None
+        self.sources[self.ec2_source] = None
         return table[instance_type], ""
 
     def other(self, key: str) -> Price | None:
@@ -232,7 +263,7 @@ def cluster_cost(settings: Settings, stack: str = "") -> ClusterCost:
     notes.append("not included: data transfer, backups' S3 storage, ECR storage, Secrets Manager secrets, "
                  "CloudWatch, taxes (docs/cost.md)")
     return ClusterCost(stack, "aws", settings.region, tuple(items), tuple(notes), tuple(p.sources),
-                       p.used_ec2, p.used_other)
+                       p.used_ec2, p.used_other, p.ec2_date)
 
 
 def _usd(x: float) -> str:
@@ -244,7 +275,10 @@ def summary_line(cost: ClusterCost) -> str:
     if not cost.on_aws:
         return f"cost: not priced: platform {cost.platform} creates no AWS resources"
     if not cost.used_ec2 and not cost.used_other:
-        return f"cost: {no_region(cost.region)} (`ck8s-gpu plan --cost` lists the line items)"
+        if {i.unpriced for i in cost.items} <= {no_region(cost.region)}:
+            return f"cost: {no_region(cost.region)} (`ck8s-gpu plan --cost` lists the line items)"
+        reasons = dict.fromkeys(i.unpriced for i in cost.unpriced)  # nothing priced: each reason once
+        return f"cost: not priced: {'; '.join(reasons)} (`ck8s-gpu plan --cost` lists the line items)"
     lo, mid, hi = cost.hourly
     head = "cost: " + ("" if cost.complete else "at least ")
     line = (f"{head}{_usd(lo)}/h min, {_usd(mid)}/h desired, {_usd(hi)}/h max "
@@ -297,8 +331,10 @@ def table_lines(cost: ClusterCost) -> list[str]:
         mlo, mmid, mhi = cost.monthly
         out.append(f"a month ({HOURS_PER_MONTH} h): {_usd(mlo)} min, {_usd(mmid)} desired, {_usd(mhi)} max"
                    + ("" if cost.complete else " (priced items only)"))
-    else:
+    elif {i.unpriced for i in cost.items} <= {no_region(cost.region)}:
         out.append(f"total: not priced: {no_region(cost.region)}")
+    else:
+        out.append("total: not priced: no line item has a price (each says why below)")
     for i in cost.items:
         if i.note:
             out.append(f"note: {i.what}: {i.note}")

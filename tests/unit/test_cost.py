@@ -1,6 +1,6 @@
 """What a stack costs (components/plan/cost.py, docs/cost.md): every expected number here is worked out
-from the price TABLES (components/tables/ec2_prices.py, prices.py) and counts written down from the
-committed stack files, never read back from the code that computes them."""
+from the price TABLES (components/tables/ec2_prices.py, ec2_regional_prices.py, prices.py) and counts
+written down from the committed stack files, never read back from the code that computes them."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from components.plan.cost import (
 )
 from components.settings.model import Settings
 from components.tables.ec2_prices import GENERATED_AT, ON_DEMAND
+from components.tables.ec2_regional_prices import NOT_LISTED, PRICE_AS_OF
+from components.tables.ec2_regional_prices import ON_DEMAND as REGIONAL
 from components.tables.paths import PROJECT_DIR
 from components.tables.prices import PRICES, READ_ON
 from components.validate import load_stack
@@ -34,7 +36,13 @@ EC2 = ON_DEMAND["us-east-1"]
 US = {k: p.usd for k, p in PRICES["us-east-1"].items()}
 GB_HOUR = US["ebs-gp3-gb-month"] / 730  # one GiB of gp3 an hour
 DATES = f"prices of {GENERATED_AT[:10]} and {READ_ON}"
-NO_EU_PRICE = "cost: no price for eu-west-1 in the table (`ck8s-gpu plan --cost` lists the line items)"
+# eu-west-1: EC2 from the regional table (g4dn/g5 only: AWS's price list of PRICE_AS_OF has no On-Demand
+# g6 or g6e there), nothing else (prices.py is us-east-1 only).
+NO_EU_PRICE = "no price for eu-west-1 in the table"
+NO_EU_G6 = (f"g6.xlarge has no On-Demand price in eu-west-1 in AWS's price list of {PRICE_AS_OF} "
+            "(giantswarm/cluster-manager@435775f)")
+NO_EU_M7I = "no price for m7i.xlarge in eu-west-1 in the table"
+LIST_HINT = "(`ck8s-gpu plan --cost` lists the line items)"
 
 
 def _settings(**raw: Any) -> Settings:
@@ -94,21 +102,67 @@ def test_prod_costs_what_the_table_says() -> None:
     assert cost.monthly == pytest.approx((lo * 730, mid * 730, hi * 730))
 
 
-@pytest.mark.parametrize(("stack", "counts"), [
-    # (control planes, each pool's min/desired/max), written down from the stack files
-    ("aws-dev", [(1, 1, 1), (1, 1, 3)]),
-    ("aws-airgap", [(1, 1, 1), (1, 1, 3)]),
-    ("aws-elastic", [(1, 1, 1), (0, 0, 4), (0, 0, 6)]),  # autoscaled from zero to autoscaling.maxSize
+@pytest.mark.parametrize(("stack", "counts", "reasons"), [
+    # (control planes, each pool's min/desired/max), written down from the stack files (m7i.xlarge
+    # control planes, g6.xlarge pools, aws-elastic's p5.48xlarge pool), with each distinct reason
+    ("aws-dev", [(1, 1, 1), (1, 1, 3)], [NO_EU_M7I, NO_EU_PRICE, NO_EU_G6]),
+    ("aws-airgap", [(1, 1, 1), (1, 1, 3)],  # endpoints: create
+     [NO_EU_M7I, NO_EU_PRICE, NO_EU_G6, "no price for VPC interface endpoints in the table"]),
+    ("aws-elastic", [(1, 1, 1), (0, 0, 4), (0, 0, 6)],  # autoscaled from zero to autoscaling.maxSize
+     [NO_EU_M7I, NO_EU_PRICE, "no price for p5.48xlarge in eu-west-1 in the table", NO_EU_G6]),
 ])
-def test_eu_west_1_stacks_have_no_price_in_the_table_and_say_so(stack: str, counts: list[tuple[int, int, int]]) -> None:
+def test_eu_west_1_stacks_have_no_price_in_the_tables_and_say_why(
+        stack: str, counts: list[tuple[int, int, int]], reasons: list[str]) -> None:
     assert "eu-west-1" not in ON_DEMAND and "eu-west-1" not in PRICES
+    assert "g6.xlarge" in NOT_LISTED["eu-west-1"] and not {"m7i.xlarge", "p5.48xlarge"} & set(REGIONAL["eu-west-1"])
     cost = cluster_cost(load_stack(STACKS / f"Pulumi.{stack}.yaml"), stack)
-    assert summary_line(cost) == NO_EU_PRICE
+    assert summary_line(cost) == f"cost: not priced: {'; '.join(reasons)} {LIST_HINT}"
     assert not cost.complete and cost.hourly == (0, 0, 0)
     machines = [i for i in cost.items if i.what.startswith(("control planes", "pool")) and "volumes" not in i.what]
     assert [i.counts for i in machines] == counts
     assert all(i.unit is None and i.unpriced for i in cost.items)
-    assert "total: not priced: no price for eu-west-1 in the table" in table_lines(cost)
+    lines = table_lines(cost)
+    assert "total: not priced: no line item has a price (each says why below)" in lines
+    assert any(line.startswith(f"not priced ({NO_EU_G6}): pool l4 (g6.xlarge") for line in lines)
+    # the absence is a fact from the regional source: it is listed with its date
+    assert any("EC2 On-Demand, eu-west-1: AWS's price list of 2026-09-17" in s and "435775f" in s
+               for s in cost.sources)
+
+
+def test_an_eu_west_1_pool_is_priced_from_the_regional_table_with_its_source_and_date() -> None:
+    g5 = REGIONAL["eu-west-1"]["g5.xlarge"]  # 1.123 in prices_table.go of 435775f
+    pool = {"name": "a10g", "instanceType": "g5.xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 2}
+    cost = cluster_cost(_settings(region="eu-west-1", nodePools=[pool]), "eu")
+    item = _items(cost)["pool a10g (g5.xlarge, on-demand)"]
+    assert item.unit == g5 and item.hourly == pytest.approx((g5, g5, 2 * g5))
+    assert cost.hourly == pytest.approx((g5, g5, 2 * g5))  # nothing else has a eu-west-1 price
+    assert summary_line(cost).startswith(
+        f"cost: at least {_money(g5)}/h min, {_money(g5)}/h desired, {_money(2 * g5)}/h max "
+        f"(On-Demand, eu-west-1, prices of {PRICE_AS_OF}); not priced: control planes (m7i.xlarge) ({NO_EU_M7I})")
+    assert cost.sources == (
+        "EC2 On-Demand, eu-west-1: AWS's price list of 2026-09-17 (https://b0.p.awsstatic.com/pricing/2.0/"
+        "meteredUnitMaps/ec2/USD/current/ec2-ondemand-without-sec-sel/<location>/Linux/index.json, location "
+        "\"EU (Ireland)\"), as extracted to github.com/giantswarm/cluster-manager internal/compose/prices_table.go "
+        "at 435775f (PriceAsOf 2026-09-17; families g4dn, g5, g6, g6e)",)
+    row = next(line for line in table_lines(cost) if line.startswith("pool a10g (g5.xlarge, on-demand)"))
+    assert row.split()[-5:] == [f"{g5:.4f}", f"{g5:,.2f}", f"{g5:,.2f}", f"{2 * g5:,.2f}", f"{g5 * 730:,.2f}"]
+
+
+def test_a_size_aws_lists_no_on_demand_price_for_says_so() -> None:
+    cost = cluster_cost(_settings(region="eu-west-1", nodePools=[{"name": "l4", "instanceType": "g6.xlarge"}]))
+    item = _items(cost)["pool l4 (g6.xlarge, on-demand)"]
+    assert (item.unit, item.unpriced) == (None, NO_EU_G6)
+    assert NO_EU_G6 in summary_line(cost)
+    spot = cluster_cost(_settings(region="eu-west-1", nodePools=[
+        {"name": "l4", "instanceType": "g6.xlarge", "capacityType": "spot"}]))
+    assert _items(spot)["pool l4 (g6.xlarge, spot)"].note == ""  # no On-Demand ceiling to show
+
+
+def test_us_east_1_keeps_the_karpenter_table() -> None:
+    cost = cluster_cost(_settings(nodePools=[{"name": "l4", "instanceType": "g6.xlarge"}]))
+    assert _items(cost)["pool l4 (g6.xlarge, on-demand)"].unit == EC2["g6.xlarge"]
+    assert any("karpenter-provider-aws v1.15.0" in s for s in cost.sources)
+    assert not any("cluster-manager" in s for s in cost.sources) and DATES in summary_line(cost)
 
 
 # --- line items --------------------------------------------------------------------------------------
@@ -233,7 +287,7 @@ def test_other_platforms_create_nothing_to_price(platform: str) -> None:
 
 def test_the_sum_over_stamped_stacks_says_what_it_left_out() -> None:
     a = cluster_cost(_settings(), "a")
-    b = cluster_cost(_settings(region="us-west-2"), "b")
+    b = cluster_cost(_settings(region="us-east-2"), "b")  # in no table
     assert total_line([a, a]) == (f"total: {_money(2 * a.hourly[0])}/h min, {_money(2 * a.hourly[1])}/h desired, "
                                   f"{_money(2 * a.hourly[2])}/h max")
     assert total_line([a, b]).startswith("total: at least ") and total_line([a, b]).endswith("(not priced in full: b)")
@@ -264,7 +318,7 @@ def test_an_image_line_without_a_lifecycle_policy_grows_and_a_manual_one_builds_
 
 def test_an_image_line_built_in_a_region_without_prices_prices_what_it_can() -> None:
     line = image_line_cost("eu", "eu-west-1", ["eu-west-1", "us-east-1"], "g6.xlarge", 60, "weekly", 8)
-    assert line.per_build is None and line.per_build_unpriced == "no price for eu-west-1 in the table"
+    assert line.per_build is None and line.per_build_unpriced == NO_EU_G6
     assert line.storage == (("eu-west-1", None), ("us-east-1", pytest.approx(8 * 60 * US["ebs-snapshot-gb-month"])))
     assert line.monthly is None
 
@@ -288,7 +342,7 @@ def test_plan_cost_prints_the_table_the_sources_and_the_image_lines(
     assert f"a month (730 h): {_money(lo * 730)} min, {_money(mid * 730)} desired, {_money(hi * 730)} max" in table
     assert "https://aws.amazon.com/vpc/pricing/" in table and "karpenter-provider-aws v1.15.0" in table
     images = out.split("Node image lines this stack boots")[1]
-    assert "eu-west-1: builds on g6.xlarge in eu-west-1 (no price for eu-west-1 in the table)" in images
+    assert f"eu-west-1: builds on g6.xlarge in eu-west-1 ({NO_EU_G6})" in images
     assert f"us-east-1: at most {_money(8 * 60 * US['ebs-snapshot-gb-month'])} a month" in images
     doc = json.loads((tmp_path / "cost.json").read_text())
     assert doc["hourly"] == pytest.approx({"min": lo, "desired": mid, "max": hi})
@@ -298,5 +352,5 @@ def test_plan_cost_prints_the_table_the_sources_and_the_image_lines(
 def test_every_plan_ends_with_its_cost_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack", "aws-dev", "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == NO_EU_PRICE
+    assert lines[-1] == f"cost: not priced: {NO_EU_M7I}; {NO_EU_PRICE}; {NO_EU_G6} {LIST_HINT}"
     assert lines[-2].split()[0] == "total"

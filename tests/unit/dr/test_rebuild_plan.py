@@ -14,6 +14,8 @@ from components.cli.main import main
 from components.dr.restore import managed_namespaces, restore_commands
 from components.plan.run import PROJECT_DIR
 from components.settings.model import Settings
+from components.tables.ec2_regional_prices import ON_DEMAND as REGIONAL
+from components.tables.ec2_regional_prices import PRICE_AS_OF
 
 STACKS = PROJECT_DIR / "stacks"
 
@@ -36,8 +38,12 @@ def test_rebuild_in_the_backup_region_plans_the_same_stack_moved(
     text = capsys.readouterr().out
     assert code == 0, text
     assert "Replacement of aws-prod (us-east-1) in us-west-2: stack aws-prod-us-west-2" in text
-    # What the replacement creates, an hour (docs/cost.md): the table has no us-west-2 prices.
-    assert "cost: no price for us-west-2 in the table (`ck8s-gpu plan --cost` lists the line items)" in text
+    # What the replacement creates, an hour (docs/cost.md): in us-west-2 only the l40s pool (2/2/8 x
+    # g6e.12xlarge) has a price, from the regional EC2 table; everything else is named unpriced.
+    l40s = REGIONAL["us-west-2"]["g6e.12xlarge"]
+    assert (f"cost: at least ${2 * l40s:,.2f}/h min, ${2 * l40s:,.2f}/h desired, ${8 * l40s:,.2f}/h max "
+            f"(On-Demand, us-west-2, prices of {PRICE_AS_OF}); not priced: control planes (m7i.2xlarge) "
+            "(no price for m7i.2xlarge in us-west-2 in the table)") in text
     assert "restores read-only from ck8s-prod-us-east-1's backups in us-west-2" in text
     # The backups' one difference beyond region-scoped values: Velero's user may read the lost
     # bucket (its second, read-only location is in the release's values, a secret in any plan).

@@ -13,6 +13,8 @@ from components.cli import stamp as stamp_cli
 from components.cli.main import main
 from components.stamping import backend as backend_module
 from components.stamping.backend import BackendUnavailable, OpResult
+from components.tables.ec2_regional_prices import ON_DEMAND as REGIONAL
+from components.tables.ec2_regional_prices import PRICE_AS_OF
 from tests.unit.stamping.helpers import DATA, STACKS, FakeBackend
 
 
@@ -108,11 +110,15 @@ def test_offline_plans_every_region(stacks: Path, tmp_path: Path, capsys: pytest
     assert code == 0, text
     assert "2 of 2 region(s) succeeded" in text and text.count("planned") == 2
     costs = text.split("Cost of what the stamped stacks create:\n")[1].splitlines()  # docs/cost.md
-    assert costs == [
-        "  aws-prod-us-east-2: cost: no price for us-east-2 in the table (`ck8s-gpu plan --cost` lists the line items)",
-        "  aws-prod-eu-central-1: cost: no price for eu-central-1 in the table (`ck8s-gpu plan --cost` lists the line "
-        "items)",
-        "  total: not priced (aws-prod-us-east-2, aws-prod-eu-central-1)"]
+    # eu-central-1 prices the l40s pool (2/2/8 x g6e.12xlarge) from the regional table, nothing else
+    l40s = REGIONAL["eu-central-1"]["g6e.12xlarge"]
+    priced = f"${2 * l40s:,.2f}/h min, ${2 * l40s:,.2f}/h desired, ${8 * l40s:,.2f}/h max"
+    assert costs[0] == (
+        "  aws-prod-us-east-2: cost: no price for us-east-2 in the table (`ck8s-gpu plan --cost` lists the line items)")
+    assert costs[1].startswith(f"  aws-prod-eu-central-1: cost: at least {priced} (On-Demand, eu-central-1, "
+                               f"prices of {PRICE_AS_OF}); not priced: control planes (m7i.2xlarge) (no price for "
+                               "m7i.2xlarge in eu-central-1 in the table)")
+    assert costs[2:] == [f"  total: at least {priced} (not priced in full: aws-prod-us-east-2, aws-prod-eu-central-1)"]
     for stack in ("aws-prod-us-east-2", "aws-prod-eu-central-1"):
         assert (out / stack / "resources.json").exists()
 
