@@ -9,6 +9,12 @@ with the build host's name and one shared identity. Nodes install the files at b
 (`snap ack <file>.assert && snap install <file>.snap [--classic]`: k8s-snap release-1.34
 docs/canonicalk8s/snap/howto/install/offline.md), in the order this writes.
 
+The image carries the snapd snap too, first in that order. That page lists only core22 and k8s: it
+relies on the host already having the snapd snap. snapd on a classic, seeded system fetches the
+snapd snap from the store as a prerequisite of any app snap while that snap is not installed
+(PREREQ), so a host without it cannot install k8s offline; the node installs the carried snapd
+only then (components/aws/scripts/ck8s-node.sh install_snap_files), so a newer seeded snapd is kept.
+
 Sources:
 - SNAPD = canonical/snapd 2.77 (ff6da80) cmd/snap/cmd_download.go: `snap download` takes
   `--revision`, `--channel`, `--basename`, `--target-directory`, and refuses `--channel` with
@@ -22,6 +28,14 @@ Sources:
 - SNAPYAML = snapd 2.77 snap/info_snap_yaml.go infoFromSnapYaml: `confinement` absent means
   strict; snap/validate.go: an app snap without `base` runs on `core`; overlord/snapstate/
   check_snap.go checkBases: `base: none` needs no base snap.
+- PREREQ = snapd 2.77 overlord/snapstate/handlers_prereq.go: doPrerequisites skips snaps of type
+  snapd, os, base, kernel, gadget; for the others installPrereqs fetches the base, then, where
+  considerSnapdAsPrereq (classic, seeded, the snapd snap not installed), the snapd snap from the
+  store; unreachable -> `cannot install system snap "snapd": ...` (prereqError). Since snapd 2.66
+  (#14173); before it (handlers.go installPrereqs) only where the base is not `core` and neither
+  the snapd nor the core snap was installed. spread test tests/main/snapd-snap-auto-install ("Ensure
+  the snapd gets auto installed when needed"). The snapd snap has `type: snapd` and no base
+  (snapd's build-aux/snap/snapcraft.yaml).
 """
 
 from __future__ import annotations
@@ -48,8 +62,9 @@ def snap_file(name: str, revision: int | str) -> str:
 
 
 def download_snaps_step(s: ImageSettings, bash: Bash, apt: str) -> dict[str, Any]:
-    """k8s at the pinned revision (SNAPD: by revision only), aws-cli from its channel, and the bases
-    both name; install-order lists bases first, then the apps, as `<name> <revision> <confinement>`."""
+    """The snapd snap (PREREQ), k8s at the pinned revision (SNAPD: by revision only), aws-cli from
+    its channel, and the bases both name; install-order lists snapd first, then the bases, then the
+    apps, as `<name> <revision> <confinement>`. snapd is no app: its missing base is no `core`."""
     pin = s.snap
     k8s = snap_file("k8s", pin.revision)
     return bash(
@@ -60,6 +75,12 @@ def download_snaps_step(s: ImageSettings, bash: Bash, apt: str) -> dict[str, Any
         f"mkdir -p {SNAP_DIR}",
         f"export UBUNTU_STORE_ARCH={s.architecture}  # the store serves this architecture's revision",
         SNAP_FIELD,
+        # PREREQ: a host without the snapd snap fetches it before any app; offline it has to be here.
+        f"snap download snapd --target-directory={SNAP_DIR}",
+        f"snapd=({SNAP_DIR}/snapd_*.snap)",
+        "if [ \"$(snap_field \"${snapd[0]}\" type)\" != snapd ]; then",
+        "  echo \"${snapd[0]}: not of type snapd\" >&2; exit 1",
+        "fi",
         # SNAPD: --channel with --revision is refused; the revision names one build of one arch.
         f"snap download k8s --revision={pin.revision} --target-directory={SNAP_DIR}",
         f"version=$(snap_field {k8s} version)",
@@ -76,7 +97,8 @@ def download_snaps_step(s: ImageSettings, bash: Bash, apt: str) -> dict[str, Any
         "for base in \"${bases[@]}\"; do",
         f"  snap download \"$base\" --target-directory={SNAP_DIR}",
         "done",
-        f": > {INSTALL_ORDER}",
+        "rev=${snapd[0]##*_}",
+        f"echo \"snapd ${{rev%.snap}} strict\" > {INSTALL_ORDER}  # first: PREREQ, before any app",
         "for base in \"${bases[@]}\"; do",
         f"  files=({SNAP_DIR}/\"$base\"_*.snap)",
         "  rev=${files[0]##*_}",
@@ -95,12 +117,17 @@ def download_snaps_step(s: ImageSettings, bash: Bash, apt: str) -> dict[str, Any
 
 
 def snaps_carried_step(s: ImageSettings, bash: Bash, name: str = "SnapsCarried") -> dict[str, Any]:
-    """Every install-order line has its snap and assertion; k8s is the pinned revision, classic; and
-    no snap of them is installed (k8sd would have started: the module docstring)."""
+    """install-order starts with the snapd snap (PREREQ: a node without it fetches it from the store
+    before k8s); every line has its snap and assertion; k8s is the pinned revision, classic; and no
+    snap of them is installed (k8sd would have started: the module docstring)."""
     pin = s.snap
     return bash(
         name,
-        f"test -s {INSTALL_ORDER}",
+        f"test -s {INSTALL_ORDER} || {{ echo '{INSTALL_ORDER} missing or empty' >&2; exit 1; }}",
+        f"first=$(head -n1 {INSTALL_ORDER})",
+        "grep -Eqx 'snapd [0-9]+ strict' <<<\"$first\" || "
+        "{ echo 'install-order does not start with snapd <revision> strict: a node without the snapd snap "
+        "would fetch it from the store' >&2; exit 1; }",
         f"grep -qx 'k8s {pin.revision} classic' {INSTALL_ORDER} || "
         f"{{ echo 'install-order has no k8s {pin.revision} classic' >&2; exit 1; }}",
         "while read -r snap rev confinement; do",

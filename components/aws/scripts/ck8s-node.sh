@@ -59,6 +59,8 @@ log() { printf '%s [%s] %s\n' "$(date -u +%FT%TZ)" "$CK8S_ROLE" "$*" | tee -a "$
 # reason goes to the console (`aws ec2 get-console-output`, kept an hour after termination) and a
 # worker powers off: instance-initiated shutdown terminates it (launch template) and its group's
 # EC2 health check replaces it. No API call: no credential of a worker may touch an instance.
+# A Node it registered is deleted by the cloud controller manager once the instance is terminated
+# (a node cannot delete its own Node object; docs/adr/0040, update).
 die() {
   log "FAILED: $*"
   { printf 'CK8S-GPU-BOOT-FAILED: %s %s: %s\n' "$CK8S_ROLE" "${NODE_NAME:-?}" "$*" >"$CONSOLE"; } 2>/dev/null || true
@@ -121,20 +123,46 @@ snap_attempt() {
 }
 
 # install_snap_files: the snaps the node image carries (the image program, docs/adr/0043), in its
-# install-order (`<name> <revision> <classic|strict>`, bases first), as k8s-snap installs offline
-# (docs/canonicalk8s/snap/howto/install/offline.md): ack the assertions, then install the file.
-# No --dangerous: snapd takes the revision from the acked snap-revision matching the file.
+# install-order (`<name> <revision> <classic|strict>`: snapd, then bases, then apps), as k8s-snap
+# installs offline (docs/canonicalk8s/snap/howto/install/offline.md): ack the assertions, then
+# install the file. No --dangerous: snapd takes the revision from the acked snap-revision matching
+# the file.
+# The snapd snap: on a classic, seeded system snapd fetches it from the store before installing any
+# app snap while it is not installed (snapd 2.77 overlord/snapstate/handlers_prereq.go
+# installPrereqs, considerSnapdAsPrereq; offline: `cannot install system snap "snapd": ...`,
+# prereqError; spread tests/main/snapd-snap-auto-install). Before snapd 2.66 (#14173, handlers.go
+# installPrereqs) only for a base other than `core` with neither the snapd nor the core snap
+# installed: installing it whenever it is missing serves both. offline.md lists only core22 and
+# k8s: it relies on the host's snapd snap. The carried one is installed only where snapd would
+# fetch it, so a newer seeded snapd is never replaced by the image's.
 install_snap_files() {
   # A missing file fails in snapd (`cannot open`, `cannot assert`): the node gives up naming it.
   local order=$STATE_DIR/snaps/install-order name rev c f
   grep -qx "k8s $CK8S_SNAP_REVISION classic" "$order" || die "no k8s $CK8S_SNAP_REVISION in $order: not this pin's image"
+  if [ "${CK8S_OFFLINE:-0}" = 1 ] && ! grep -q '^snapd ' "$order" && ! snap_installed snapd; then
+    die "no snapd line in $order (an image built before the image program carried snapd) and no snapd snap installed: offline, snapd cannot fetch it to install k8s"
+  fi
   while read -r name rev c; do
     f=$STATE_DIR/snaps/${name}_$rev
+    if [ "$name" = snapd ] && snap_installed snapd; then
+      log "the snapd snap is installed: $f.snap is not needed, the host's is kept"
+      continue
+    fi
     retry 8 "snap ack $f.assert" snap_attempt snap ack "$f.assert" || die "snap ack $f.assert failed (see $LOG)"
     # shellcheck disable=SC2046 # --classic or nothing
     retry 8 "snap install $f.snap" snap_attempt snap install "$f.snap" $([ "$c" != classic ] || echo --classic) ||
       die "could not install $f.snap (see $LOG)"
   done <"$order"
+}
+
+# snap_installed NAME: whether the snap NAME is installed. `snap list NAME` fails with "no matching
+# snaps installed" when it is not (snapd 2.77 cmd/snapd/cli/cmd_list.go ErrNoMatchingSnaps); any
+# other failure answers nothing: the node gives up naming it.
+snap_installed() {
+  local out
+  out=$(LC_ALL=C snap list "$1" 2>&1 </dev/null) && return 0
+  case "$out" in *"no matching snaps installed"*) return 1 ;; esac
+  die "snap list $1: ${out:0:200}"
 }
 
 install_snaps() {

@@ -127,6 +127,8 @@ def snap(argv: Sequence[str]) -> int:
             tracking = "-" if me["node"].get("snap_local", {}).get("k8s") else me["node"]["snap"]["k8s"]
             print(f"k8s  {track.kubernetes_version}  {track.revision}  {tracking}  canonical**  {notes}")
             return 0
+        if argv[:1] == ["list"] and len(argv) == 2:
+            return snapd.list_snap(me["node"], argv[1])
         if list(argv) == ["refresh", "--hold", "k8s"]:
             if "k8s" not in me["node"].get("snap", {}):
                 print('error: snap "k8s" is not installed', file=sys.stderr)

@@ -17,8 +17,16 @@ canonical/snapd 2.77 (ff6da804); paths relative to its root.
   installPrereqs): unreachable -> the change fails as `cannot perform the following tasks:\n-
   Ensure prerequisites for "NAME" are available (cannot install snap base "BASE": ...)`
   (overlord/state/change.go changeError, handlers_prereq.go prereqError, snap.go).
+- Then, on a classic system once seeded (the fake's nodes are), the snapd snap is fetched from the
+  store before any snap but one of type snapd, os, base, kernel or gadget while the snapd snap is
+  not installed (handlers_prereq.go doPrerequisites, installPrereqs, considerSnapdAsPrereq; since
+  snapd 2.66, #14173: a `core` snap no longer stands in for it): unreachable -> `cannot install
+  system snap "snapd": ...` (prereqError; spread tests/main/snapd-snap-auto-install). k8s-snap's
+  offline.md does not mention it: it relies on the host's snapd snap.
+- `snap list NAME` of a snap not installed -> `error: no matching snaps installed`
+  (cmd/snapd/cli/cmd_list.go ErrNoMatchingSnaps); installed: a header, then the snap's row.
 
-The fake's `.snap` file is its meta/snap.yaml text (name, version, base, confinement), not a
+The fake's `.snap` file is its meta/snap.yaml text (name, version, base, confinement, type), not a
 squashfs; its digest is the file's SHA3-384, base64url without padding, as snapd computes it
 (asserts/snapasserts SnapFileSHA3_384).
 """
@@ -122,8 +130,25 @@ def install_file(state: dict[str, Any], me_id: str, path: str, classic: bool) ->
                 f'(cannot install snap base "{base}": Post "https://{network.SNAP_STORE}/v2/snaps/refresh": '
                 f"{network.dial_timeout(network.SNAP_STORE)})")
         node.setdefault("snap", {})[base] = "latest/stable"  # what the fake store would have sent
+    if meta.get("type", "app") == "app" and "snapd" not in node.get("snap", {}):
+        if not network.attempt(state, me_id, "snapd", network.SNAP_STORE, "install snapd"):
+            raise SnapError(
+                f'cannot perform the following tasks:\n- Ensure prerequisites for "{name}" are available '
+                f'(cannot install system snap "snapd": Post "https://{network.SNAP_STORE}/v2/snaps/refresh": '
+                f"{network.dial_timeout(network.SNAP_STORE)})")
+        node.setdefault("snap", {})["snapd"] = "latest/stable"
     node.setdefault("snap_local", {})[name] = True
     return {"name": name, "revision": revision, "version": str(meta.get("version", ""))}
+
+
+def list_snap(node: dict[str, Any], name: str) -> int:
+    """`snap list NAME` for a snap other than k8s (main.py lists k8s with its release)."""
+    if name not in node.get("snap", {}):
+        return error(SnapError("no matching snaps installed"))
+    tracking = node["snap"][name]
+    print("Name  Version  Rev  Tracking  Publisher  Notes")
+    print(f"{name}  -  -  {tracking}  canonical**  {'snapd' if name == 'snapd' else '-'}")
+    return 0
 
 
 def error(exc: SnapError) -> int:

@@ -1,5 +1,5 @@
 """What the image program puts on a node image's disk (its contract, components/images/
-snap_steps.py and preload_steps.py): /var/lib/ck8s-gpu/snaps/install-order with
+snap_steps.py and preload_steps.py): /var/lib/ck8s-gpu/snaps/install-order (snapd, bases, apps) with
 `<name>_<rev>.snap` and `.assert` (what `snap download --revision` writes),
 /var/lib/ck8s-gpu/images/*.tar (OCI archives, `regctl image export --name <ref>`) with images.lock,
 and on GPU node images the NVIDIA Container Toolkit's binaries in /usr/bin (document.py)."""
@@ -16,7 +16,10 @@ from tests.fakes.k8s_snap import containerd, snapd
 from tests.fakes.k8s_snap.fleet import Instance
 
 PAUSE = containerd.PAUSE_IMAGE  # k8s-snap's own pause image, side-loaded like every other
-CORE22 = ("core22", "2045", "strict", None, "20250110")
+# (name, revision, confinement, base, version, type): snapd's own snap has no base and type snapd
+# (snapd 2.77 build-aux/snap/snapcraft.yaml).
+SNAPD = ("snapd", "25202", "strict", None, "2.77", "snapd")
+CORE22 = ("core22", "2045", "strict", None, "20250110", "base")
 
 
 def _assertions(name: str, revision: str, digest: str) -> str:
@@ -42,14 +45,16 @@ def oci_archive(ref: str | None) -> bytes:
 
 
 def media(inst: Instance, ack: bool = True, skip: str = "", archives: dict[str, bytes] | None = None,
-          k8s: tuple[str, str] = ("5325", "v1.34.4")) -> Instance:
-    """The image's media on `inst`: the k8s snap at (revision, version) after its core22 base."""
+          k8s: tuple[str, str] = ("5325", "v1.34.4"), snapd_snap: bool = True) -> Instance:
+    """The image's media on `inst`: the snapd snap (snapd_snap False: an image built before the
+    image program carried it), then the k8s snap at (revision, version) after its core22 base."""
     snaps = inst.root / "var/lib/ck8s-gpu/snaps"
     snaps.mkdir(parents=True, exist_ok=True)
     order = []
-    for name, rev, confinement, base, version in (CORE22, ("k8s", k8s[0], "classic", "core22", k8s[1])):
+    for name, rev, confinement, base, version, type_ in (
+            *((SNAPD,) if snapd_snap else ()), CORE22, ("k8s", k8s[0], "classic", "core22", k8s[1], "app")):
         meta = f"name: {name}\nversion: '{version}'\nconfinement: {confinement}\n"
-        meta += f"base: {base}\n" if base else "type: base\n"
+        meta += f"base: {base}\n" if base else f"type: {type_}\n"
         order.append(f"{name} {rev} {confinement}")
         if name == skip:
             continue

@@ -66,9 +66,10 @@ def test_a_control_plane_and_a_gpu_worker_boot_offline_and_touch_no_internet(air
     for inst in (cp, w):
         node = inst.state["node"]
         assert node["snap_release"]["k8s"] == {"revision": "5325", "version": "v1.34.4"}
-        assert inst.calls("snap install") == [f"snap install {inst.root}/var/lib/ck8s-gpu/snaps/core22_2045.snap",
-                                               f"snap install {inst.root}/var/lib/ck8s-gpu/snaps/k8s_5325.snap "
-                                               "--classic"]
+        snaps = inst.root / "var/lib/ck8s-gpu/snaps"
+        assert inst.calls("snap install") == [f"snap install {snaps}/snapd_25202.snap",
+                                               f"snap install {snaps}/core22_2045.snap",
+                                               f"snap install {snaps}/k8s_5325.snap --classic"]
         # side-loaded: imported when containerd started, renamed .loaded
         assert (inst.root / "var/snap/k8s/common/images/pause.tar.loaded").exists()
         assert node["images"] == {PAUSE: "side-loaded"}
@@ -120,7 +121,7 @@ def test_an_unacked_snap_is_refused_as_snapd_refuses_it(airgap: SimCluster) -> N
 def test_a_missing_base_offline_fails_as_snapd_cannot_fetch_it(airgap: SimCluster) -> None:
     cp = media(airgap.control_plane(0))
     order = cp.root / "var/lib/ck8s-gpu/snaps/install-order"
-    order.write_text("k8s 5325 classic\n")  # no base first
+    order.write_text("snapd 25202 strict\nk8s 5325 classic\n")  # no base first
     assert cp.run().returncode == 1
     assert 'Ensure prerequisites for "k8s" are available (cannot install snap base "core22"' in cp.log
     assert [a["host"] for a in airgap.fleet.world["internet_attempts"]] == ["api.snapcraft.io"]
@@ -162,7 +163,7 @@ def test_a_snapd_change_conflict_is_waited_out_not_fatal(airgap: SimCluster) -> 
         state["snap_conflicts"] = {cp.id: 2}
     boot(airgap, cp)
     assert cp.log.count('has "auto-refresh" change in progress') == 2
-    assert "core22_2045.snap: attempt 1 of 8 failed" in cp.log and "core22_2045.snap: attempt 2 of 8 failed" in cp.log
+    assert "snapd_25202.snap: attempt 1 of 8 failed" in cp.log and "snapd_25202.snap: attempt 2 of 8 failed" in cp.log
 
 
 def test_a_permanent_snap_error_is_not_retried(airgap: SimCluster) -> None:
@@ -172,3 +173,67 @@ def test_a_permanent_snap_error_is_not_retried(airgap: SimCluster) -> None:
     installs = [c for c in cp.calls("snap install") if c.endswith(".snap") or ".snap " in c]
     assert len(installs) == 1, installs
     assert "attempt 1 of 8 failed" not in cp.log and "failed for good (snapd: error: cannot find signatures" in cp.log
+
+
+SNAPS = "var/lib/ck8s-gpu/snaps"
+SEEDED = "latest/stable"  # a snap the AMI seeded (tracks its channel)
+
+
+def seed(s: SimCluster, inst: Instance, *snaps: str) -> Instance:
+    """The host's own snaps before the boot (an AMI's seed)."""
+    with s.fleet.mutate() as state:
+        state["instances"][inst.id]["node"]["snap"].update({name: SEEDED for name in snaps})
+    return inst
+
+
+@pytest.mark.parametrize(("seeded", "installed"), [
+    # snapd 2.77 handlers_prereq.go considerSnapdAsPrereq: without the snapd snap every app fetches it
+    ((), ["snapd_25202.snap", "core22_2045.snap", "k8s_5325.snap --classic"]),
+    (("core",), ["snapd_25202.snap", "core22_2045.snap", "k8s_5325.snap --classic"]),  # core no longer serves
+    (("snapd",), ["core22_2045.snap", "k8s_5325.snap --classic"]),  # the host's snapd is kept
+    (("snapd", "core22"), ["core22_2045.snap", "k8s_5325.snap --classic"]),
+], ids=["bare", "core", "snapd-seeded", "snapd-and-core22-seeded"])
+def test_the_carried_snapd_is_installed_only_where_snapd_would_fetch_it(
+        airgap: SimCluster, seeded: tuple[str, ...], installed: list[str]) -> None:
+    """Issue 45: offline, snapd cannot fetch its own snap before k8s; the image's is installed first,
+    and only where the host lacks one (a seeded, maybe newer, snapd stays)."""
+    cp = boot(airgap, with_mirror_policy(airgap, seed(airgap, media(airgap.control_plane(0)), *seeded)))
+    assert cp.calls("snap install") == [f"snap install {cp.root / SNAPS}/{f}" for f in installed]
+    node = cp.state["node"]
+    assert node["snap"]["snapd"] == (SEEDED if "snapd" in seeded else "-")  # "-": from the image's file
+    assert ("the snapd snap is installed: " in cp.log) == ("snapd" in seeded)
+    assert airgap.fleet.world.get("internet_attempts", []) == []
+
+
+@pytest.mark.parametrize("seeded", [(), ("core",)], ids=["bare", "core"])
+def test_an_image_without_snapd_fails_at_boot_naming_it(airgap: SimCluster, seeded: tuple[str, ...]) -> None:
+    """An image built before the image program carried snapd, on a host without the snapd snap: the
+    node gives up before any install, naming the missing line, and asks no store."""
+    cp = seed(airgap, media(airgap.control_plane(0), snapd_snap=False), *seeded)
+    assert cp.run().returncode == 1
+    assert f"{FAILED}: bootstrap {cp.name}: no snapd line in {cp.root / SNAPS}/install-order" in cp.console
+    assert cp.calls("snap install") == []
+    assert airgap.fleet.world.get("internet_attempts", []) == []
+
+
+def test_an_image_without_snapd_boots_where_the_host_has_the_snapd_snap(airgap: SimCluster) -> None:
+    cp = boot(airgap, with_mirror_policy(airgap, seed(airgap, media(airgap.control_plane(0), snapd_snap=False),
+                                                      "snapd")))
+    assert cp.calls("snap install") == [f"snap install {cp.root / SNAPS}/core22_2045.snap",
+                                         f"snap install {cp.root / SNAPS}/k8s_5325.snap --classic"]
+
+
+def test_without_the_snapd_snap_offline_snapd_refuses_k8s_as_it_cannot_fetch_it(airgap: SimCluster) -> None:
+    """The rule the boot follows is snapd's: the image's files without its snapd, installed as
+    k8s-snap's offline.md says (core22, then k8s), fail at k8s, which snapd would fetch snapd for."""
+    cp = media(airgap.control_plane(0))
+    snaps = cp.root / SNAPS
+    for argv in (["ack", f"{snaps}/core22_2045.assert"], ["install", f"{snaps}/core22_2045.snap"],
+                 ["ack", f"{snaps}/k8s_5325.assert"]):
+        assert cp.exec(["snap", *argv]).returncode == 0
+    done = cp.exec(["snap", "install", f"{snaps}/k8s_5325.snap", "--classic"])
+    assert done.returncode == 1
+    assert ('error: cannot perform the following tasks:\n- Ensure prerequisites for "k8s" are available '
+            '(cannot install system snap "snapd": Post "https://api.snapcraft.io/v2/snaps/refresh"') in done.stderr
+    assert [a["host"] for a in airgap.fleet.world["internet_attempts"]] == ["api.snapcraft.io"]
+    assert "k8s" not in cp.state["node"]["snap"]

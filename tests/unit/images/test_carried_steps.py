@@ -33,7 +33,8 @@ if [ -n "${r:-}" ] && [ -n "$channel" ]; then echo 'error: cannot specify both c
 echo "$name" > "$dir/${name}_${rev}.snap"; echo assert > "$dir/${name}_${rev}.assert"
 """
 # squashfs-tools unsquashfs -cat <image> <file>: the file's content on stdout. The stand-in "snap"
-# holds its name; meta/snap.yaml as k8s-snap release-1.34 snap/snapcraft.yaml produces it.
+# holds its name; meta/snap.yaml as k8s-snap release-1.34 snap/snapcraft.yaml produces it, snapd's as
+# snapd 2.77 build-aux/snap/snapcraft.yaml does (type snapd, no base).
 UNSQUASHFS = r"""#!/bin/bash
 name=$(cat "$2")
 case "$3:$name" in
@@ -41,6 +42,7 @@ case "$3:$name" in
     printf 'name: k8s\nversion: v1.34.4\nbase: core22\nconfinement: classic\napps:\n  k8s:\n    base: x\n' ;;
   meta/snap.yaml:aws-cli) printf "name: aws-cli\nversion: '2.31.0'\nbase: core22\nconfinement: classic\n" ;;
   meta/snap.yaml:core22) printf 'name: core22\nversion: "20250101"\ntype: base\n' ;;
+  meta/snap.yaml:snapd) printf 'name: snapd\nversion: "2.77"\ntype: snapd\nconfinement: strict\n' ;;
   images.txt:k8s) printf '%s\n' "$FEATURE" ;;
   *) exit 1 ;;
 esac
@@ -82,22 +84,60 @@ def env(tmp_path: Path) -> dict[str, str]:
     return _tools(tmp_path)
 
 
-def test_the_pinned_revision_is_downloaded_by_revision_alone_and_bases_come_first(tmp_path: Path, env: dict[str, str]
-                                                                                   ) -> None:
+def test_the_pinned_revision_is_downloaded_by_revision_alone_and_snapd_then_bases_come_first(
+        tmp_path: Path, env: dict[str, str]) -> None:
     steps = _steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))
     download = steps["build.DownloadSnaps"]
     commands = download["inputs"]["commands"]
     assert "snap download k8s --revision=5325 --target-directory=/var/lib/ck8s-gpu/snaps" in commands
     assert not any("download k8s" in c and "--channel" in c for c in commands)  # snapd refuses both
+    assert "snap download snapd --target-directory=/var/lib/ck8s-gpu/snaps" in commands
     run = _run(download, tmp_path, env)
     assert run.returncode == 0, run.stderr
     order = (tmp_path / "root/snaps/install-order").read_text().splitlines()
-    assert order == ["core22 11 strict", "k8s 5325 classic", "aws-cli 11 classic"]
+    # snapd first: no `core` base for it (its snap.yaml has none, but it is type snapd, no app)
+    assert order == ["snapd 11 strict", "core22 11 strict", "k8s 5325 classic", "aws-cli 11 classic"]
     check = _run(steps["validate.SnapsCarried"], tmp_path, env)
     assert check.returncode == 0, check.stderr
     (tmp_path / "root/snaps/core22_11.assert").unlink()
     check = _run(steps["validate.SnapsCarried"], tmp_path, env)
     assert check.returncode == 1 and "core22_11.assert missing" in check.stderr
+
+
+def _without_snapd_line(root: Path) -> None:
+    order = root / "snaps/install-order"
+    order.write_text("".join(line for line in order.read_text().splitlines(True) if not line.startswith("snapd ")))
+
+
+def _snapd_last(root: Path) -> None:
+    order = root / "snaps/install-order"
+    lines = order.read_text().splitlines(True)
+    order.write_text("".join(lines[1:] + lines[:1]))
+
+
+@pytest.mark.parametrize(("break_", "message"), [
+    (_without_snapd_line, "install-order does not start with snapd <revision> strict"),
+    (_snapd_last, "install-order does not start with snapd <revision> strict"),
+    (lambda root: (root / "snaps/snapd_11.snap").unlink(), "snaps/snapd_11.snap missing (snapd 11 strict)"),
+    (lambda root: (root / "snaps/snapd_11.assert").unlink(), "snaps/snapd_11.assert missing (snapd 11 strict)"),
+], ids=["no-snapd-line", "snapd-not-first", "no-snapd-snap", "no-snapd-assert"])
+def test_an_image_without_snapd_fails_the_build(tmp_path: Path, env: dict[str, str], break_: Any,
+                                               message: str) -> None:
+    """Issue 45: a node without the snapd snap fetches it before k8s (snapd 2.77 handlers_prereq.go
+    installPrereqs), so an image that cannot install it offline fails here, not at boot."""
+    steps = _steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))
+    assert _run(steps["build.DownloadSnaps"], tmp_path, env).returncode == 0
+    break_(tmp_path / "root")
+    check = _run(steps["validate.SnapsCarried"], tmp_path, env)
+    assert check.returncode == 1 and message in check.stderr, check.stderr
+
+
+def test_a_snapd_file_of_another_type_fails_the_build(tmp_path: Path, env: dict[str, str]) -> None:
+    unsquashfs = Path(env["PATH"].split(":")[0]) / "unsquashfs"
+    unsquashfs.write_text(unsquashfs.read_text().replace("type: snapd", "type: app"))
+    run = _run(_steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))["build.DownloadSnaps"],
+               tmp_path, env)
+    assert run.returncode == 1 and "snapd_11.snap: not of type snapd" in run.stderr
 
 
 def test_a_revision_of_another_version_fails_the_build(tmp_path: Path, env: dict[str, str]) -> None:
