@@ -17,19 +17,22 @@ Three questions, each answered once:
   found by a pattern, the value must also look like a credential.
 - **Shapes**: text that is a credential whatever it is called (`findings`: private keys,
   kubeconfigs, tokens with a known prefix, basic auth in URLs, headers and `-u`, netrc, DSNs,
-  passwords on the command lines of tools that take them) and text that writes a credential under
-  a name (`credential_assignments`: env, YAML, JSON, INI/TOML, systemd, flags, `config set`,
-  connection strings, cloud-config, a token file), both through every decoding a consumer applies
-  (components/settings/decodings.py) and through what printf writes; and structured values
-  (`credential_literals`: add-on values, Kubernetes objects, a parsed cloud-config).
+  passwords on the command lines of tools that take them or fed to their stdin) and text that
+  writes a credential under a name (`credential_assignments`: env, YAML, JSON, INI/TOML, systemd,
+  flags, `config set`, connection strings, cloud-config, a token file, a password file), both
+  through every view of the text (`decoded_views`: every decoding a consumer applies,
+  components/settings/decodings.py, and what printf writes); and structured values
+  (`credential_literals`: add-on values, Kubernetes objects, a parsed cloud-config and the
+  passwords it sets).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeGuard
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple, TypeGuard
 
 import yaml
 
@@ -231,8 +234,10 @@ def _authorization_value(value: str) -> str | None:
 
 _PEM_KEY = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")  # RFC 7468 10/11, OpenSSH, PGP
 _PUTTY_KEY = re.compile(r"PuTTY-User-Key-File-\d+:")
-# A kubeconfig (clientcmd/api/v1 Config) in block YAML, flow YAML or JSON.
-_KUBECONFIG = re.compile(r"(?m)^[ \t]*users:[ \t]*$"
+# A kubeconfig (clientcmd/api/v1 Config) in block YAML, flow YAML or JSON: `kind: Config`,
+# `current-context`, or a `users:` list of named `user:` entries (cloud-init's `users:` and
+# `chpasswd.users` lists are no kubeconfig).
+_KUBECONFIG = re.compile(r"(?m)^[ \t]*users:[ \t]*\r?\n(?:[ \t]*-[ \t]*name:[^\n]*\n[ \t]+|[ \t]*-[ \t]*)user:"
                          r"|(?:^|[\s{,\"'])(?:kind[\"']?\s*:\s*[\"']?Config\b|current-context[\"']?\s*:)")
 _KUBE_CRED = re.compile(r"(?:^|[\s{,\"'])(client-key-data|token|password)[\"']?\s*:\s*['\"]?([^\s'\",}#]+)")
 # IAM User Guide, "Unique identifiers": AKIA (long-term) / ASIA (temporary) access key ids.
@@ -288,10 +293,6 @@ _OPENSSL_PASS = re.compile(r"""(?<![\w-])-pass(?:in|out)?[ \t]+["']?pass:(?P<val
 # `vault login <token>` (Vault CLI docs, "login": the token is the positional argument).
 _VAULT_LOGIN = re.compile(r"\bvault[ \t]+login(?:[ \t]+-\S+)*[ \t]+(?P<value>[^\s\"'`;|&<>()=-][^\s\"'`;|&<>()=]*)"
                           r"(?=[\s;|&]|$)")
-# A literal piped or here-string'd into `--password-stdin` (docker login's safe spelling, made unsafe).
-_STDIN_FEED = re.compile(r"\becho[ \t]+(?:-[neE]+[ \t]+)*" + _QUOTED_OR_WORD +
-                         r"[ \t]*\|[ \t]*(?:sudo[ \t]+)?[^\n|;&]*?--password-stdin")
-_STDIN_HERE = re.compile(r"--password-stdin\b[^\n|;&<]*+(?:<<<[ \t]*" + _QUOTED_OR_WORD + ")?")
 
 
 def findings(text: str) -> list[str]:
@@ -299,20 +300,13 @@ def findings(text: str) -> list[str]:
     if not text or not isinstance(text, str):
         return []
     found: dict[str, None] = {}
-    budget, seen = Budget(text), set[tuple[str, str]]()
-
-    def scan(view: str, layer: int) -> None:
-        for kind in _kinds(view):
-            found.setdefault(kind)
-        if layer < MAX_LAYERS:
-            for decoded in _views(view, budget, seen):
-                if isinstance(decoded, bytes):
-                    if is_der_private_key(decoded):
-                        found.setdefault("private key (DER)")
-                else:
-                    scan(decoded, layer + 1)
-
-    scan(text, 0)
+    for view in decoded_views(text):
+        if isinstance(view, bytes):
+            if is_der_private_key(view):
+                found.setdefault("private key (DER)")
+        else:
+            for kind in _kinds(view):
+                found.setdefault(kind)
     return list(found)
 
 
@@ -376,10 +370,8 @@ def _command_line_kinds(text: str, lower: str) -> Iterator[str]:
         yield "a password on a command line (openssl pass:)"
     if "vault" in lower and any(looks_like_credential(m.group("value")) for m in _VAULT_LOGIN.finditer(text)):
         yield "a token on a command line (vault login)"
-    if "--password-stdin" in text and any(
-            m.group("value") and looks_like_credential(m.group("value"))
-            for p in (_STDIN_FEED, _STDIN_HERE) for m in p.finditer(text)):
-        yield "a literal fed to --password-stdin"
+    if "--password-stdin" in text or "chpasswd" in text:
+        yield from _stdin_kinds(text)
 
 
 def _is_k8s_join_token(text: str) -> bool:
@@ -438,6 +430,24 @@ def _views(text: str, budget: Budget, seen: set[tuple[str, str]]) -> Iterator[st
             yield printed
 
 
+def decoded_views(text: str) -> Iterator[str | bytes]:
+    """`text`, then each view of it (`_views`: every decoding, what printf writes) followed by the
+    views of that, depth first, at most MAX_LAYERS deep, under one Budget: what `findings` and
+    `credential_assignments` read. Binary that is not text comes as bytes, where it was decoded."""
+    budget, seen = Budget(text), set[tuple[str, str]]()
+
+    def walk(view: str, layer: int) -> Iterator[str | bytes]:
+        yield view
+        if layer < MAX_LAYERS:
+            for decoded in _views(view, budget, seen):
+                if isinstance(decoded, bytes):
+                    yield decoded
+                else:
+                    yield from walk(decoded, layer + 1)
+
+    return walk(text, 0)
+
+
 # Files a script writes whole: `echo x > f`, `printf '%s' x > f`, `... | tee f`, `tee f <<< x`,
 # `cat > f <<EOF` (bash(1) "Redirection", "Here Documents", "Here Strings"). A pattern whose end is
 # optional consumes its run even when it does not write, so a scan never restarts inside the run.
@@ -490,6 +500,147 @@ def _is_token_file(content: str) -> bool:
     """A file whose whole content is one credential-looking line."""
     c = content.strip()
     return bool(c) and "\n" not in c and looks_like_credential(c)
+
+
+# PostgreSQL's password file (libpq docs, "The Password File"): `~/.pgpass` (`pgpass.conf` on
+# Windows), or the file PGPASSFILE or the `passfile` connection parameter names. Lines
+# `hostname:port:database:username:password`; `*` is a wildcard in the first four fields only;
+# `\:` and `\\` escape; a line starting with `#` is a comment. libpq (fe-connect.c
+# passwordFromFile) reads the password up to the next unescaped `:` after the fourth.
+_PGPASS_NAMES = frozenset({".pgpass", "pgpass.conf"})
+_PASSFILE = re.compile(r"(?<![\w-])(?:PGPASSFILE|passfile)[\"']?[ \t]*[=:][ \t]*" + _QUOTED_OR_WORD)
+_PGPASS_LINE = re.compile(r"[ \t]*(?:(?:[^:\\\n]|\\.)*+:){4}(?P<password>(?:[^:\\\n]|\\.)*+)")
+
+
+def _passfiles(text: str) -> frozenset[str]:
+    """Paths `text` names as password files: `PGPASSFILE=/etc/app/pgpass`, `passfile=/x`."""
+    if "PGPASSFILE" not in text and "passfile" not in text:
+        return frozenset()
+    return frozenset(_unquoted(m.group("value")) for m in _PASSFILE.finditer(text))
+
+
+def _is_pgpass_file(path: Any, passfiles: Collection[str] = ()) -> TypeGuard[str]:
+    if not isinstance(path, str):
+        return False
+    path = _unquoted(path)
+    return path in passfiles or re.split(r"[/\\]", path)[-1] in _PGPASS_NAMES
+
+
+def pgpass_passwords(content: str) -> Iterator[str]:
+    """The password of each entry of a password file, unescaped (comments and short lines skipped)."""
+    for line in content.splitlines():
+        if not line.lstrip().startswith("#") and (m := _PGPASS_LINE.match(line)):
+            yield re.sub(r"\\(.)", r"\1", m.group("password"))
+
+
+@functools.lru_cache(maxsize=256)  # a YAML alias repeats one string: read it once (emptied by `_forget`)
+def _holds_pgpass_password(content: str) -> bool:
+    return any(is_credential_value(p) for p in pgpass_passwords(content))
+
+
+def _is_credential_file_content(path: Any, content: str, passfiles: Collection[str] = ()) -> bool:
+    """A file that holds a credential by its name and content: a token file (a credential file
+    that is one credential-looking line), or a password file with a password given by value."""
+    if is_credential_file(path) and _is_token_file(content):
+        return True
+    return _is_pgpass_file(path, passfiles) and _holds_pgpass_password(content)
+
+
+# --- what a command reads on stdin ----------------------------------------------------------------
+# Logins that read the password on stdin (`--password-stdin` of docker, podman, nerdctl, buildah,
+# skopeo, oras, `helm registry login`, `crane auth login`: safe when stdin comes from a secret
+# store) and chpasswd(8), which reads `user:password` lines (`-e`/`--encrypted`: crypt hashes).
+# The text says what they read when it is `echo` or `printf` of a literal piped in, a here-string
+# or a heredoc (bash(1) "Pipelines", "Here Strings", "Here Documents"); a command (`aws ecr
+# get-login-password |`), a file (`cat f |`, `< f`) or a variable is no literal.
+_STDIN_READER = re.compile(r"--password-stdin\b|(?<![\w.-])chpasswd(?![\w.:-])")
+_COMMAND_REST = re.compile(r"[^\n|;&]*+")
+_LINE_REST = re.compile(r"[^\n]*+")
+# A shell word, quoted or not, or an operator; `2>&1`, `&>f` are words (redirections), not `&`.
+_SHELL_TOKEN = re.compile(r"""'[^'\n]*'|"(?:[^"\\\n]|\\.)*"|[0-9]*(?:[<>]&|&>>?)[^\s'"|;&]*|\|\||&&|[|;&\n]"""
+                          r"""|[^\s'"|;&]+""")
+_REDIRECTION = re.compile(r"[0-9]*(?:[<>]|&>)")
+_OPERATORS = frozenset({"|", "||", "&&", ";", "&", "\n"})
+_HERE_STRING_FEED = re.compile(r"<<<[ \t]*" + _QUOTED_OR_WORD)
+_HEREDOC_FEED = re.compile(r"""(?<!<)<<(?P<dash>-?)[ \t]*(?P<q>['"]?)(?P<delim>[A-Za-z_]\w*)(?P=q)""")
+_BODY = 4096  # how much of a heredoc fed to a reader is read: a password or a few `user:password` lines
+
+
+def _stage_output(words: list[str]) -> str | None:
+    """What a pipeline stage (its words, unquoted) writes when it runs `echo` or `printf`, after
+    whatever starts it (`sudo`, a YAML item's `-`, `sh -c "`); else None."""
+    at = next((i for i, w in enumerate(words) if w in ("echo", "printf")), None)
+    if at is None:
+        return None
+    args = [w for w in words[at + 1:] if not _REDIRECTION.match(w)]  # `2>/dev/null`: not written
+    if words[at] == "echo":
+        while args and re.fullmatch(r"-[neE]+", args[0]):
+            args.pop(0)
+        return " ".join(args)
+    if args and args[0] == "--":
+        args.pop(0)
+    return _printf(args[0], args[1:]) if args and args[0] != "-v" else None  # `-v var`: into a variable
+
+
+def _pipeline(text: str, start: int, end: int) -> tuple[list[str], str | None]:
+    """The words of the last stage of the command line that ends at `end` (looked at from
+    `start`), and what the stage piped into it writes (`_stage_output`)."""
+    tokens = [m.group(0) for m in _SHELL_TOKEN.finditer(text, start, end)]
+    if "\n" in tokens:
+        tokens = tokens[len(tokens) - tokens[::-1].index("\n"):]  # this line only
+    ops = [i for i, t in enumerate(tokens) if t in _OPERATORS]
+    words = [_unquoted(t) for t in tokens[ops[-1] + 1 if ops else 0:]]
+    if not ops or tokens[ops[-1]] != "|":
+        return words, None
+    first = ops[-2] + 1 if len(ops) > 1 else 0
+    return words, _stage_output([_unquoted(t) for t in tokens[first:ops[-1]]])
+
+
+def _heredoc_body(text: str, start: int, delim: str, dash: bool) -> tuple[str, int]:
+    """A heredoc's body from `start` to its delimiter line (at most _BODY characters), and where it ends."""
+    window = text[start:start + _BODY]
+    at = 0
+    for line in window.split("\n"):
+        if (line.lstrip("\t") if dash else line).rstrip(" \t") == delim:
+            return window[:at], start + at + len(line)
+        at += len(line) + 1
+    return window, start + len(window)
+
+
+def _stdin_feeds(text: str) -> Iterator[tuple[str, str]]:
+    """(reader, what it reads) for each `--password-stdin` login and chpasswd the text feeds a
+    literal: `echo`/`printf` piped in, a here-string, a heredoc. Each run of text is read once:
+    the line before a reader back to the previous one (at most _HEAD), its command after."""
+    pos = floor = 0
+    while m := _STDIN_READER.search(text, pos):
+        reader = "chpasswd" if m.group(0) == "chpasswd" else "--password-stdin"
+        words, piped = _pipeline(text, max(floor, m.start() - _HEAD), m.start())
+        rest_end = _COMMAND_REST.match(text, m.end()).end()  # type: ignore[union-attr]
+        rest = text[m.end():rest_end]
+        pos = max(rest_end, m.end() + 1)
+        if reader == "chpasswd" and (any(w not in ("sudo",) and not w.startswith("-") and not w.endswith("/")
+                                         for w in words) or {"-e", "--encrypted"} & set(_words(rest))):
+            floor = pos
+            continue  # not in a command's place (`echo chpasswd`), or it reads hashes
+        if piped is not None:
+            yield reader, piped
+        if "<<" in rest:
+            if here := _HERE_STRING_FEED.search(rest):
+                yield reader, _unquoted(here.group("value"))
+            elif doc := _HEREDOC_FEED.search(rest):
+                line_end = _LINE_REST.match(text, rest_end).end()  # type: ignore[union-attr]
+                body, pos = _heredoc_body(text, line_end + 1, doc.group("delim"), bool(doc.group("dash")))
+                yield reader, body
+        floor = pos
+
+
+def _stdin_kinds(text: str) -> Iterator[str]:
+    for reader, fed in _stdin_feeds(text):
+        if reader == "--password-stdin" and _is_token_file(fed):
+            yield "a literal fed to --password-stdin"
+        elif reader == "chpasswd" and any(sep and looks_like_credential(password) for sep, password in
+                                          (line.strip().partition(":")[1:] for line in fed.splitlines())):
+            yield "a password fed to chpasswd"
 
 
 # --- credentials by name in text ------------------------------------------------------------------
@@ -547,40 +698,37 @@ def _named_literals(text: str, nested: bool = True) -> Iterator[str]:
             name, value = m.group("name"), m.group("value").strip("{}")
             if (is_credential_key(name) or name.lower() in _SHORT_WORDS) and looks_like_credential(value):
                 yield name
+    passfiles = _passfiles(text)
     for path, content in _shell_files(text):
-        if is_credential_file(path) and _is_token_file(content):
+        if _is_credential_file_content(path, content, passfiles):
             yield path
-    yield from _cloud_config_literals(text)
+    yield from _cloud_config_literals(text, passfiles)
 
 
-def _cloud_config_literals(text: str) -> Iterator[str]:
+def _cloud_config_literals(text: str, passfiles: Collection[str] = ()) -> Iterator[str]:
     if not text.lstrip().startswith("#cloud-config") or len(text) > MAX_CLOUD_CONFIG:
         return
     try:
         doc = yaml.load(text, Loader=_YAML_LOADER)  # a safe loader (CSafeLoader where libyaml is built in)
     except (yaml.YAMLError, RecursionError, ValueError):
         return
-    for _path, name in credential_literals(doc):
+    for _path, name in credential_literals(doc, cloud_config=True, passfiles=passfiles):
         yield name
 
 
 def credential_assignments(text: str) -> list[str]:
     """Names of credentials written by value in `text` or any decoding of it (bounded as
-    `findings`): a variable, key or flag, or the path of a file that is a token."""
+    `findings`): a variable, key or flag, or the path of a file that is a token or a password file."""
     if not text or not isinstance(text, str):
         return []
     found: dict[str, None] = {}
-    budget, seen = Budget(text), set[tuple[str, str]]()
-
-    def scan(view: str, layer: int) -> None:
-        for name in _named_literals(view):
-            found.setdefault(name)
-        if layer < MAX_LAYERS:
-            for decoded in _views(view, budget, seen):
-                if isinstance(decoded, str):
-                    scan(decoded, layer + 1)
-
-    scan(text, 0)
+    try:
+        for view in decoded_views(text):
+            if isinstance(view, str):
+                for name in _named_literals(view):
+                    found.setdefault(name)
+    finally:
+        _forget()
     return list(found)
 
 
@@ -596,7 +744,7 @@ _GZ_B64_ENCODINGS = frozenset({"gz+base64", "gzip+base64", "gz+b64", "gzip+b64"}
 MAX_FILE = 1 << 20
 
 
-def _is_seq(value: Any) -> bool:
+def _is_seq(value: Any) -> TypeGuard[Sequence[Any]]:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
@@ -618,7 +766,8 @@ def _file_content(content: str, encoding: Any) -> str:
 def credential_pair(key: Any, value: Any) -> bool:
     """A parsed key and its value that are a credential written by value: a credential name with a
     literal (`is_credential_value`), `auth` with base64 `user:password`, an `Authorization`
-    header with credentials, or a file name that says token holding one token."""
+    header with credentials, or a file name that says token holding one token, or a password
+    file (`.pgpass`) holding a password."""
     if is_credential_key(key) and is_credential_value(value):
         return True
     if not isinstance(key, str) or not isinstance(value, str):
@@ -627,26 +776,88 @@ def credential_pair(key: Any, value: Any) -> bool:
         return True
     if key.lower() in ("authorization", "proxy-authorization") and _authorization_value(value):
         return True
-    # A ConfigMap's data key is a file name (`[-._a-zA-Z0-9]+`, no folder): `node.token`, `x.tok`.
-    return "." in key and "/" not in key and is_credential_file(key) and _is_token_file(value)
+    # A ConfigMap's data key is a file name (`[-._a-zA-Z0-9]+`, no folder): `node.token`, `.pgpass`.
+    return "." in key and "/" not in key and _is_credential_file_content(key, value)
 
 
-def credential_literals(value: Any, path: Path = (), ignore: Callable[[Any], bool] | None = None,
-                        ) -> Iterator[tuple[Path, str]]:
+# cloud-init's set passwords module (cloud-init docs, "Set Passwords"; cc_set_passwords.py): the
+# top-level `password` (the default user's) and `chpasswd.list` (`user:password` lines, a string
+# or a list; deprecated) set a password by value, but `R`/`RANDOM` generate one and a crypt hash
+# (`$6$...`, a reference to the reader above) is set as a hash; `chpasswd.users` entries
+# `{name, password, type}` hold text when `type: text`, a hash when `type: hash` (the default),
+# and a generated password when `type: RANDOM` (its `password`, if any, is ignored).
+_RANDOM_PASSWORDS = frozenset({"R", "RANDOM"})
+
+
+class _Walk(NamedTuple):
+    skip: Callable[[Any], bool]
+    left: list[int]  # nodes still allowed
+    passfiles: frozenset[str]
+
+
+def _set_password(value: Any) -> bool:
+    return is_credential_value(value) and not (isinstance(value, str) and value.strip() in _RANDOM_PASSWORDS)
+
+
+@functools.lru_cache(maxsize=256)  # a YAML alias repeats one string: read it once (emptied by `_forget`)
+def _lists_a_password(text: str) -> bool:
+    """`user:password` lines (chpasswd.list) with a password set by value."""
+    return any(sep and _set_password(password) for sep, password in
+               (line.partition(":")[1:] for line in text.splitlines()))
+
+
+def _set_passwords(doc: Mapping[Any, Any], path: Path, ctx: _Walk) -> Iterator[tuple[Path, str]]:
+    """The passwords a cloud-config sets by value (above); each entry costs the walk a node."""
+    skip = ctx.skip
+    if "password" in doc and not skip(doc["password"]) and _set_password(doc["password"]):
+        yield (*path, "password"), "password"
+    chpasswd = doc.get("chpasswd")
+    if not isinstance(chpasswd, Mapping):
+        return
+    listed, users = chpasswd.get("list"), chpasswd.get("users")
+    entries: list[tuple[int | None, Any]] = list(enumerate(listed)) if _is_seq(listed) else [(None, listed)]
+    for i, text in entries:
+        ctx.left[0] -= 1
+        if ctx.left[0] < 0:
+            return
+        if isinstance(text, str) and not skip(text) and _lists_a_password(text):
+            yield (*path, "chpasswd", "list", *(() if i is None else (i,))), "chpasswd.list"
+    for i, user in enumerate(users if _is_seq(users) else []):
+        ctx.left[0] -= 1
+        if ctx.left[0] < 0:
+            return
+        if (isinstance(user, Mapping) and user.get("type", "hash") != "RANDOM" and "password" in user
+                and not skip(user["password"]) and is_credential_value(user["password"])):
+            yield (*path, "chpasswd", "users", i, "password"), "password"
+
+
+def credential_literals(value: Any, path: Path = (), ignore: Callable[[Any], bool] | None = None, *,
+                        cloud_config: bool = False, passfiles: Collection[str] = ()) -> Iterator[tuple[Path, str]]:
     """(path, name) of credentials written by value in structured values: a key (`credential_pair`),
     an environment variable as `{name: DB_PASSWORD, value: x}` (a container's env, a chart's
     `extraEnv`), a file as `{path: /etc/x/token, content: x}` (cloud-init write_files, charts'
-    extra files; `encoding` decoded), a flag and its value as two list items (`[--password, x]`).
+    extra files; `encoding` decoded; a password file too, by name or in `passfiles`), a flag and
+    its value as two list items (`[--password, x]`), the passwords a cloud-config sets
+    (`_set_passwords`: at the top when `cloud_config`, and in any mapping with `chpasswd`).
     `ignore`: leaves that are not plain (the settings' Pulumi secrets). Paths index mappings by key
     and lists by position."""
     skip = ignore or (lambda _v: False)
-    left = [MAX_NODES]
-    yield from _walk(value, path, skip, left)
+    try:
+        yield from _walk(value, path, _Walk(skip, [MAX_NODES], frozenset(passfiles)), cloud_config)
+    finally:
+        _forget()
 
 
-def _walk(value: Any, path: Path, skip: Callable[[Any], bool], left: list[int]) -> Iterator[tuple[Path, str]]:
-    left[0] -= 1
-    if left[0] < 0:
+def _forget() -> None:
+    """Empty the caches of what was read (they hold file contents) once a call is done."""
+    _holds_pgpass_password.cache_clear()
+    _lists_a_password.cache_clear()
+
+
+def _walk(value: Any, path: Path, ctx: _Walk, cloud_config: bool = False) -> Iterator[tuple[Path, str]]:
+    skip = ctx.skip
+    ctx.left[0] -= 1
+    if ctx.left[0] < 0:
         return
     if isinstance(value, Mapping):
         name = value.get("name")
@@ -654,18 +865,23 @@ def _walk(value: Any, path: Path, skip: Callable[[Any], bool], left: list[int]) 
                 value["value"]):
             yield (*path, "value"), name
         file_path = next((value[k] for k in _FILE_PATH_KEYS if isinstance(value.get(k), str)), None)
-        if is_credential_file(file_path):
+        if is_credential_file(file_path) or _is_pgpass_file(file_path, ctx.passfiles):
             for k in _FILE_CONTENT_KEYS:
                 content = value.get(k)
-                if isinstance(content, str) and not skip(content) and _is_token_file(
-                        _file_content(content, value.get("encoding"))):
+                if isinstance(content, str) and not skip(content) and _is_credential_file_content(
+                        file_path, _file_content(content, value.get("encoding")), ctx.passfiles):
                     yield (*path, k), file_path
+        set_passwords = cloud_config or isinstance(value.get("chpasswd"), Mapping)
+        if set_passwords:
+            yield from _set_passwords(value, path, ctx)
         for key in value:
             child = value[key]
+            if set_passwords and key in ("password", "chpasswd"):
+                continue
             if not skip(child) and credential_pair(key, child):
                 yield (*path, key), str(key)
             else:
-                yield from _walk(child, (*path, key), skip, left)
+                yield from _walk(child, (*path, key), ctx)
     elif _is_seq(value):
         items = list(value)
         for i, item in enumerate(items):
@@ -675,4 +891,4 @@ def _walk(value: Any, path: Path, skip: Callable[[Any], bool], left: list[int]) 
                     and is_credential_value(item)):
                 yield (*path, i), before
             else:
-                yield from _walk(item, (*path, i), skip, left)
+                yield from _walk(item, (*path, i), ctx)

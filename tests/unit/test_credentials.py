@@ -35,6 +35,9 @@ NLS = "ZXhhbXBsZS1ubHMtY2xpZW50LWNvbmZpZ3VyYXRpb24tdG9rZW4tMDEyMzQ1Njc4OQ"  # an
 SECRETS = (PW, TOKEN, B64, AWS_SECRET, VAULT, NLS)
 SHA = hashlib.sha256(b"x").hexdigest()
 CERT = "-----BEGIN CERTIFICATE-----\nMIIBkTCB+wIJAKHHIG\n-----END CERTIFICATE-----\n"
+# A crypt(3) SHA-512 hash (cloud-init docs, "Set Passwords" example): set as a hash, never a password.
+HASH = ("$6$rounds=4096$5DJ8a9WMTEzIo5J4$Yms6imfeBvf3Yfu84mQBerh18l7OR1Wm1BJXZqFSpJ6BVas0AYJqIjP7czkOaAZHZi1kxQ5Y1IhgW"
+        "N8K9NgxR1")
 
 
 def b64(text: str) -> str:
@@ -120,6 +123,47 @@ NODE = [
     ("oras login -p", sh(f"oras login -u robot -p {PW} registry.example.com")),
     ("a literal piped to --password-stdin", sh(f"echo '{PW}' | docker login -u robot --password-stdin r.example.com")),
     ("a here-string into --password-stdin", sh(f"docker login -u robot --password-stdin r.example.com <<< '{PW}'")),
+    ("printf piped to --password-stdin", sh(f"printf '%s' '{PW}' | docker login -u robot --password-stdin r.example")),
+    ("printf's format piped to --password-stdin", sh(f"printf '{PW}' | docker login -u u --password-stdin registry")),
+    ("echo piped to helm registry login", sh(f"echo {PW} | helm registry login r.example -u robot --password-stdin")),
+    ("echo -n piped to sudo nerdctl login", sh(f"echo -n '{PW}' | sudo nerdctl login -u robot --password-stdin r")),
+    ("echo with a redirection piped to a login", sh(f"echo {PW} 2>&1 | buildah login --password-stdin r.example")),
+    ("a here-string into oras login", sh(f"oras login -u robot --password-stdin r.example.com <<< '{PW}'")),
+    ("a heredoc into --password-stdin", sh(f"docker login -u robot --password-stdin r.example.com <<'EOF'\n{PW}\nEOF")),
+    ("runcmd echo piped to --password-stdin", f"#cloud-config\nruncmd:\n- echo '{PW}' | docker login -u robot "
+                                              "--password-stdin r.example.com\n"),
+    ("su -c printf into --password-stdin", sh(f"su - app -c \"printf '%s' '{PW}' | podman login --password-stdin\"")),
+    # chpasswd(8) reads `user:password` lines on stdin (`-e`: hashes)
+    ("echo piped to chpasswd", sh(f"echo 'ubuntu:{PW}' | chpasswd")),
+    ("a here-string into sudo chpasswd", sh(f"sudo chpasswd <<< 'root:{PW}'")),
+    ("a heredoc into /usr/sbin/chpasswd", sh(f"/usr/sbin/chpasswd <<EOF\nroot:{PW}\nubuntu:{PW}\nEOF")),
+    ("runcmd sh -c echo piped to chpasswd", f"#cloud-config\nruncmd:\n- [sh, -c, \"echo 'root:{PW}' | chpasswd\"]\n"),
+    # cloud-init set passwords (cloud-init docs, "Set Passwords"; cc_set_passwords.py)
+    ("cloud-config password", f"#cloud-config\npassword: {PW}\nchpasswd: {{expire: false}}\nssh_pwauth: true\n"),
+    ("a cloud-config password only its parse reads", "#cloud-config\npassword: opensesame\n"),  # one class: not in text
+    ("chpasswd list, a block string", f"#cloud-config\nchpasswd:\n  expire: false\n  list: |\n    root:{PW}\n"
+                                      "    ubuntu:RANDOM\n"),
+    ("chpasswd list, the old flow string", '#cloud-config\nchpasswd: {list: "root:secret\\nubuntu:pw"}\n'),
+    ("chpasswd list, a YAML list", f"#cloud-config\nchpasswd:\n  list:\n  - ubuntu:R\n  - root:{PW}\n"),
+    ("chpasswd users, type text",
+     f"#cloud-config\nchpasswd:\n  users:\n  - {{name: root, password: {PW}, type: text}}\n"),
+    ("chpasswd users, no type (a hash by default) holding text",
+     f"#cloud-config\nchpasswd:\n  users:\n  - name: root\n    password: {PW}\n"),
+    ("chpasswd users beside cloud-init users", f"#cloud-config\nusers:\n- default\nchpasswd:\n  users:\n"
+                                               f"  - {{name: ubuntu, password: {PW}, type: text}}\n"),
+    # PostgreSQL password files (libpq docs, "The Password File") and PGPASSWORD
+    ("write_files .pgpass", file("/root/.pgpass", f"db.example.com:5432:app:app:{PW}\n")),
+    ("echo into ~/.pgpass", sh(f"echo 'db.example.com:5432:*:app:{PW}' > ~/.pgpass && chmod 0600 ~/.pgpass")),
+    ("heredoc into .pgpass with a comment and wildcards", sh(
+        f"cat > /home/app/.pgpass <<'EOF'\n# hostname:port:database:username:password\n*:*:*:app:{PW}\nEOF")),
+    ("a .pgpass line with escapes", file("/var/lib/app/.pgpass", f"fd00\\:\\:5:5432:app:app:{PW}\\:x\n")),
+    ("the file PGPASSFILE names", sh(f"export PGPASSFILE=/etc/app/db-access\n"
+                                     f"printf '%s\\n' 'db:5432:app:app:{PW}' > /etc/app/db-access")),
+    ("the file a systemd drop-in's PGPASSFILE names", "#cloud-config\nwrite_files:\n"
+     "- path: /etc/systemd/system/app.service.d/pg.conf\n  content: |\n    [Service]\n"
+     "    Environment=PGPASSFILE=/etc/app/db-access\n"
+     f"- path: /etc/app/db-access\n  permissions: '0600'\n  content: |\n    db:5432:app:app:{PW}\n"),
+    ("PGPASSWORD before psql", sh(f"PGPASSWORD='{PW}' psql -h db -U app -c 'select 1'")),
     ("npm config set _authToken", sh(f"npm config set //registry.npmjs.org/:_authToken {TOKEN}")),
     ("vault login", sh(f"vault login {VAULT}")),
     # DSNs
@@ -185,6 +229,21 @@ VALUES = [
     ("env pair in values", {"extraEnv": [{"name": "DB_PASSWORD", "value": PW}]}, ("extraEnv", 0, "value")),
     ("AWS secret access key by value", {"s3": {"config": f"[default]\naws_secret_access_key = {AWS_SECRET}"}},
      ("s3", "config")),
+    ("printf piped to --password-stdin", {"init": {
+        "script": f"printf '%s' '{PW}' | docker login -u robot --password-stdin r.example.com"}}, ("init", "script")),
+    ("echo piped to chpasswd", {"init": {"script": f"echo 'root:{PW}' | chpasswd"}}, ("init", "script")),
+    ("a .pgpass as path and content",
+     {"extraFiles": [{"path": "/home/app/.pgpass", "content": f"db:5432:app:app:{PW}"}]}, ("extraFiles", 0, "content")),
+    ("a .pgpass in a ConfigMap's data", {"pgpass": {"data": {".pgpass": f"*:*:*:app:{PW}\n"}}},
+     ("pgpass", "data", ".pgpass")),
+    ("PGPASSWORD env pair", {"extraEnv": [{"name": "PGPASSWORD", "value": PW}]}, ("extraEnv", 0, "value")),
+    ("chpasswd list in a structured cloud-config", {"vm": {"cloudConfig": {"chpasswd": {"list": f"root:{PW}\nu:R"}}}},
+     ("vm", "cloudConfig", "chpasswd", "list")),
+    ("chpasswd users in a structured cloud-config",
+     {"vm": {"cloudConfig": {"chpasswd": {"users": [{"name": "root", "password": PW, "type": "text"}]}}}},
+     ("vm", "cloudConfig", "chpasswd", "users", 0, "password")),
+    ("a cloud-config password in user-data text", {"vm": {"userData": f"#cloud-config\npassword: {PW}\n"}},
+     ("vm", "userData")),
 ]
 
 
@@ -220,6 +279,12 @@ K8S = [
     ("flag and value as args", _deployment({"args": ["--db-password", PW]})),
     ("docker login in a command", _deployment({"command": ["sh", "-c", f"docker login -u robot -p {PW} r"]})),
     ("camelCase credential key in a ConfigMap", _configmap({"licenseKey": TOKEN})),
+    (".pgpass in a ConfigMap", _configmap({".pgpass": f"db:5432:*:app:{PW}\n"})),
+    ("printf piped to --password-stdin in a command", _deployment(
+        {"command": ["sh", "-c", f"printf '%s' '{PW}' | docker login -u robot --password-stdin r"]})),
+    ("chpasswd in a container's args", _deployment({"args": ["sh", "-c", f"echo 'root:{PW}' | chpasswd"]})),
+    ("a cloud-config chpasswd list in a ConfigMap (VM user-data)",
+     _configmap({"userdata": f"#cloud-config\nchpasswd:\n  list: |\n    root:{PW}\n"})),
 ]
 
 
@@ -302,12 +367,41 @@ QUIET = [
     ("request id header", "X-Request-Id: 0f1e2d3c4b5a69788796a5b4"),
     ("auth mode word", "auth: enabled"),
     ("Authorization with a scheme only", "Authorization: Bearer"),
+    # what a login or chpasswd reads on stdin: a command, a file or a variable
+    ("--password-stdin fed $TOKEN", 'echo "$TOKEN" | docker login --password-stdin'),
+    ("--password-stdin from aws ecr get-login-password", "aws ecr get-login-password --region eu-west-1 | docker login "
+                                                         "--username AWS --password-stdin 1.dkr.ecr.amazonaws.com"),
+    ("--password-stdin from cat of a file", "cat /run/secrets/registry | docker login -u robot --password-stdin r"),
+    ("--password-stdin redirected from a file", "docker login -u robot --password-stdin r < /run/secrets/registry"),
+    ("printf of a variable into --password-stdin", 'printf "%s" "$REGISTRY_PASSWORD" | oras login --password-stdin r'),
+    ("a heredoc of a variable into --password-stdin", "docker login --password-stdin r <<EOF\n$REGISTRY_PASSWORD\nEOF"),
+    ("chpasswd fed a variable", 'echo "root:$ROOT_PASSWORD" | chpasswd'),
+    ("chpasswd -e fed a hash", "echo 'root:abJnggxhB/yWI' | chpasswd -e"),
+    ("chpasswd --encrypted fed a SHA-512 hash", f"chpasswd --encrypted <<< 'root:{HASH}'"),
+    ("chpasswd from a file", "chpasswd < /run/secrets/passwords"),
+    ("chpasswd as another command's argument", "echo 'status:a1b2c3d4e5' | logger -t chpasswd"),
+    # password files: a reference, a comment, `*` (one character, read as a mask), another file's colons
+    (".pgpass from a variable", 'echo "db.example.com:5432:app:app:$PGPASSWORD" > ~/.pgpass'),
+    (".pgpass with a comment only", "echo '# hostname:port:database:username:password' > ~/.pgpass"),
+    (".pgpass with an empty or one-character password", "printf '*:*:*:app:\\n*:*:*:ops:*\\n' > /root/.pgpass"),
+    ("five colon fields in another file", "echo 'db.example.com:5432:app:app:Tr0ub4dor-x9Kq' > /etc/app/fields"),
+    ("PGPASSFILE names a Secret's mount", "PGPASSFILE=/run/secrets/pgpass"),
+    ("PGPASSWORD from a variable", 'PGPASSWORD="$DB_PASSWORD" psql -h db -U app'),
 ]
 QUIET_FILES = [
     ("an encoded credentials file without a credential",
      file("/root/.aws/credentials", b64("[default]\ncredential_process = /usr/local/bin/fetch-credentials\n"), "b64")),
     ("a token file with a placeholder, gzipped", file("/etc/app/token", base64.b64encode(
         gzip.compress(b"${TOKEN}", mtime=0)).decode(), "gz+b64")),
+    # cloud-init generates RANDOM passwords and sets hashes as hashes; its `users:` is no kubeconfig
+    ("cloud-init RANDOM and hashed passwords", f"#cloud-config\nusers:\n- default\npassword: RANDOM\nchpasswd:\n"
+     f"  expire: false\n  users:\n  - {{name: root, type: RANDOM}}\n  - name: ops\n    password: {HASH}\n"
+     "    type: hash\n"),
+    ("chpasswd list of RANDOM, R and a hash", f"#cloud-config\nchpasswd:\n  list: |\n    root:RANDOM\n    ubuntu:R\n"
+                                              f"    ops:{HASH}\n"),
+    ("a hashed cloud-config password", f"#cloud-config\npassword: {HASH}\nssh_pwauth: false\n"),
+    ("a .pgpass of comments and wildcards", file("/root/.pgpass", "# hostname:port:database:username:password\n"
+                                                                 "*:*:*:app:\n")),
 ]
 
 
@@ -346,6 +440,11 @@ VALUES_QUIET = [
     # A credentials-named file, encoded, that holds no credential: judged by what cloud-init writes.
     {"files": [{"path": "/root/.aws/credentials", "encoding": "b64",
                 "content": b64("[default]\ncredential_process = /usr/local/bin/fetch-credentials\n")}]},
+    {"cloudConfig": {"password": "RANDOM", "chpasswd": {"list": ["ubuntu:R", f"ops:{HASH}"], "users": [
+        {"name": "root", "type": "RANDOM"}, {"name": "ops", "password": HASH, "type": "hash"},
+        {"name": "app", "password": "Ignored-1x", "type": "RANDOM"}]}}},  # RANDOM ignores a password
+    {"pgpass": {"data": {".pgpass": "# hostname:port:database:username:password\n"}}},
+    {"extraEnv": [{"name": "PGPASSFILE", "value": "/run/secrets/pgpass"}]},
 ]
 
 
@@ -416,10 +515,27 @@ def test_basic_auth_is_base64_of_user_and_password(value: str, basic: bool) -> N
     assert credentials.is_basic_auth(value) is basic
 
 
+@pytest.mark.parametrize(("content", "passwords"), [
+    ("db:5432:app:app:pw\n", ["pw"]), ("*:*:*:*:pw", ["pw"]), ("*:*:*:*:*", ["*"]), ("a:b:c:d:", [""]),
+    ("fd00\\:\\:5:5432:app:app:p\\:w\\\\x", ["p:w\\x"]),  # `\:` and `\\` escape
+    ("a:b:c:d:pw:more", ["pw"]),  # libpq reads up to the next unescaped colon
+    ("# a:b:c:d:pw", []), ("a:b:c:d", []), ("", []),
+])
+def test_password_file_entries(content: str, passwords: list[str]) -> None:
+    assert list(credentials.pgpass_passwords(content)) == passwords
+
+
 def _alias_bomb(depth: int) -> str:
     lines = ["#cloud-config", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, depth)]
     return "\n".join(lines) + "\n"
+
+
+def _set_passwords_alias_bomb() -> str:
+    """One long password file and list, each repeated by alias in write_files and chpasswd.list."""
+    lines = "".join("  a:b:c:d:\n" for _ in range(8_000))
+    return (f"#cloud-config\ns: &s |\n{lines}f: &f {{path: /root/.pgpass, content: *s}}\n"
+            f"write_files: [{', '.join(['*f'] * 15_000)}]\nchpasswd:\n  list: [{', '.join(['*s'] * 15_000)}]\n")
 
 
 @pytest.mark.parametrize("text", [
@@ -449,6 +565,15 @@ def _alias_bomb(depth: int) -> str:
     "vault login " + "-x " * 100_000,
     "a:b@tcp(" * 100_000,
     _alias_bomb(8),
+    "printf a | " * 50_000 + "--password-stdin",
+    "--password-stdin <<EOF\n" * 50_000,
+    "chpasswd " * 100_000,
+    "a | chpasswd\n" * 50_000,
+    "chpasswd <<EOF\n" * 50_000,
+    "echo a:b:c:d:e > ~/.pgpass\n" * 50_000,
+    "cat > ~/.pgpass <<EOF\n" + "a\\:" * 200_000,
+    "PGPASSFILE=" * 100_000,
+    _set_passwords_alias_bomb(),
 ])
 def test_the_new_shapes_stay_linear_on_hostile_input(text: str) -> None:
     started = time.perf_counter()
