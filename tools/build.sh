@@ -76,6 +76,9 @@ targets=(
   "ck8s-sim-dcgm-exporter|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-sim-dcgm-exporter|"
   # The smoke test's `inference` case: the model-server stand-in the probe image carries.
   "ck8s-model-server|simgpu|ck8s-gpu.local/tools/simgpu/cmd/ck8s-model-server|"
+  # Our gang gate (issue 41): lifts the scheduling gate from a KAI gang's pods all at once, only when
+  # the Karpenter NodePools can hold the whole gang (tests/integration/test_karpenter_local.py).
+  "ck8s-gang-gate|ganggate|ck8s-gpu.local/tools/ganggate/cmd/ck8s-gang-gate|"
   # The node tier's GPU runtimes: the node script's nvidia-ctk chain and the three handlers the GPU
   # Operator's RuntimeClasses name (tests/integration/test_node_tier.py).
   "nvidia-ctk|nvidia-container-toolkit|github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk|$ctk_ldflags||cgo"
@@ -145,7 +148,8 @@ mod_key() {
   local dir=$1 t
   {
     echo "recipe=$recipe"
-    # go.mod, go.sum and, for our own modules (langhost, simgpu), their sources and tests
+    # go.mod, go.sum and, for our own modules (langhost, sdkgen, simgpu, ganggate), their sources and
+    # tests: editing one rebuilds that module only
     find "$mods/$dir" -type f | LC_ALL=C sort | xargs cat
     for t in "${targets[@]}"; do if [[ "$t" == *"|$dir|"* ]]; then echo "$t"; fi; done
     if [[ "$dir" == kubernetes ]]; then k8s_ldflags; fi

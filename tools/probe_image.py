@@ -10,7 +10,9 @@ layer, written as an OCI image layout archive that ``ctr images import`` reads
 
 With ``--model-server BIN`` (the node tier passes tools/build.sh's ``ck8s-model-server``, a static
 Go binary) the image also carries ``/usr/bin/ck8s-model-server``: the model-server stand-in of the
-smoke test's ``inference`` case, which runs from the same image as the probes.
+smoke test's ``inference`` case, which runs from the same image as the probes. With ``--gang-gate
+BIN`` (tools/build.sh's ``ck8s-gang-gate``, static Go) it carries ``/usr/bin/ck8s-gang-gate``, the
+controller the gang-gate add-on runs (components/addons/gang_gate.py).
 
 The same root filesystem, with ``sleep infinity`` as its entrypoint, is the pod sandbox ("pause")
 image containerd pins: kubelet's pods need one and registry.k8s.io cannot be reached here.
@@ -44,6 +46,8 @@ PROBE_NAME = f"{REPOSITORY}/smoke-probe"
 PAUSE_NAME = f"{REPOSITORY}/pause"
 #: Where the model-server stand-in sits in the image (charts/gpu-smoke-test templates/inference.yaml runs it).
 MODEL_SERVER = "usr/bin/ck8s-model-server"
+#: Where the gang gate sits in the image (components/addons/gang_gate.py runs it).
+GANG_GATE = "usr/bin/ck8s-gang-gate"
 #: Merged /usr (Debian bookworm): these top-level names are symlinks into /usr in the image too.
 USR_MERGE = {"bin": "usr/bin", "lib": "usr/lib", "lib64": "usr/lib64", "sbin": "usr/sbin"}
 LAYER_MEDIA = "application/vnd.oci.image.layer.v1.tar"
@@ -192,12 +196,14 @@ def write_image(out: Path, kind: str, name: str, layer_tar: bytes, entrypoint: S
     return Image(kind, name, str(desc["digest"]), archive)
 
 
-def build(out: Path, model_server: Path | None = None) -> tuple[Image, Image]:
+def build(out: Path, model_server: Path | None = None, gang_gate: Path | None = None) -> tuple[Image, Image]:
     """(probe, pause): both from one layer; the tag is the layer's content hash (host binaries, and
-    the model server when given)."""
+    the model server and gang gate when given)."""
     files = rootfs_files()
-    if model_server is not None:
-        files = dict(sorted({**files, MODEL_SERVER: model_server.resolve()}.items()))
+    extra = {where: binary.resolve() for where, binary in ((MODEL_SERVER, model_server), (GANG_GATE, gang_gate))
+             if binary is not None}
+    if extra:
+        files = dict(sorted({**files, **extra}.items()))
     layer_tar = layer(files)
     tag = hashlib.sha256(layer_tar).hexdigest()[:12]
     probe = write_image(out, "probe", f"{PROBE_NAME}:{tag}", layer_tar, ["/bin/bash"])
@@ -209,8 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="directory for the .oci.tar archives")
     ap.add_argument("--model-server", type=Path, help="the static ck8s-model-server binary to carry (tools/build.sh)")
+    ap.add_argument("--gang-gate", type=Path, help="the static ck8s-gang-gate binary to carry (tools/build.sh)")
     args = ap.parse_args(argv)
-    for image in build(args.out, args.model_server):
+    for image in build(args.out, args.model_server, args.gang_gate):
         print(image.kind, image.reference, image.archive)
     return 0
 

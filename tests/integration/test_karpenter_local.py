@@ -7,7 +7,8 @@ One cluster and one autoscaler for the module; the scenarios run in order and ea
 cluster as it found it (no GPU node, no job): a claim of each of two GPU types from zero, a claim
 no pool can serve, idle nodes leaving, a node running a job kept through consolidation, the
 conformance command's cluster_autoscaling procedure (a pool up and down; the autoscaler stopped),
-and the autoscaler restarting mid scale-up without launching twice.
+the autoscaler restarting mid scale-up without launching twice, and KAI gangs held by our gang gate
+(tools/mod/ganggate; issue 41): all of a gang's nodes or none.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from components.smoke.gateway import KubeGateway
 from components.smoke.run import Ref, cleanup
 from components.tables.instance_types import AUTOSCALER_UNMODELED, GPU_INSTANCE_TYPES, gpu_facts
 from components.tables.labels import POOL_TAG
+from tests.fakes.kai.crds import POD_GROUP_CRD
+from tests.helpers import gang_gate as gg
 from tests.helpers import karpenter as kp
-from tests.helpers.controller_env import ClusterEnv
+from tests.helpers.controller_env import ClusterEnv, wait_established
 from tests.helpers.tools import cluster_bin_dir, load_tool, skip_or_fail
 
 pytestmark = pytest.mark.integration
@@ -64,6 +67,7 @@ class Env(ClusterEnv):
     def __init__(self, cluster: Any, karpenter: kp.Karpenter, publisher: kp.SlicePublisher, settings: Settings):
         super().__init__(cluster)
         self.karpenter, self.publisher, self.settings = karpenter, publisher, settings
+        self.gate: gg.GangGate | None = None  # the gang gate, once its fixture started it
 
     def node_claims(self) -> list[dict[str, Any]]:
         return self.items("nodeclaims")
@@ -71,7 +75,8 @@ class Env(ClusterEnv):
     def debug(self) -> str:
         return (f"--- karpenter log (tail) ---\n{self.karpenter.tail()}\n"
                 f"--- nodeclaims ---\n{self.kubectl('get', 'nodeclaims', '-o', 'wide', check=False)}"
-                f"\n--- publisher errors ---\n{self.publisher.errors[-5:]}")
+                f"\n--- publisher errors ---\n{self.publisher.errors[-5:]}"
+                + (f"\n--- gang gate log (tail) ---\n{self.gate.tail()}" if self.gate else ""))
 
     def wait(self, what: str, predicate: Callable[[], Any], timeout: float = LAUNCH_SECONDS) -> Any:
         return super().wait(what, predicate, timeout)
@@ -235,6 +240,78 @@ def test_the_autoscaler_restarting_mid_scale_up_launches_once(env: Env) -> None:
     finally:
         env.cluster.apply(kp.kwok_node_class())
         env.delete_jobs("resume-l4")
+    env.wait_no_gpu_nodes()
+
+
+@pytest.fixture(scope="module")
+def gate(env: Env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[gg.GangGate]:
+    """Our gang gate on the module's cluster, judging its two pools (h100=8, l4=1), with KAI's
+    PodGroup CRD (the stand-in's: tests/fakes/kai/crds.py)."""
+    bin_dir = cluster_bin_dir()
+    if lacking := gg.missing(bin_dir):
+        skip_or_fail(f"the gang gate is not built: missing {', '.join(lacking)}; build it with `bash tools/build.sh`")
+    env.cluster.apply([POD_GROUP_CRD])
+    wait_established(env.cluster, POD_GROUP_CRD["metadata"]["name"])
+    g = gg.GangGate(tmp_path_factory.mktemp("gang-gate"), env.cluster.kubeconfig, bin_dir, env.settings).start()
+    env.gate = g
+    try:
+        yield g
+    finally:
+        env.gate = None
+        g.stop()
+
+
+def _gang(env: Env, name: str, size: int, min_member: int) -> list[str]:
+    """PodGroup `name` and `size` gated pods, each claiming all 8 GPUs of an H100 node; the pods' names."""
+    pods = [gg.gang_pod(f"{name}-{i}", name, pool="h100", product=product(H100), count=8, tolerate=TOLERATE)
+            for i in range(size)]
+    env.cluster.apply([gg.pod_group(name, min_member)] + [o for pod in pods for o in pod])
+    return [pod[-1]["metadata"]["name"] for pod in pods]
+
+
+def _drop_gang(env: Env, name: str, pods: list[str]) -> None:
+    env.delete_jobs(*pods)
+    env.kubectl("delete", "podgroups.scheduling.run.ai", name, "-n", "default", "--ignore-not-found")
+
+
+def test_a_gang_the_pool_cannot_hold_launches_no_node_and_says_why(env: Env, gate: gg.GangGate) -> None:
+    assert not env.node_claims()
+    pods = _gang(env, "big", size=3, min_member=3)
+    try:
+        events = env.wait("the gate's GangWaitsForCapacity event on big-0", lambda: [
+            m for r, m in gg.gate_events(env.kubectl, "big-0") if r == "GangWaitsForCapacity"], timeout=60)
+        assert "gang default/big (minMember 3) needs 3 new nodes of pool h100 (8 GPUs each)" in events[-1], events
+        assert "the pool can add 2 (limits.nodes 2, 0 NodeClaims)" in events[-1], events
+        # Every pod was told, and none is released: Karpenter never sees them (reason SchedulingGated).
+        for pod in pods[1:]:
+            assert any(r == "GangWaitsForCapacity" for r, _ in gg.gate_events(env.kubectl, pod)), pod
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            assert env.node_claims() == [], env.debug()
+            current = {p["metadata"]["name"]: p for p in env.items("pods", "-n", "default")}
+            assert all(gg.gated(current[p]) for p in pods), env.debug()
+            time.sleep(1)
+        gate.check_alive()
+    finally:
+        _drop_gang(env, "big", pods)
+    env.wait_no_gpu_nodes()
+
+
+def test_a_gang_the_pool_can_hold_is_released_together_and_runs(env: Env, gate: gg.GangGate) -> None:
+    assert not env.node_claims()
+    pods = _gang(env, "pair", size=2, min_member=2)
+    try:
+        running = env.wait("both pods of gang pair running", lambda: env._running(pods))
+        claims = env.node_claims()
+        assert len(claims) == 2 and {c["metadata"]["labels"][NODEPOOL_LABEL] for c in claims} == {"h100"}
+        assert len({p["spec"]["nodeName"] for p in running.values()}) == 2
+        for pod in pods:
+            released = [m for r, m in gg.gate_events(env.kubectl, pod) if r == "GangReleased"]
+            assert released == ["gang default/pair: 2 pods fit: 2 new nodes of pool h100, 0 on existing nodes"], \
+                gg.gate_events(env.kubectl, pod)
+        gate.check_alive()
+    finally:
+        _drop_gang(env, "pair", pods)
     env.wait_no_gpu_nodes()
 
 
