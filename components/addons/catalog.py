@@ -15,6 +15,7 @@ from . import (
     dra_driver,
     efa_device_plugin,
     fake_gpu_operator,
+    gang_gate,
     gpu_operator,
     inference_gateway,
     kai_queues,
@@ -39,6 +40,7 @@ ADDONS: tuple[Addon, ...] = (
     efa_device_plugin.ADDON,
     karpenter.ADDON,
     karpenter_nodepools.ADDON,
+    gang_gate.ADDON,
     fake_gpu_operator.ADDON,
     kai_scheduler.ADDON,
     kai_queues.ADDON,
@@ -74,7 +76,7 @@ PLATFORM_CAPABILITIES: dict[str, tuple[Capability, ...]] = {
 # Said plainly in docs/addons.md: what each platform leaves out, and why.
 LEFT_OUT: dict[str, str] = {
     "aws": "fake-gpu-operator (real GPUs). aws-efa-k8s-device-plugin without an EFA pool. karpenter and "
-           "karpenter-nodepools without an autoscaled pool. velero "
+           "karpenter-nodepools without an autoscaled pool. gang-gate unless enabled (it runs a site-built image). velero "
            "without `backup:` (with it, the program also creates the off-region bucket, key and IAM "
            "user Velero writes with).",
     "existing": "kube-prometheus-stack (declare `clusterProvides: [monitoring-crds]` to use the "

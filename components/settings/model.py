@@ -377,6 +377,15 @@ class InferenceGatewaySettings(AddonSettings):
     gateway_api_crds: str | None = Field(default=None, pattern=r"^https?://\S+$", max_length=2048)
 
 
+class GangGateSettings(AddonSettings):
+    """The gang gate add-on (components/addons/gang_gate.py, ADR 0058): keeps a KAI gang's pods gated
+    until the autoscaled pools can hold the whole gang."""
+
+    # The image carrying /usr/bin/ck8s-gang-gate (tools/probe_image.py --gang-gate), pinned by
+    # digest like every image; this project publishes no image, so the site pushes it.
+    image: str | None = Field(default=None, pattern=IMAGE_BY_DIGEST)
+
+
 class AddonsSettings(_Model):
     gpu_operator: AddonSettings = AddonSettings()
     dra_driver: AddonSettings = AddonSettings()
@@ -394,6 +403,7 @@ class AddonsSettings(_Model):
     kuberay_admission: AddonSettings = AddonSettings()
     keda: AddonSettings = AddonSettings()
     inference_gateway: InferenceGatewaySettings = InferenceGatewaySettings()
+    gang_gate: GangGateSettings = GangGateSettings()
 
     def by_key(self) -> Iterator[tuple[str, AddonSettings]]:
         """(key as a stack file spells it, e.g. `gpuOperator`; that add-on's settings), every add-on."""

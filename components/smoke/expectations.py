@@ -13,6 +13,7 @@ from ..facts.cluster import ClusterFacts
 from ..facts.feature_gates import smoke_gpu_health_on
 from ..settings.facts import pool_gpus
 from ..settings.model import Settings
+from ..tables import labels
 from . import all_reduce
 
 # Both the NVIDIA DRA driver and fake-gpu-operator's DRA plugin register this driver name.
@@ -30,7 +31,7 @@ RUN_LABEL = "ck8s-gpu.io/smoke-run"
 CASE_LABEL = "ck8s-gpu.io/smoke-case"
 RELEASE_ANNOTATION = "ck8s-gpu.io/smoke-release"
 RELEASE_VALUE = "go"
-POD_GROUP_ANNOTATION = "pod-group-name"
+POD_GROUP_ANNOTATION = labels.POD_GROUP_ANNOTATION  # KAI's (components/tables/labels.py)
 # Well-known node labels: set by the kubelet/cloud provider and by GPU feature discovery.
 GFD_COUNT_LABEL = "nvidia.com/gpu.count"
 

@@ -56,3 +56,14 @@ INFERENCE_ROUTES_LABEL = "ck8s-gpu/inference-routes"
 # pkg/kwokctl/runtime/kind/cluster_kwok_controller.go), and tools/localcluster.py and the Karpenter
 # tier's nodes carry it. Such a node runs no container.
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+# The pod annotation naming a pod's KAI PodGroup (KAI-Scheduler pkg/common/constants/constants.go
+# PodGroupAnnotationForPod): KAI's podgrouper sets it after the pod is created
+# (pkg/podgrouper/pod_controller.go), the scheduler, the smoke test and the gang gate read it.
+POD_GROUP_ANNOTATION = "pod-group-name"
+# The scheduling gate a gang's pods are created with on autoscaled pools: the gang gate add-on
+# (components/addons/gang_gate.py, tools/mod/ganggate) removes it from every pod of a gang at once,
+# and only when the pools can hold the whole gang. Karpenter provisions only for pods whose
+# PodScheduled condition is Unschedulable (a gated pod's is SchedulingGated), so it launches nothing
+# for a gang the pools cannot hold whole.
+GANG_GATE = "ck8s-gpu.io/gang"
