@@ -76,12 +76,16 @@ PLATFORM_CAPABILITIES: dict[str, tuple[Capability, ...]] = {
 # Said plainly in docs/addons.md: what each platform leaves out, and why.
 LEFT_OUT: dict[str, str] = {
     "aws": "fake-gpu-operator (real GPUs). aws-efa-k8s-device-plugin without an EFA pool. karpenter and "
-           "karpenter-nodepools without an autoscaled pool. gang-gate unless enabled (it runs a site-built image). velero "
-           "without `backup:` (with it, the program also creates the off-region bucket, key and IAM "
+           "karpenter-nodepools without an autoscaled pool. gang-gate unless enabled (it runs a site-built "
+           "image). velero without `backup:` (with it, the program also creates the off-region bucket, key and IAM "
            "user Velero writes with).",
     "existing": "kube-prometheus-stack (declare `clusterProvides: [monitoring-crds]` to use the "
                 "cluster's own Prometheus Operator, or enable it); fake-gpu-operator; velero; "
-                "aws-efa-k8s-device-plugin (enable it where nodes have EFA).",
+                "aws-efa-k8s-device-plugin (enable it where nodes have EFA). karpenter and "
+                "karpenter-nodepools unless a pool is autoscaled and `existingAws` says how an EC2 "
+                "instance joins the cluster (its nodes must be on AWS; Karpenter then runs on the "
+                "cluster's control planes with their instance role, and `plan` writes the IAM policy "
+                "that role needs). gang-gate (aws only).",
     "kind": "GPU Operator and DRA driver (no NVIDIA hardware: fake-gpu-operator simulates the GPUs "
             "with the same DeviceClass and driver name); velero; aws-efa-k8s-device-plugin (no "
             "EFA).",

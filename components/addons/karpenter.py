@@ -17,6 +17,15 @@ tag is set here, to the release CI runs (tools/mod/karpenter), never left to the
 - Runs on the control planes, on the host network: its AWS credentials are the control-plane
   instance role's (components/aws/karpenter.py controller_policy; ADR 0049 says why not a role of
   its own), reached over IMDSv2 with the hop limit of 1 every node has.
+
+On an existing cluster whose nodes are EC2 instances (`settings.existingAws`) it is on by default
+exactly when a pool is autoscaled, and runs the same way: on the user's control planes, on the host
+network, so its AWS credentials are THEIR instance role's, over IMDS (the AWS SDK's default chain).
+The user attaches the policy `ck8s-gpu plan` writes (iam/karpenter-controller-policy.json,
+components/aws/karpenter.py existing_controller_policy) to that role; the instance metadata of those
+control planes must answer a host-network pod (IMDSv2's default hop limit of 1 does). Chosen over
+static keys in a Secret (a credential to rotate and store) and over IRSA (a public OIDC issuer the
+cluster may not publish), as on aws. `clusterEndpoint` is `existingAws.clusterEndpoint`.
 """
 
 from __future__ import annotations
@@ -42,6 +51,17 @@ def autoscaled(settings: Settings) -> bool:
     return any(p.autoscaling is not None for p in settings.node_pools)
 
 
+def cluster_endpoint(settings: Settings) -> str:
+    """settings.clusterEndpoint: an existing cluster's own (`existingAws`), else the in-cluster API."""
+    e = settings.existing_aws
+    return e.cluster_endpoint if settings.platform == "existing" and e is not None else IN_CLUSTER_ENDPOINT
+
+
+def on_existing_aws(settings: Settings) -> bool:
+    """An existing cluster on AWS that autoscales: a pool is autoscaled and existingAws says how nodes join."""
+    return settings.platform == "existing" and settings.existing_aws is not None and autoscaled(settings)
+
+
 def values(ctx: AddonContext) -> dict[str, Any]:
     s = ctx.settings
     return {
@@ -53,7 +73,7 @@ def values(ctx: AddonContext) -> dict[str, Any]:
         "controller": {"image": {"repository": _REPOSITORY, "tag": VERSION, "digest": ""}},
         "settings": {
             "clusterName": s.cluster_name,
-            "clusterEndpoint": IN_CLUSTER_ENDPOINT,
+            "clusterEndpoint": cluster_endpoint(s),
             # No internet, no pricing API: the provider then prices from its built-in table.
             "isolatedVPC": s.offline,
             "awsFeatureGates": {"draNVIDIAGPU": True},
@@ -70,6 +90,11 @@ def _check(settings: Settings) -> tuple[str, ...]:
 def _default(settings: Settings) -> Default:
     """on when a node pool is autoscaled"""
     return "on" if autoscaled(settings) else "off"
+
+
+def _existing_default(settings: Settings) -> Default:
+    """on when a node pool is autoscaled and `existingAws` says how its nodes join"""
+    return "on" if on_existing_aws(settings) else "off"
 
 
 # --- Images: karpenter 1.15.0 -------------------------------------------------------------------
@@ -89,8 +114,9 @@ ADDON = Addon(
     settings_key="karpenter",
     description="Karpenter: launches autoscaled pools' GPU nodes for pending DRA claims, removes them idle",
     namespace=NAMESPACE,
-    # Only aws launches instances that join by themselves (settings refuse autoscaling elsewhere).
-    platform_defaults={"aws": _default, "existing": "off", "kind": "off", "local": "off"},
+    # aws launches instances that join by themselves; an existing cluster on AWS says how theirs
+    # join (existingAws); settings refuse autoscaling on kind and local.
+    platform_defaults={"aws": _default, "existing": _existing_default, "kind": "off", "local": "off"},
     # Host network for the node's IMDS (templates/deployment.yaml hostNetwork): baseline forbids it.
     pod_security="privileged",
     values=values,

@@ -15,20 +15,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..facts import efa
-from ..facts.autoscaling import NodeClassRef
+from ..facts.autoscaling import EC2_NODE_CLASS_API_VERSION, EC2_NODE_CLASS_KIND, NodeClassRef, ec2_node_class_ref
 from ..settings.model import NodePoolSettings, Settings
 from .hardening import IMDS, ROOT_DEVICE
 from .iam import Scope
 from .tags import node_tags
 
-API_VERSION = "karpenter.k8s.aws/v1"
-NODE_CLASS_KIND = "EC2NodeClass"
+API_VERSION = EC2_NODE_CLASS_API_VERSION
+NODE_CLASS_KIND = EC2_NODE_CLASS_KIND
 # ec2nodeclass.go Tags: Karpenter writes these keys itself and the CRD refuses them in spec.tags.
 KARPENTER_OWNED_TAG_PREFIXES = ("kubernetes.io/cluster/", "karpenter.sh/", "karpenter.k8s.aws/", "eks:")
 
 
 def node_class_ref(pool: NodePoolSettings) -> NodeClassRef:
-    return NodeClassRef("karpenter.k8s.aws", NODE_CLASS_KIND, pool.name)
+    return ec2_node_class_ref(pool)
 
 
 def node_class_tags(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
@@ -142,6 +142,23 @@ def controller_policy(scope: Scope, *, worker_role_arn: str, ssm_parameters: Seq
         # The Price List API has no resource-level scoping.
         statements.append({"Sid": "ReadPrices", "Effect": "Allow", "Action": ["pricing:GetProducts"], "Resource": "*"})
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def existing_controller_policy(settings: Settings) -> dict[str, Any]:
+    """The policy the controller needs on an existing cluster whose nodes are EC2 instances
+    (`existingAws`): the same as on aws, scoped by the settings alone. Karpenter runs there as on aws
+    (components/addons/karpenter.py: host network on the control planes), so the user attaches this
+    to their control planes' instance role; `ck8s-gpu plan` writes it (iam/karpenter-controller-policy.json).
+    Partition and account are the node role's (`nodeRoleArn`), never made up; the cluster is
+    `clusterName` (ck8s-<environment>-<region>), the ownership tag Karpenter puts on what it launches."""
+    e = settings.existing_aws
+    if e is None or settings.region is None:
+        raise ValueError("an existing cluster's controller policy needs settings.existingAws and settings.region")
+    _arn, partition, _iam, _region, account, _rest = e.node_role_arn.split(":", 5)
+    scope = Scope(partition, settings.region, account, settings.cluster_name)
+    parameters = [t.ssm_parameter for t in e.ami_selector_terms if t.ssm_parameter is not None]
+    return controller_policy(scope, worker_role_arn=e.node_role_arn, ssm_parameters=parameters,
+                             pricing=not settings.offline)
 
 
 def _parameter_arn(scope: Scope, path: str) -> str:

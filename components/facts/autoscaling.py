@@ -1,8 +1,10 @@
 """Karpenter's NodePool for an autoscaled pool (`nodePools[].autoscaling`), from the settings alone.
 
 One renderer for every place the object is made: the aws platform pairs it with the pool's
-EC2NodeClass, and the CI scenarios (tests/integration/test_karpenter_local.py) pair the very same
-object with a KWOKNodeClass on the local control plane, so what CI proves is what aws applies.
+EC2NodeClass (components/aws/karpenter.py), an existing cluster on AWS with the class of its
+`existingAws` settings (existing_node_class_manifest, below), and the CI scenarios
+(tests/integration/test_karpenter_local.py) pair the very same object with a KWOKNodeClass on the
+local control plane, so what CI proves is what aws applies.
 
 The API is karpenter.sh/v1 at the pin (sigs.k8s.io/karpenter v1.15.0 pkg/apis/v1/nodepool.go,
 nodeclaim.go, labels.go); the rules each field follows are cited beside it. docs/autoscaling.md
@@ -91,3 +93,44 @@ def nodepool_manifest(settings: Settings, pool: NodePoolSettings, node_class: No
             "limits": {"nodes": str(a.max_size - a.min_size)},
         },
     }
+
+
+# karpenter.k8s.aws/v1 EC2NodeClass (github.com/aws/karpenter-provider-aws v1.15.0 pkg/apis/v1/ec2nodeclass.go).
+EC2_NODE_CLASS_API_VERSION = "karpenter.k8s.aws/v1"
+EC2_NODE_CLASS_KIND = "EC2NodeClass"
+
+
+def ec2_node_class_ref(pool: NodePoolSettings) -> NodeClassRef:
+    """The pool's EC2NodeClass, named as the pool, on aws and on an existing cluster alike."""
+    return NodeClassRef("karpenter.k8s.aws", EC2_NODE_CLASS_KIND, pool.name)
+
+
+def existing_node_class_manifest(settings: Settings, pool: NodePoolSettings) -> dict[str, Any]:
+    """The EC2NodeClass of autoscaled pool `pool` on an existing cluster whose nodes are EC2
+    instances: exactly the user's `existingAws` fields (judged against the CRD's rules by
+    components/settings/rules/existing_aws.py), with amiFamily Custom, which passes userData
+    verbatim (pkg/providers/amifamily/custom.go) and leaves block devices to the image's own
+    mappings (Custom DefaultBlockDeviceMappings: nil). metadataOptions stay the CRD's default:
+    IMDSv2 required, hop limit 1."""
+    e = settings.existing_aws
+    if e is None:
+        raise ValueError("settings.existingAws is not set")
+    if pool.autoscaling is None:
+        raise ValueError(f"pool {pool.name!r} is not autoscaled")
+    spec: dict[str, Any] = {
+        "amiFamily": "Custom",
+        "amiSelectorTerms": [_term(t.model_dump(by_alias=True, exclude_none=True)) for t in e.ami_selector_terms],
+        "userData": e.user_data,
+        "instanceProfile": e.instance_profile,
+        "subnetSelectorTerms": [_term(t.model_dump(exclude_none=True)) for t in e.subnet_selector_terms],
+        "securityGroupSelectorTerms": [_term(t.model_dump(exclude_none=True))
+                                       for t in e.security_group_selector_terms],
+    }
+    if e.tags:
+        spec["tags"] = dict(sorted(e.tags.items()))
+    return {"apiVersion": EC2_NODE_CLASS_API_VERSION, "kind": EC2_NODE_CLASS_KIND,
+            "metadata": {"name": ec2_node_class_ref(pool).name}, "spec": spec}
+
+
+def _term(term: dict[str, Any]) -> dict[str, Any]:
+    return {k: dict(sorted(v.items())) if isinstance(v, dict) else v for k, v in term.items()}

@@ -723,6 +723,50 @@ class KindSettings(_Model):
     cluster_name: str = Field(default="ck8s-gpu", pattern=DNS_LABEL)
 
 
+class AmiSelectorTerm(_Model):
+    """One of an EC2NodeClass's spec.amiSelectorTerms (github.com/aws/karpenter-provider-aws v1.15.0
+    pkg/apis/v1/ec2nodeclass.go AMISelectorTerm): exactly one of `id`, `ssmParameter` (a path,
+    resolved by Karpenter at launch and re-read) or `tags` (components/settings/rules/existing_aws.py)."""
+
+    id: str | None = None
+    ssm_parameter: str | None = None
+    tags: dict[str, str] | None = None
+
+
+class Ec2SelectorTerm(_Model):
+    """One of an EC2NodeClass's spec.subnetSelectorTerms or securityGroupSelectorTerms
+    (ec2nodeclass.go SubnetSelectorTerm, SecurityGroupSelectorTerm): exactly one of `id` or `tags`."""
+
+    id: str | None = None
+    tags: dict[str, str] | None = None
+
+
+class ExistingAwsSettings(_Model):
+    """An existing cluster whose nodes are EC2 instances (platform existing; docs/autoscaling.md, "On
+    an existing cluster"): what Karpenter needs to launch an autoscaled pool's nodes there, because
+    this program did not make the cluster and cannot know how an instance joins it. The node class
+    fields are the EC2NodeClass's own (ec2nodeclass.go at v1.15.0), given verbatim to each autoscaled
+    pool's class with amiFamily Custom; the rules a CRD would apply are judged at the settings
+    (components/settings/rules/existing_aws.py), with every bad path in one message."""
+
+    # Karpenter's settings.clusterEndpoint: the API server URL your nodes join (https).
+    cluster_endpoint: str
+    # The role inside `instanceProfile` (arn:aws:iam::<account>:role/...): the controller passes it
+    # to EC2 (iam:PassRole), and the controller policy `plan` writes is scoped to its account.
+    node_role_arn: str
+    # An existing instance profile the nodes launch with (EC2NodeClass spec.instanceProfile). Not
+    # `role`: Karpenter would then create profiles, which needs IAM writes the policy leaves out.
+    instance_profile: str
+    ami_selector_terms: tuple[AmiSelectorTerm, ...]
+    subnet_selector_terms: tuple[Ec2SelectorTerm, ...]
+    security_group_selector_terms: tuple[Ec2SelectorTerm, ...]
+    # How an instance joins your cluster, passed verbatim (amiFamily Custom: pkg/providers/amifamily/
+    # custom.go). EC2 shows user-data in plain text: no credential in it (the rules judge it).
+    user_data: str
+    # spec.tags: put on every instance, volume and interface Karpenter launches for these pools.
+    tags: dict[str, str] = Field(default_factory=dict)
+
+
 # Words of an environment name that read as production: such a stack must say `production`
 # explicitly (components/settings/rules/), because the policies read the setting, never the name.
 PRODUCTION_NAMES = ("prod", "production", "prd", "live")
@@ -747,6 +791,8 @@ class Settings(_Model):
     backup: BackupSettings | None = None
     kind: KindSettings = KindSettings()
     local: LocalSettings = LocalSettings()
+    # platform existing, nodes on AWS: how the autoscaler launches autoscaled pools' nodes there.
+    existing_aws: ExistingAwsSettings | None = None
     images: ImagesSettings = ImagesSettings()
     # No node and no pod reaches the internet (docs/adr/0043): the node images carry the snap and
     # every image, the mirror serves what they do not, AWS's APIs come through VPC endpoints.

@@ -25,7 +25,7 @@ import yaml
 from components.conformance.autoscaling import cluster_autoscaling
 from components.conformance.common import Context
 from components.conformance.evidence import Result
-from components.facts.autoscaling import DO_NOT_DISRUPT, NODEPOOL_LABEL, nodepool_manifest
+from components.facts.autoscaling import DO_NOT_DISRUPT, NODEPOOL_LABEL, existing_node_class_manifest, nodepool_manifest
 from components.kube.client import api_client
 from components.plan.run import plan_stack
 from components.settings import parse_settings
@@ -329,19 +329,32 @@ def _ec2_shaped(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_the_aws_stacks_objects_pass_the_pinned_crds_rules(env: Env) -> None:
-    # What `ck8s-gpu plan --stack aws-elastic` renders for Karpenter, judged by a real API server with
-    # the CRDs at the pin: OpenAPI schemas and every CEL rule (EC2NodeClass: exactly one of role and
-    # instanceProfile, no reserved tag keys, network interfaces, selector terms; NodePool: limits,
-    # budgets, requirements). A dry run: nothing is created.
+    # What `ck8s-gpu plan --stack aws-elastic` renders for Karpenter, and an existing cluster's class
+    # from its settings, judged by a real API server with the CRDs at the pin: OpenAPI schemas and
+    # every CEL rule (EC2NodeClass: exactly one of role and instanceProfile, no reserved tag keys,
+    # network interfaces, selector terms; NodePool: limits, budgets, requirements). A dry run:
+    # nothing is created.
     plan = plan_stack("aws-elastic")
     values = next(r.inputs["values"] for r in plan.resources if r.name.endswith("-karpenter-nodepools"))
     objs = _ec2_shaped(values["nodeClasses"]) + values["nodePools"]
     assert sorted(o["metadata"]["name"] for o in objs) == ["h100", "h100", "l4", "l4"]
     for o in objs:  # beside this module's own NodePools of the same names (nodeClassRef is immutable)
         o["metadata"]["name"] = f"aws-{o['metadata']['name']}"
+    # An existing cluster on AWS: its class is the user's `existingAws` fields (every selector kind).
+    existing = parse_settings({"platform": "existing", "environment": "lab", "region": "eu-west-1", "existingAws": {
+        "clusterEndpoint": "https://10.0.0.10:6443", "nodeRoleArn": "arn:aws:iam::123456789012:role/gpu-node",
+        "instanceProfile": "gpu-node",
+        "amiSelectorTerms": [{"ssmParameter": "/site/images/gpu"}, {"id": "ami-0123456789abcdef0"},
+                             {"tags": {"site/image": "gpu"}}],
+        "subnetSelectorTerms": [{"tags": {"site/tier": "private"}}, {"id": "subnet-0123456789abcdef0"}],
+        "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}, {"tags": {"site/role": "node"}}],
+        "userData": "#!/bin/bash\n/opt/site/join.sh\n", "tags": {"team": "ml"}},
+        "nodePools": [{"name": "l4", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3}}]})
+    site = existing_node_class_manifest(existing, existing.node_pools[0])
+    site["metadata"]["name"] = "existing-l4"
     out = env.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=ck8s-gpu-test", "-f", "-",
-                      input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
-    assert out.count("serverside-applied (server dry run)") == 4, out
+                      input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [*objs, site]}))
+    assert out.count("serverside-applied (server dry run)") == 5, out
 
 
 def test_karpenter_logged_no_error_about_our_objects(env: Env) -> None:

@@ -6,20 +6,30 @@ the pinned CRDs is judged by a real API server in tests/integration/test_karpent
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from components.addons import karpenter
+from components.addons import karpenter, karpenter_nodepools
 from components.addons.graph import final_values, install_graph
 from components.aws.iam import Scope
-from components.aws.karpenter import controller_policy, ec2_node_class_manifest, node_class_ref
-from components.facts.autoscaling import nodepool_manifest
+from components.aws.karpenter import (
+    controller_policy,
+    ec2_node_class_manifest,
+    existing_controller_policy,
+    node_class_ref,
+)
+from components.facts.autoscaling import existing_node_class_manifest, nodepool_manifest
+from components.plan.artifacts import write
 from components.plan.run import plan_stack
 from components.plan.timeline import build_steps, make_timeline
 from components.settings import parse_settings
 from components.settings.model import Settings
 from components.tables.labels import POOL_TAG
+from components.validate import parse
 
 BASE: dict[str, Any] = {"platform": "aws", "environment": "dev", "region": "eu-west-1",
                         "network": {"availabilityZones": ["eu-west-1a", "eu-west-1b"]}}
@@ -137,3 +147,78 @@ def test_the_elastic_stack_plans_its_autoscaler_objects_and_models_scale_from_ze
     assert set(scaled) == {"h100", "l4"}
     low, high = scaled["l4"]
     assert 30 < low < high < tl.total[1]
+
+
+EXISTING_AWS: dict[str, Any] = {
+    "clusterEndpoint": "https://10.0.0.10:6443",
+    "nodeRoleArn": "arn:aws-us-gov:iam::210987654321:role/site/gpu-node",
+    "instanceProfile": "gpu-node",
+    "amiSelectorTerms": [{"ssmParameter": "/site/images/gpu"}, {"tags": {"site/image": "gpu", "site/ok": "*"}}],
+    "subnetSelectorTerms": [{"tags": {"site/tier": "private"}}, {"id": "subnet-0123456789abcdef0"}],
+    "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}],
+    "userData": "#!/bin/bash\n/opt/site/join.sh\n",
+    "tags": {"team": "ml"},
+}
+
+
+def existing_stack() -> Settings:
+    return parse({"platform": "existing", "environment": "lab", "region": "us-gov-west-1", "existingAws": EXISTING_AWS,
+                  "nodePools": [{"name": "l4", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3}},
+                                {"name": "fixed", "instanceType": "g6.xlarge"}]})
+
+
+def test_an_existing_cluster_on_aws_gets_a_nodepool_and_exactly_the_users_node_class() -> None:
+    s = existing_stack()
+    graph = install_graph(s)
+    assert {"karpenter", "karpenter-nodepools"} <= set(graph.names)  # on by default: autoscaled + existingAws
+    values = final_values(graph, s)
+    pools, classes = values["karpenter-nodepools"]["nodePools"], values["karpenter-nodepools"]["nodeClasses"]
+    assert pools == [nodepool_manifest(s, s.node_pools[0], node_class_ref(s.node_pools[0]))]  # the fixed pool has none
+    assert classes == [existing_node_class_manifest(s, s.node_pools[0])]
+    assert classes[0]["metadata"] == {"name": "l4"} and classes[0]["kind"] == "EC2NodeClass"
+    assert classes[0]["spec"] == {
+        "amiFamily": "Custom",
+        "amiSelectorTerms": [{"ssmParameter": "/site/images/gpu"}, {"tags": {"site/image": "gpu", "site/ok": "*"}}],
+        "userData": "#!/bin/bash\n/opt/site/join.sh\n",
+        "instanceProfile": "gpu-node",
+        "subnetSelectorTerms": [{"tags": {"site/tier": "private"}}, {"id": "subnet-0123456789abcdef0"}],
+        "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}],
+        "tags": {"team": "ml"},
+    }
+    assert karpenter_nodepools.ADDON.wired_values_problem is not None
+    assert karpenter_nodepools.ADDON.wired_values_problem(s) is None  # nothing to wire: the settings hold it
+    settings = values[karpenter.NAME]["settings"]
+    assert settings["clusterEndpoint"] == "https://10.0.0.10:6443"  # the user's, not the in-cluster API
+    assert settings["clusterName"] == "ck8s-lab-us-gov-west-1"
+    assert values[karpenter.NAME]["hostNetwork"] is True  # the control planes' instance role, over IMDS
+
+
+def test_an_existing_stack_without_an_autoscaled_pool_installs_no_autoscaler() -> None:
+    s = parse({"platform": "existing", "nodePools": [{"name": "l4", "instanceType": "g6.xlarge"}]})
+    assert not {"karpenter", "karpenter-nodepools"} & set(install_graph(s).names)
+
+
+def test_the_policy_for_an_existing_cluster_is_scoped_by_the_users_own_arns(tmp_path: Path) -> None:
+    s = existing_stack()
+    st = _statements(existing_controller_policy(s))
+    role = EXISTING_AWS["nodeRoleArn"]
+    assert st["PassOnlyTheWorkerRole"]["Resource"] == [role]
+    assert st["ReadThePoolImages"]["Resource"] == [
+        "arn:aws-us-gov:ssm:us-gov-west-1:210987654321:parameter/site/images/gpu"]
+    assert st["DeleteOnlyItsOwn"]["Condition"]["StringEquals"] == {
+        "aws:ResourceTag/kubernetes.io/cluster/ck8s-lab-us-gov-west-1": "owned"}
+    launch = st["LaunchFromTheseResources"]["Resource"]
+    assert all(a.startswith("arn:aws-us-gov:ec2:us-gov-west-1:") for a in launch)
+    # `ck8s-gpu plan` writes it for the user to attach to their control planes' role
+    settings = {"platform": "existing", "environment": "lab", "region": "us-gov-west-1", "existingAws": EXISTING_AWS,
+                "nodePools": [{"name": "l4", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3}}]}
+    (tmp_path / "Pulumi.lab.yaml").write_text(yaml.safe_dump({"config": {"ck8s-gpu:settings": settings}}))
+    plan = plan_stack("lab", tmp_path)
+    written = write(plan, tmp_path / "out")
+    policy = tmp_path / "out" / "iam" / "karpenter-controller-policy.json"
+    assert policy in written and json.loads(policy.read_text()) == existing_controller_policy(plan.settings)
+    [rendered] = (tmp_path / "out" / "manifests").glob("*karpenter-nodepools.yaml")  # the chart, rendered
+    objects = [o for o in yaml.safe_load_all(rendered.read_text()) if o]
+    assert sorted(o["kind"] for o in objects) == ["EC2NodeClass", "NodePool"]
+    assert next(o for o in objects if o["kind"] == "EC2NodeClass") == existing_node_class_manifest(
+        plan.settings, plan.settings.node_pools[0])

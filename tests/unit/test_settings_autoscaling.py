@@ -58,6 +58,7 @@ def test_a_max_of_zero_none_or_past_a_cluster_is_refused(autoscaling: dict[str, 
 
 @pytest.mark.parametrize("platform", ["kind", "local", "existing"])
 def test_platforms_that_launch_no_ec2_instances_refuse_it_with_the_reason(platform: str) -> None:
+    # existing: unless settings.existingAws says how an instance joins (tests/unit/test_settings_existing_aws.py)
     raw: dict[str, Any] = {"platform": platform, "nodePools": [
         {"name": "gpu", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 2}}]}
     p = model_problems(raw)

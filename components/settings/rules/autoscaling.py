@@ -30,11 +30,23 @@ def _pool(s: Settings, path: str, p: NodePoolSettings) -> Iterator[Problem]:
     a = p.autoscaling
     assert a is not None
     here = f"{path}.autoscaling"
-    if s.traits.cloud != "aws":
-        # Karpenter's cloud provider launches EC2 instances; kind and local clusters have none, and
-        # an existing cluster's nodes are not ours to launch (their join is the cluster's own).
+    if s.platform == "existing":
+        if s.existing_aws is None:
+            # The cluster is not ours: how an instance joins it is the user's to say.
+            yield here, ("an existing cluster autoscales only where its nodes are EC2 instances: the autoscaler "
+                         "launches EC2 instances, and this program did not make your cluster, so it cannot know "
+                         "how one joins it. Set settings.existingAws (clusterEndpoint, nodeRoleArn, "
+                         "instanceProfile, amiSelectorTerms, subnetSelectorTerms, securityGroupSelectorTerms, "
+                         "userData; docs/autoscaling.md, \"On an existing cluster\")")
+            return
+        if p.capacity_reservation is not None:
+            yield (f"{path}.capacityReservation", "on an existing cluster the pool's node class is "
+                   "settings.existingAws's, which names no reservation: a `reserved` NodePool would never launch")
+    elif s.traits.cloud != "aws":
+        # Karpenter's cloud provider launches EC2 instances; kind and local clusters have none.
         yield here, (f"the {s.platform} platform cannot autoscale: the autoscaler launches EC2 instances that "
-                     "join by themselves, which only the aws platform makes")
+                     "join by themselves, which only the aws platform makes (or an existing cluster whose "
+                     "nodes are on AWS: settings.existingAws)")
         return
     for field, alias in _FIXED_SIZE:
         if field in p.model_fields_set:
