@@ -14,7 +14,7 @@ from components.addons import gang_gate
 from components.addons.graph import AddonGraphError, final_values, install_graph
 from components.plan.run import PROJECT_DIR
 from components.settings import parse_settings
-from components.settings.load import read_stack_file
+from components.settings.load import SettingsError, read_stack_file
 from components.settings.model import Settings
 from components.tables.instance_types import gpu_facts
 from components.tables.labels import GANG_GATE
@@ -87,9 +87,9 @@ def test_refused_without_an_image_or_without_an_autoscaled_pool(raw: dict[str, A
 
 
 def test_an_image_not_pinned_by_digest_is_refused_by_the_settings() -> None:
-    with pytest.raises(Exception) as err:
+    with pytest.raises(SettingsError) as err:
         _elastic({"enabled": True, "image": "registry.example.internal/ck8s-gpu/probe:latest"})
-    assert "gangGate" in str(err.value) and "image" in str(err.value)
+    assert "settings.gpuStack.addons.gangGate.image:" in str(err.value)
 
 
 def test_the_elastic_stack_with_the_gate_plans_and_passes_the_policy_pack() -> None:
