@@ -18,6 +18,9 @@ What it needs from the workload: the gate in the pod template (`schedulingGates:
 ck8s-gpu.io/gang}]`): a gate can only be set when a pod is created, and KAI's podgrouper names the
 pod's PodGroup only after that (pkg/podgrouper/pod_controller.go). Pods without it are not judged.
 
+Its role may update any pod (no narrower verb removes a gate), so a ValidatingAdmissionPolicy binds
+its service account to removing GANG_GATE and nothing else (pod_update_policy).
+
 This project publishes no image: the site builds one carrying the binary (tools/probe_image.py
 --gang-gate), pushes it, and names it by digest (`image`). Off unless enabled.
 """
@@ -69,6 +72,57 @@ RULES: tuple[dict[str, Any], ...] = (
 )
 
 
+# The role's `update` on pods reaches every mutable field of every pod in the cluster: a container's
+# image (the API allows changing it), labels, annotations, tolerations. The controller only ever
+# removes its own gate. This policy holds its service account to exactly that, on a real API server
+# (admissionregistration.k8s.io/v1, GA since 1.30), so a stolen token of it cannot swap a privileged
+# pod's image or move a pod between Services. Each field the API lets an update change
+# (k8s.io/kubernetes pkg/apis/core/validation ValidatePodUpdate: images, activeDeadlineSeconds,
+# tolerations, schedulingGates; metadata) must stay as it was, and the gates left must be the old
+# ones less GANG_GATE.
+POD_UPDATE_POLICY = "ck8s-gang-gate-pod-updates"
+SERVICE_ACCOUNT_USER = f"system:serviceaccount:{NAMESPACE}:{NAME}"
+_UNCHANGED = ("spec.containers", "spec.initContainers", "spec.tolerations", "spec.activeDeadlineSeconds",
+              "metadata.labels", "metadata.annotations", "metadata.ownerReferences", "metadata.finalizers")
+
+
+def _unchanged(field: str) -> str:
+    """CEL: `field` is present in both or neither, and equal where present."""
+    parent, _, leaf = field.rpartition(".")
+    new, old = f"object.{parent}", f"oldObject.{parent}"
+    return (f"has({new}.{leaf}) == has({old}.{leaf}) && (!has({new}.{leaf}) || "
+            f"{new}.{leaf} == {old}.{leaf})")
+
+
+def pod_update_policy() -> list[dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding that hold the controller's pod updates to
+    removing GANG_GATE."""
+    gates_left = (f"has(oldObject.spec.schedulingGates) && (has(object.spec.schedulingGates) ? "
+                  f"object.spec.schedulingGates == oldObject.spec.schedulingGates.filter(g, g.name != '{GANG_GATE}') "
+                  f": oldObject.spec.schedulingGates.all(g, g.name == '{GANG_GATE}'))")
+    validations = [{"expression": _unchanged(f), "reason": "Forbidden",
+                    "message": f"the gang gate may only remove its scheduling gate ({GANG_GATE}): {f} changed"}
+                   for f in _UNCHANGED]
+    validations.append({"expression": gates_left, "reason": "Forbidden",
+                        "message": f"the gang gate may only remove its scheduling gate ({GANG_GATE}), nothing else"})
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": POD_UPDATE_POLICY},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                    "operations": ["UPDATE"], "resources": ["pods"]}]},
+            "matchConditions": [{"name": "the-gang-gate",
+                                 "expression": f"request.userInfo.username == '{SERVICE_ACCOUNT_USER}'"}],
+            "validations": validations,
+        },
+    }
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": POD_UPDATE_POLICY},
+               "spec": {"policyName": POD_UPDATE_POLICY, "validationActions": ["Deny"]}}
+    return [policy, binding]
+
+
 def objects(settings: Settings) -> list[dict[str, Any]]:
     image = settings.gpu_stack.addons.gang_gate.image
     labels = {"app.kubernetes.io/name": NAME}
@@ -103,7 +157,7 @@ def objects(settings: Settings) -> list[dict[str, Any]]:
             },
         },
     }
-    return [account, role, binding, deployment]
+    return [*pod_update_policy(), account, role, binding, deployment]
 
 
 def values(ctx: AddonContext) -> dict[str, Any]:

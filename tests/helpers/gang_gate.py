@@ -13,11 +13,12 @@ from typing import Any
 from components.facts.autoscaling import NODEPOOL_LABEL
 from components.settings.model import Settings
 from components.tables.instance_types import gpu_facts
+from components.tables.labels import GANG_GATE
 from tests.helpers import karpenter as kp
 from tests.helpers.controller_env import Process
 
 BINARY = "ck8s-gang-gate"
-GATE = "ck8s-gpu.io/gang"
+GATE = GANG_GATE  # components/tables/labels.py
 # KAI-Scheduler pkg/common/constants PodGroupAnnotationForPod: the pod's PodGroup.
 POD_GROUP_ANNOTATION = "pod-group-name"
 POD_GROUP_API = "scheduling.run.ai/v2alpha2"

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.addons import gang_gate
 from components.conformance.autoscaling import cluster_autoscaling
 from components.conformance.common import Context
 from components.conformance.evidence import Result
@@ -33,7 +34,7 @@ from components.settings.model import DEFAULT_GPU_TAINT, Settings
 from components.smoke.gateway import KubeGateway
 from components.smoke.run import Ref, cleanup
 from components.tables.instance_types import AUTOSCALER_UNMODELED, GPU_INSTANCE_TYPES, gpu_facts
-from components.tables.labels import POOL_TAG
+from components.tables.labels import GANG_GATE, POOL_TAG
 from tests.fakes.kai.crds import POD_GROUP_CRD
 from tests.helpers import gang_gate as gg
 from tests.helpers import karpenter as kp
@@ -241,6 +242,68 @@ def test_the_autoscaler_restarting_mid_scale_up_launches_once(env: Env) -> None:
         env.cluster.apply(kp.kwok_node_class())
         env.delete_jobs("resume-l4")
     env.wait_no_gpu_nodes()
+
+
+def test_the_gates_service_account_may_only_remove_its_gate(env: Env) -> None:
+    """The add-on's policy on a real API server (components/addons/gang_gate.py pod_update_policy):
+    the controller's service account may take GANG_GATE off a pod, and change nothing else its role's
+    pod `update` reaches. Runs before the gate starts (the `gate` fixture), which would release the
+    probe pod itself."""
+    objs = [o for o in gang_gate.objects(env.settings) if o["kind"] != "Deployment"]
+    env.kubectl("create", "namespace", gang_gate.NAMESPACE, check=False)
+    env.cluster.apply(objs)
+    other = "example.com/not-ours"
+    probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gate-vap-probe", "namespace": "default"},
+             "spec": {"schedulingGates": [{"name": GANG_GATE}, {"name": other}],
+                      "containers": [{"name": "c", "image": "registry.example.internal/probe:1"}]}}
+    env.cluster.apply([probe])
+
+    def ours(pod: dict[str, Any]) -> None:
+        pod["spec"]["schedulingGates"] = [{"name": other}]
+
+    # Each refused change rides on the one allowed change (our gate off), so it alone is judged.
+    def image(pod: dict[str, Any]) -> None:
+        ours(pod)
+        pod["spec"]["containers"][0]["image"] = "registry.example.internal/evil:1"
+
+    def label(pod: dict[str, Any]) -> None:
+        ours(pod)
+        pod["metadata"].setdefault("labels", {})["app"] = "frontend"
+
+    def others_gate(pod: dict[str, Any]) -> None:
+        pod["spec"]["schedulingGates"] = [{"name": GANG_GATE}]
+
+    def refused(change: Callable[[dict[str, Any]], None], dry_run: bool = True) -> str | None:
+        """The pod updated by `change` as the gate's service account (a PUT, the verb its role has):
+        None if the API server took it, else kubectl's error (its stderr, in the RuntimeError). A
+        server-side dry run passes admission, policies included, and changes nothing: a change
+        taken before the API server loaded the policy must not become the pod the next try sees."""
+        pod = env.cluster.get_json("pod", "gate-vap-probe", "-n", "default")
+        change(pod)
+        try:
+            env.cluster.kubectl(f"--as={gang_gate.SERVICE_ACCOUNT_USER}", "replace", "-f", "-",
+                                *(["--dry-run=server"] if dry_run else []), input=json.dumps(pod))
+        except RuntimeError as err:
+            return str(err)
+        return None
+
+    try:
+        # The policy takes effect once the API server has loaded it: wait for the first refusal.
+        why = env.wait("the image change refused by the policy", lambda: refused(image), timeout=30)
+        assert f"ValidatingAdmissionPolicy '{gang_gate.POD_UPDATE_POLICY}'" in why, why
+        assert "spec.containers changed" in why, why
+        why = refused(label) or ""
+        assert "metadata.labels changed" in why, why
+        why = refused(others_gate) or ""
+        assert "may only remove its scheduling gate (ck8s-gpu.io/gang), nothing else" in why, why
+        assert refused(ours, dry_run=False) is None  # the one change it makes, for real
+        pod = env.cluster.get_json("pod", "gate-vap-probe", "-n", "default")
+        assert pod["spec"]["schedulingGates"] == [{"name": other}]
+        assert pod["spec"]["containers"][0]["image"] == "registry.example.internal/probe:1"
+    finally:
+        env.kubectl("delete", "pod", "gate-vap-probe", "-n", "default", "--ignore-not-found", "--wait=false")
+        env.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy",
+                    gang_gate.POD_UPDATE_POLICY, "--ignore-not-found")
 
 
 @pytest.fixture(scope="module")

@@ -104,3 +104,21 @@ def test_the_elastic_stack_with_the_gate_plans_and_passes_the_policy_pack() -> N
             and r.name.endswith(gang_gate.NAME)] == [f"gpu-stack-{gang_gate.NAME}"]
     result = evaluate_plan(plan)
     assert result.mandatory == [], [str(f) for f in result.mandatory]
+
+
+def test_a_policy_holds_its_service_account_to_removing_its_gate() -> None:
+    """The role's pod `update` reaches images and labels of every pod: the policy (judged on a real
+    API server in tests/integration/test_karpenter_local.py) binds exactly the controller's account."""
+    objs = _objects(_elastic({"enabled": True, "image": IMAGE}))
+    policy, binding = objs["ValidatingAdmissionPolicy"], objs["ValidatingAdmissionPolicyBinding"]
+    account = objs["ServiceAccount"]["metadata"]
+    assert policy["spec"]["matchConditions"] == [{
+        "name": "the-gang-gate",
+        "expression": f"request.userInfo.username == 'system:serviceaccount:{account['namespace']}:{account['name']}'"}]
+    assert policy["spec"]["matchConstraints"]["resourceRules"] == [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"]}]
+    checked = " ".join(v["expression"] for v in policy["spec"]["validations"])
+    for field in ("containers", "initContainers", "tolerations", "activeDeadlineSeconds", "labels", "annotations"):
+        assert f"object.spec.{field} ==" in checked or f"object.metadata.{field} ==" in checked, field
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert policy["spec"]["failurePolicy"] == "Fail"
