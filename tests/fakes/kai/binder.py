@@ -197,6 +197,12 @@ class KaiStandIn:
                    and not p["metadata"].get("deletionTimestamp")]
         if len(members) < int(pg.get("spec", {}).get("minMember", 1)):
             return  # not ready for scheduling: not tried
+        # The group's pending pods from the same listing as its members: KAI judges a gang on one
+        # snapshot of the cluster (KAI-Scheduler pkg/scheduler/cache/cache.go
+        # SchedulerCache.Snapshot, then the allocate action). A pod created between the cycle's
+        # listing and this one would otherwise count toward minMember without being placed, and a
+        # gang that cannot fit would get its other pods bound (seen in CI: gang-never-0 bound).
+        pending = [p for p in members if not p["spec"].get("nodeName")]
         if any(p["metadata"].get("labels", {}).get(QUEUE_LABEL, DEFAULT_QUEUE) not in self.queues for p in pending):
             return
         taken: set[tuple[str, str]] = set()
