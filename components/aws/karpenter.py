@@ -15,20 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..facts import efa
-from ..facts.autoscaling import EC2_NODE_CLASS_API_VERSION, EC2_NODE_CLASS_KIND, NodeClassRef, ec2_node_class_ref
+from ..facts.autoscaling import EC2_NODE_CLASS_API_VERSION, EC2_NODE_CLASS_KIND, ec2_node_class_ref
 from ..settings.model import NodePoolSettings, Settings
 from .hardening import IMDS, ROOT_DEVICE
 from .iam import Scope
 from .tags import node_tags
 
-API_VERSION = EC2_NODE_CLASS_API_VERSION
-NODE_CLASS_KIND = EC2_NODE_CLASS_KIND
 # ec2nodeclass.go Tags: Karpenter writes these keys itself and the CRD refuses them in spec.tags.
 KARPENTER_OWNED_TAG_PREFIXES = ("kubernetes.io/cluster/", "karpenter.sh/", "karpenter.k8s.aws/", "eks:")
-
-
-def node_class_ref(pool: NodePoolSettings) -> NodeClassRef:
-    return ec2_node_class_ref(pool)
 
 
 def node_class_tags(settings: Settings, pool: NodePoolSettings) -> dict[str, str]:
@@ -85,7 +79,8 @@ def ec2_node_class_manifest(settings: Settings, pool: NodePoolSettings, *, ami: 
         # NodePool capacity-type `reserved` (components/facts/autoscaling.py capacity_types) launches
         # only into these; Karpenter reads a Capacity Block's own start and end from EC2.
         spec["capacityReservationSelectorTerms"] = [{"id": cr.id}]
-    return {"apiVersion": API_VERSION, "kind": NODE_CLASS_KIND, "metadata": {"name": pool.name}, "spec": spec}
+    return {"apiVersion": EC2_NODE_CLASS_API_VERSION, "kind": EC2_NODE_CLASS_KIND,
+            "metadata": {"name": ec2_node_class_ref(pool).name}, "spec": spec}
 
 
 def controller_policy(scope: Scope, *, worker_role_arn: str, ssm_parameters: Sequence[str],

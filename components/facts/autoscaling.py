@@ -102,7 +102,7 @@ EC2_NODE_CLASS_KIND = "EC2NodeClass"
 
 def ec2_node_class_ref(pool: NodePoolSettings) -> NodeClassRef:
     """The pool's EC2NodeClass, named as the pool, on aws and on an existing cluster alike."""
-    return NodeClassRef("karpenter.k8s.aws", EC2_NODE_CLASS_KIND, pool.name)
+    return NodeClassRef(EC2_NODE_CLASS_API_VERSION.split("/")[0], EC2_NODE_CLASS_KIND, pool.name)
 
 
 def existing_node_class_manifest(settings: Settings, pool: NodePoolSettings) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from ..addons.karpenter import on_existing_aws
 from ..aws.karpenter import existing_controller_policy
 from ..kube.charts import CHARTS_DIR, local_chart_dir, render
 from ..runtime.atomic import write_text_atomic
@@ -106,9 +107,8 @@ def write(plan: Plan, out: Path) -> list[Path]:
             objects.append(obj)
     if objects:
         put("manifests/objects.yaml", _dump_all(objects))
-    s = plan.settings
-    if s.platform == "existing" and s.existing_aws is not None and s.region is not None:
+    if on_existing_aws(plan.settings):
         # Nothing here attaches it: the user's control-plane role must carry it (docs/autoscaling.md).
         put("iam/karpenter-controller-policy.json",
-            json.dumps(existing_controller_policy(s), indent=2, sort_keys=True) + "\n")
+            json.dumps(existing_controller_policy(plan.settings), indent=2, sort_keys=True) + "\n")
     return written

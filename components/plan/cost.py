@@ -115,6 +115,11 @@ class ClusterCost:
         return lo * HOURS_PER_MONTH, mid * HOURS_PER_MONTH, hi * HOURS_PER_MONTH
 
     @property
+    def only_region_missing(self) -> bool:
+        """Every line lacks a price only because the tables have none for the Region."""
+        return {i.unpriced for i in self.items} <= {no_region(self.region)}
+
+    @property
     def dates(self) -> str:
         days = ([self.ec2_date] if self.used_ec2 else []) + ([prices.READ_ON] if self.used_other else [])
         return " and ".join(dict.fromkeys(days))
@@ -275,7 +280,7 @@ def summary_line(cost: ClusterCost) -> str:
     if not cost.on_aws:
         return f"cost: not priced: platform {cost.platform} creates no AWS resources"
     if not cost.used_ec2 and not cost.used_other:
-        if {i.unpriced for i in cost.items} <= {no_region(cost.region)}:
+        if cost.only_region_missing:
             return f"cost: {no_region(cost.region)} (`ck8s-gpu plan --cost` lists the line items)"
         reasons = dict.fromkeys(i.unpriced for i in cost.unpriced)  # nothing priced: each reason once
         return f"cost: not priced: {'; '.join(reasons)} (`ck8s-gpu plan --cost` lists the line items)"
@@ -331,7 +336,7 @@ def table_lines(cost: ClusterCost) -> list[str]:
         mlo, mmid, mhi = cost.monthly
         out.append(f"a month ({HOURS_PER_MONTH} h): {_usd(mlo)} min, {_usd(mmid)} desired, {_usd(mhi)} max"
                    + ("" if cost.complete else " (priced items only)"))
-    elif {i.unpriced for i in cost.items} <= {no_region(cost.region)}:
+    elif cost.only_region_missing:
         out.append(f"total: not priced: {no_region(cost.region)}")
     else:
         out.append("total: not priced: no line item has a price (each says why below)")

@@ -20,9 +20,8 @@ from components.aws.karpenter import (
     controller_policy,
     ec2_node_class_manifest,
     existing_controller_policy,
-    node_class_ref,
 )
-from components.facts.autoscaling import existing_node_class_manifest, nodepool_manifest
+from components.facts.autoscaling import ec2_node_class_ref, existing_node_class_manifest, nodepool_manifest
 from components.plan.artifacts import write
 from components.plan.run import plan_stack
 from components.plan.timeline import build_steps, make_timeline
@@ -41,7 +40,7 @@ def stack(*pools: dict[str, Any], **extra: Any) -> Settings:
 
 
 def nodepool(s: Settings, i: int = 0) -> dict[str, Any]:
-    return nodepool_manifest(s, s.node_pools[i], node_class_ref(s.node_pools[i]))
+    return nodepool_manifest(s, s.node_pools[i], ec2_node_class_ref(s.node_pools[i]))
 
 
 def test_the_nodepool_bounds_karpenters_own_nodes_by_the_pools_range() -> None:
@@ -173,7 +172,8 @@ def test_an_existing_cluster_on_aws_gets_a_nodepool_and_exactly_the_users_node_c
     assert {"karpenter", "karpenter-nodepools"} <= set(graph.names)  # on by default: autoscaled + existingAws
     values = final_values(graph, s)
     pools, classes = values["karpenter-nodepools"]["nodePools"], values["karpenter-nodepools"]["nodeClasses"]
-    assert pools == [nodepool_manifest(s, s.node_pools[0], node_class_ref(s.node_pools[0]))]  # the fixed pool has none
+    # the fixed pool has none
+    assert pools == [nodepool_manifest(s, s.node_pools[0], ec2_node_class_ref(s.node_pools[0]))]
     assert classes == [existing_node_class_manifest(s, s.node_pools[0])]
     assert classes[0]["metadata"] == {"name": "l4"} and classes[0]["kind"] == "EC2NodeClass"
     assert classes[0]["spec"] == {
