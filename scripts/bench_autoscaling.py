@@ -170,7 +170,7 @@ def _pct(values: Sequence[float], p: float) -> float:
 def settings(scale_down_after: str) -> Any:
     pools = [{"name": name, "instanceType": itype, "autoscaling": {"maxSize": 20, "scaleDownAfter": scale_down_after}}
              for name, itype in POOLS.items()]
-    return parse_settings({"platform": "aws", "environment": "bench", "region": "eu-west-1", "nodePools": pools})
+    return parse_settings({"platform": "aws", "environment": "bench", "region": "us-east-1", "nodePools": pools})
 
 
 def replay(mode: str, jobs: Sequence[Job], *, scale: float, node_start: float, work: Path) -> Run:

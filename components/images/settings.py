@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field, StrictInt, ValidationError
 
 from ..aws.naming import tag_problems
+from ..settings.limits import offering_problem
 from ..settings.load import SettingsError, pydantic_reason
 from ..settings.model import MIRROR, _Model
 from ..settings.problems import Problem, cut, field_path
@@ -198,6 +199,8 @@ def _rules(s: ImageSettings) -> Iterator[Problem]:
     if not re.fullmatch(r"\d{3}", s.driver_branch) or int(s.driver_branch) < MIN_DRIVER_BRANCH:
         yield (f"{ROOT}.driverBranch", f"'{cut(s.driver_branch)}' is not a driver branch of {MIN_DRIVER_BRANCH} or "
                "newer (three digits, like 595; DRA needs 580+, docs/adr/0007)")
+    if not region_problem(s.region) and (why := offering_problem(s.build_instance, s.region)):
+        yield f"{ROOT}.buildInstanceType", why  # Image Builder launches it in the build Region
     if s.role == "control-plane":
         yield from _control_plane_rules(s)
     else:

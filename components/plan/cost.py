@@ -263,8 +263,10 @@ def cluster_cost(settings: Settings, stack: str = "") -> ClusterCost:
                  if e.kind == "Interface"]
     if interface:
         n = len(interface) * private_subnets
+        unit, why = p.hourly(prices.VPC_ENDPOINT_AZ_HOUR)
         items.append(LineItem(f"VPC interface endpoints ({len(interface)} services x {private_subnets} zones)",
-                              (n, n, n), None, "no price for VPC interface endpoints in the table"))
+                              (n, n, n), unit, why))
+        notes.append("interface endpoints also bill per GB they process (not in the totals: it follows the traffic)")
     notes.append("not included: data transfer, backups' S3 storage, ECR storage, Secrets Manager secrets, "
                  "CloudWatch, taxes (docs/cost.md)")
     return ClusterCost(stack, "aws", settings.region, tuple(items), tuple(notes), tuple(p.sources),

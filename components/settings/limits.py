@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from ..tables import ec2_regional_prices as regional
 from ..tables.ec2_instance_types import BOTOCORE, EC2_INSTANCE_TYPES
 from .facts import mirrored_pool, pool_gpus
 from .model import MAX_CLUSTER_NODES, GpuFactsSettings, Settings
@@ -63,12 +64,45 @@ def ec2_type_problem(instance_type: str) -> str | None:
             f"{len(EC2_INSTANCE_TYPES)}): {hint} A type newer than that botocore needs boto3/botocore bumped")
 
 
+def offering_problem(instance_type: str, region: str) -> str | None:
+    """Why EC2 would refuse to launch `instance_type` in `region` because the Region does not offer
+    it: AWS's own price list (components/tables/ec2_regional_prices.py, dated) has no On-Demand price
+    for it there while it covers the Region and the type's family. None when the table lists it, or
+    cannot tell (another family or Region: pre-flight asks EC2's DescribeInstanceTypeOfferings)."""
+    if not regional.unlisted_in(instance_type, region):
+        return None
+    elsewhere = regional.listed_regions(instance_type)
+    family = instance_type.split(".")[0]
+    size = instance_type.split(".")[1]
+    here = sorted(t for t in regional.ON_DEMAND.get(region, {}) if t.split(".") == [t.split(".")[0], size]
+                  and t.split(".")[0] != family)
+    return (f"{instance_type} is not offered in {region}: AWS's price list of {regional.PRICE_AS_OF} "
+            f"({regional.SOURCE_REPOSITORY.removeprefix('github.com/')}@{regional.SOURCE_COMMIT[:7]}) has no "
+            f"On-Demand {instance_type} in {regional.LOCATIONS[region]}, so EC2 would refuse the launch. "
+            f"Regions that list it: {', '.join(elsewhere) or 'none of the table'}"
+            + (f"; sizes {region} lists in other families: {', '.join(here)}" if here else "")
+            + " (a newer price list: update components/tables/ec2_regional_prices.py)")
+
+
+def launched_types(s: Settings) -> list[tuple[str, str]]:
+    """Each instance type this stack has EC2 launch, with its field path: on aws the control planes
+    and every pool; on an existing cluster on AWS (existingAws) the autoscaled pools, which Karpenter
+    launches there. Elsewhere none: the instance types are not ours to launch."""
+    if s.platform == "aws":
+        return [(s.control_plane.instance_type, f"{ROOT}.controlPlane.instanceType")] + [
+            (p.instance_type, f"{ROOT}.nodePools[{i}].instanceType") for i, p in enumerate(s.node_pools)]
+    if s.platform == "existing" and s.existing_aws is not None:
+        return [(p.instance_type, f"{ROOT}.nodePools[{i}].instanceType") for i, p in enumerate(s.node_pools)
+                if p.autoscaling is not None]
+    return []
+
+
 def _instance_types(s: Settings) -> Iterator[Problem]:
-    if s.platform != "aws":
-        return
-    for itype, where in [(s.control_plane.instance_type, f"{ROOT}.controlPlane.instanceType")] + [
-            (p.instance_type, f"{ROOT}.nodePools[{i}].instanceType") for i, p in enumerate(s.node_pools)]:
-        if (why := ec2_type_problem(itype)) is not None:
+    for itype, where in launched_types(s):
+        why = ec2_type_problem(itype)  # a misspelt type is named as that, not as one the Region lacks
+        if why is None and s.region is not None:
+            why = offering_problem(itype, s.region)
+        if why is not None:
             yield where, why
 
 

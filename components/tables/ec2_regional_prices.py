@@ -287,3 +287,14 @@ NOT_LISTED: dict[str, tuple[str, ...]] = {
         "g6e.xlarge",
     ),
 }
+
+
+def unlisted_in(instance_type: str, region: str) -> bool:
+    """AWS's price list of PRICE_AS_OF has no On-Demand price for `instance_type` in `region`, though
+    the extract covers the Region and the type's family: the Region does not offer it."""
+    return instance_type in NOT_LISTED.get(region, ())
+
+
+def listed_regions(instance_type: str) -> tuple[str, ...]:
+    """The Regions of this table whose price list has `instance_type`, sorted."""
+    return tuple(sorted(r for r, rows in ON_DEMAND.items() if instance_type in rows))

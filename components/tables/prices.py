@@ -42,6 +42,7 @@ NLB_HOUR = "nlb-hour"
 PUBLIC_IPV4_HOUR = "public-ipv4-hour"
 EBS_GP3_GB_MONTH = "ebs-gp3-gb-month"
 EBS_SNAPSHOT_GB_MONTH = "ebs-snapshot-gb-month"
+VPC_ENDPOINT_AZ_HOUR = "vpc-endpoint-az-hour"
 
 _VPC = "https://aws.amazon.com/vpc/pricing/"
 _NAT = Source(_VPC, "https://rajesh.medampudi.com/blog/aws-nat-gateway-hidden-tax",
@@ -73,6 +74,13 @@ PRICES: dict[str, dict[str, Price]] = {
             "After the snapshot is restored to the standard tier, the snapshot is billed at the standard rate "
             "for snapshots of $0.05 per GB-month",
             note="the EBS User Guide names no Region for it: listed for us-east-1 only")),
+        VPC_ENDPOINT_AZ_HOUR: Price(0.01, "per interface VPC endpoint per Availability Zone-hour", Source(
+            "https://aws.amazon.com/privatelink/pricing/",
+            "https://awsnegotiations.com/privatelink-cost-analysis.html",
+            "Interface Endpoint hourly $0.01 / hour per AZ ... Each AZ enabled per endpoint ... NLB on PrivateLink "
+            "service side $0.0225 / hour + LCU",
+            note="the page (updated May 2026) names no Region; the NLB rate beside it is us-east-1's (above): "
+                 "listed for us-east-1 only. Each partial endpoint-hour is billed as a full hour (AWS's page)")),
     },
 }
 

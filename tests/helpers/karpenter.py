@@ -38,7 +38,7 @@ from tests.helpers.tools import load_tool
 
 BINARY = "ck8s-karpenter-kwok"
 KWOK_NODE_CLASS = NodeClassRef("karpenter.kwok.sh", "KWOKNodeClass", "ck8s-gpu")
-ZONE = "eu-west-1a"
+ZONE = "eu-north-1a"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # The one line ck8s-karpenter-kwok logs about the types it was given (tools/mod/karpenter main.go).
 TYPES_LINE = "ck8s-gpu instance types"

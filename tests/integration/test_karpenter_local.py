@@ -47,7 +47,7 @@ lc = load_tool("localcluster")
 
 # Two autoscaled pools from zero, as an aws stack declares them; 10 s idle so the test sees them go.
 SETTINGS: dict[str, Any] = {
-    "platform": "aws", "environment": "ci", "region": "eu-west-1",
+    "platform": "aws", "environment": "ci", "region": "eu-north-1",
     "nodePools": [
         {"name": "h100", "instanceType": "p5.48xlarge", "autoscaling": {"maxSize": 2, "scaleDownAfter": "10s"}},
         {"name": "l4", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3, "scaleDownAfter": "10s"}},
@@ -404,7 +404,7 @@ def test_the_aws_stacks_objects_pass_the_pinned_crds_rules(env: Env) -> None:
     for o in objs:  # beside this module's own NodePools of the same names (nodeClassRef is immutable)
         o["metadata"]["name"] = f"aws-{o['metadata']['name']}"
     # An existing cluster on AWS: its class is the user's `existingAws` fields (every selector kind).
-    existing = parse_settings({"platform": "existing", "environment": "lab", "region": "eu-west-1", "existingAws": {
+    existing = parse_settings({"platform": "existing", "environment": "lab", "region": "eu-north-1", "existingAws": {
         "clusterEndpoint": "https://10.0.0.10:6443", "nodeRoleArn": "arn:aws:iam::123456789012:role/gpu-node",
         "instanceProfile": "gpu-node",
         "amiSelectorTerms": [{"ssmParameter": "/site/images/gpu"}, {"id": "ami-0123456789abcdef0"},

@@ -66,14 +66,14 @@ def test_ctrl_c_during_stamp_offline_exits_130_and_stops_every_worker(tmp_path: 
     (tmp_path / "Pulumi.aws-prod.yaml").write_text((PROJECT_DIR / "stacks" / "Pulumi.aws-prod.yaml").read_text())
     # Six regions on two workers: before the fix, Ctrl-C here left the pool waiting for ever.
     # Each region names its own zones and no reservation (zone-scoped fields, stamping/derive.py).
-    regions = ("us-east-2", "us-west-1", "eu-west-1", "eu-west-2", "eu-west-3", "eu-north-1")
+    regions = ("us-east-2", "us-west-1", "eu-central-2", "eu-south-1", "eu-west-3", "eu-north-1")
     (tmp_path / "aws-prod.regions.yaml").write_text("regions:\n" + "".join(
         f"  {r}: {{network: {{availabilityZones: [{r}a, {r}b, {r}c]}}, nodePools: [{{name: h100, availabilityZone: "
         f"{r}a, capacityReservation: null, placement: null}}]"
         + (", backup: {region: eu-central-1}" if r.startswith("eu-") else "") + "}\n" for r in regions))
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from components.cli.main import main; sys.exit(main(sys.argv[1:]))",
-         "stamp", "--template", "aws-prod", "--regions", "us-east-2,us-west-1,eu-west-1,eu-west-2,eu-west-3,eu-north-1",
+         "stamp", "--template", "aws-prod", "--regions", ",".join(regions),
          "--offline", "--parallel", "2",
          "--stacks-dir", str(tmp_path)],
         cwd=PROJECT_DIR, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -5,6 +5,7 @@ written down from the committed stack files, never read back from the code that 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ from components.plan.cost import (
 )
 from components.settings.model import Settings
 from components.tables.ec2_prices import GENERATED_AT, ON_DEMAND
-from components.tables.ec2_regional_prices import NOT_LISTED, PRICE_AS_OF
 from components.tables.ec2_regional_prices import ON_DEMAND as REGIONAL
+from components.tables.ec2_regional_prices import PRICE_AS_OF
 from components.tables.paths import PROJECT_DIR
 from components.tables.prices import PRICES, READ_ON
 from components.validate import load_stack
@@ -38,7 +39,6 @@ GB_HOUR = US["ebs-gp3-gb-month"] / 730  # one GiB of gp3 an hour
 DATES = f"prices of {GENERATED_AT[:10]} and {READ_ON}"
 # eu-west-1: EC2 from the regional table (g4dn/g5 only: AWS's price list of PRICE_AS_OF has no On-Demand
 # g6 or g6e there), nothing else (prices.py is us-east-1 only).
-NO_EU_PRICE = "no price for eu-west-1 in the table"
 NO_EU_G6 = (f"g6.xlarge has no On-Demand price in eu-west-1 in AWS's price list of {PRICE_AS_OF} "
             "(giantswarm/cluster-manager@435775f)")
 NO_EU_M7I = "no price for m7i.xlarge in eu-west-1 in the table"
@@ -60,73 +60,91 @@ def _money(x: float) -> str:
 
 # --- the committed stacks, against the table --------------------------------------------------------
 
-# Written down from stacks/Pulumi.aws-prod.yaml: (instance type, count at min, desired, max, root GiB).
-PROD_NODES = [
-    ("m7i.2xlarge", 3, 3, 3, 100),  # controlPlane: count 3 (rootVolumeGiB: the default, 100)
-    ("g6e.12xlarge", 2, 2, 8, 200),  # pool l40s (rootVolumeGiB: the default, 200)
-    ("p5.48xlarge", 2, 2, 4, 500),  # pool h100, rootVolumeGiB 500
-]
-PROD_NAT = 3  # natGateways: per-az over azCount 3, one Elastic IP each
-PROD_NLB = 1  # apiLoadBalancer: internal (no public address)
+@dataclass(frozen=True)
+class StackFacts:
+    """What a committed stack file says it creates, written down by reading it (never from the code)."""
+    nodes: tuple[tuple[str, int, int, int, int], ...]  # (instance type, count at min, desired, max, root GiB)
+    nats: int  # NAT gateways, one Elastic IP each
+    nlb_addresses: int  # public IPv4 addresses of an internet-facing API load balancer (one a zone)
+    endpoint_zones: int  # interface endpoints x private subnets
+    region: str = "us-east-1"
 
 
-def _prod_expected() -> tuple[float, float, float]:
+STACK_FACTS = {
+    # controlPlane: count 3 (rootVolumeGiB: the default, 100); pool l40s (root: the default, 200); pool h100,
+    # rootVolumeGiB 500; natGateways per-az over azCount 3; apiLoadBalancer internal.
+    "aws-prod": StackFacts((("m7i.2xlarge", 3, 3, 3, 100), ("g6e.12xlarge", 2, 2, 8, 200),
+                            ("p5.48xlarge", 2, 2, 4, 500)), nats=3, nlb_addresses=0, endpoint_zones=0),
+    # one control plane; pool l4 1/1/3; natGateways: the default, single; internet-facing over the default 2 zones.
+    "aws-dev": StackFacts((("m7i.xlarge", 1, 1, 1, 100), ("g6.xlarge", 1, 1, 3, 200)),
+                          nats=1, nlb_addresses=2, endpoint_zones=0),
+    # autoscaled from zero to autoscaling.maxSize (h100 4, l4 6); apiLoadBalancer: the default, internal.
+    "aws-elastic": StackFacts((("m7i.xlarge", 1, 1, 1, 100), ("p5.48xlarge", 0, 0, 4, 200),
+                               ("g6.xlarge", 0, 0, 6, 200)), nats=1, nlb_addresses=0, endpoint_zones=0),
+    # natGateways none, endpoints create: 8 interface services (ssm, ssmmessages, ec2messages, secretsmanager,
+    # ec2, elasticloadbalancing; ecr.api and ecr.dkr for its ECR mirror: docs/offline.md) in each of the 2
+    # zones; internal API.
+    "aws-airgap": StackFacts((("m7i.xlarge", 1, 1, 1, 100), ("g6.xlarge", 1, 1, 3, 200)),
+                             nats=0, nlb_addresses=0, endpoint_zones=16),
+}
+
+
+def _expected(facts: StackFacts) -> tuple[float, float, float]:
     out = []
     for at in (1, 2, 3):
-        nodes = sum(n[at] * (EC2[n[0]] + n[4] * GB_HOUR) for n in PROD_NODES)
-        out.append(nodes + PROD_NAT * (US["nat-gateway-hour"] + US["public-ipv4-hour"]) + PROD_NLB * US["nlb-hour"])
+        nodes = sum(n[at] * (EC2[n[0]] + n[4] * GB_HOUR) for n in facts.nodes)
+        out.append(nodes + facts.nats * (US["nat-gateway-hour"] + US["public-ipv4-hour"]) + US["nlb-hour"]
+                   + facts.nlb_addresses * US["public-ipv4-hour"] + facts.endpoint_zones * US["vpc-endpoint-az-hour"])
     return out[0], out[1], out[2]
 
 
-def test_the_prod_stack_file_says_what_the_expected_numbers_count() -> None:
-    prod = load_stack(STACKS / "Pulumi.aws-prod.yaml")
-    cp, (l40s, h100) = prod.control_plane, prod.node_pools
-    assert (cp.instance_type, cp.count, cp.root_volume_gib) == ("m7i.2xlarge", 3, 100)
-    assert (l40s.instance_type, l40s.min_size, l40s.desired_size, l40s.max_size, l40s.root_volume_gib) == (
-        "g6e.12xlarge", 2, 2, 8, 200)
-    assert (h100.instance_type, h100.min_size, h100.desired_size, h100.max_size, h100.root_volume_gib) == (
-        "p5.48xlarge", 2, 2, 4, 500)
-    assert (prod.network.nat_gateways, prod.network.az_count, prod.control_plane.api_load_balancer) == (
-        "per-az", PROD_NAT, "internal")
-    assert prod.region == "us-east-1" and prod.network.endpoints == "off"
+def _prod_expected() -> tuple[float, float, float]:
+    return _expected(STACK_FACTS["aws-prod"])
 
 
-def test_prod_costs_what_the_table_says() -> None:
-    lo, mid, hi = _prod_expected()
-    cost = cluster_cost(load_stack(STACKS / "Pulumi.aws-prod.yaml"), "aws-prod")
-    assert cost.complete
+def test_every_committed_aws_stack_is_written_down() -> None:
+    aws = {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in STACKS.glob("Pulumi.*.yaml")
+           if load_stack(p).platform == "aws"}
+    assert aws == set(STACK_FACTS)
+
+
+@pytest.mark.parametrize("stack", sorted(STACK_FACTS))
+def test_the_stack_file_says_what_the_expected_numbers_count(stack: str) -> None:
+    facts, s = STACK_FACTS[stack], load_stack(STACKS / f"Pulumi.{stack}.yaml")
+    cp = s.control_plane
+    nodes = [(cp.instance_type, cp.count, cp.count, cp.count, cp.root_volume_gib)] + [
+        (p.instance_type, *((p.autoscaling.min_size,) * 2 if p.autoscaling else (p.min_size, p.desired_size)),
+         p.autoscaling.max_size if p.autoscaling else p.max_size, p.root_volume_gib) for p in s.node_pools]
+    assert tuple(nodes) == facts.nodes
+    assert s.region == facts.region
+    assert {"single": 1, "per-az": s.network.az_count, "none": 0}[s.network.nat_gateways] == facts.nats
+    assert (s.network.az_count if cp.api_load_balancer == "internet-facing" else 0) == facts.nlb_addresses
+    assert (s.network.endpoints == "create") == (facts.endpoint_zones > 0)
+
+
+@pytest.mark.parametrize("stack", sorted(STACK_FACTS))
+def test_every_committed_stack_costs_what_the_table_says(stack: str) -> None:
+    lo, mid, hi = _expected(STACK_FACTS[stack])
+    cost = cluster_cost(load_stack(STACKS / f"Pulumi.{stack}.yaml"), stack)
+    assert cost.complete, [i.unpriced for i in cost.unpriced]
     assert cost.hourly == pytest.approx((lo, mid, hi))
-    # $132.63/h at the minimum and desired sizes, $305.91/h at the maximum (EC2 prices of 2026-07-20).
     assert summary_line(cost) == (f"cost: {_money(lo)}/h min, {_money(mid)}/h desired, {_money(hi)}/h max "
                                   f"(On-Demand, us-east-1, {DATES})")
     assert cost.monthly == pytest.approx((lo * 730, mid * 730, hi * 730))
 
 
-@pytest.mark.parametrize(("stack", "counts", "reasons"), [
-    # (control planes, each pool's min/desired/max), written down from the stack files (m7i.xlarge
-    # control planes, g6.xlarge pools, aws-elastic's p5.48xlarge pool), with each distinct reason
-    ("aws-dev", [(1, 1, 1), (1, 1, 3)], [NO_EU_M7I, NO_EU_PRICE, NO_EU_G6]),
-    ("aws-airgap", [(1, 1, 1), (1, 1, 3)],  # endpoints: create
-     [NO_EU_M7I, NO_EU_PRICE, NO_EU_G6, "no price for VPC interface endpoints in the table"]),
-    ("aws-elastic", [(1, 1, 1), (0, 0, 4), (0, 0, 6)],  # autoscaled from zero to autoscaling.maxSize
-     [NO_EU_M7I, NO_EU_PRICE, "no price for p5.48xlarge in eu-west-1 in the table", NO_EU_G6]),
-])
-def test_eu_west_1_stacks_have_no_price_in_the_tables_and_say_why(
-        stack: str, counts: list[tuple[int, int, int]], reasons: list[str]) -> None:
-    assert "eu-west-1" not in ON_DEMAND and "eu-west-1" not in PRICES
-    assert "g6.xlarge" in NOT_LISTED["eu-west-1"] and not {"m7i.xlarge", "p5.48xlarge"} & set(REGIONAL["eu-west-1"])
-    cost = cluster_cost(load_stack(STACKS / f"Pulumi.{stack}.yaml"), stack)
-    assert summary_line(cost) == f"cost: not priced: {'; '.join(reasons)} {LIST_HINT}"
-    assert not cost.complete and cost.hourly == (0, 0, 0)
-    machines = [i for i in cost.items if i.what.startswith(("control planes", "pool")) and "volumes" not in i.what]
-    assert [i.counts for i in machines] == counts
-    assert all(i.unit is None and i.unpriced for i in cost.items)
-    lines = table_lines(cost)
-    assert "total: not priced: no line item has a price (each says why below)" in lines
-    assert any(line.startswith(f"not priced ({NO_EU_G6}): pool l4 (g6.xlarge") for line in lines)
-    # the absence is a fact from the regional source: it is listed with its date
-    assert any("EC2 On-Demand, eu-west-1: AWS's price list of 2026-09-17" in s and "435775f" in s
-               for s in cost.sources)
+def test_prod_costs_what_it_cost_when_the_table_was_read() -> None:
+    # $132.63/h at the minimum and desired sizes, $305.91/h at the maximum (EC2 prices of 2026-07-20).
+    assert [round(x, 2) for x in _prod_expected()] == [132.63, 132.63, 305.91]
+
+
+@pytest.mark.parametrize("stack", sorted(STACK_FACTS))
+def test_docs_cost_md_shows_what_the_plan_prints(stack: str) -> None:
+    """docs/cost.md's table of the committed stacks is the plan's own numbers: it fails when they part."""
+    lo, mid, hi = cluster_cost(load_stack(STACKS / f"Pulumi.{stack}.yaml"), stack).hourly
+    rows = [line for line in (PROJECT_DIR / "docs" / "cost.md").read_text().splitlines()
+            if line.startswith(f"| `{stack}` |")]
+    assert rows == [f"| `{stack}` | us-east-1 | {_money(lo)} | {_money(mid)} | {_money(hi)} | {_money(mid * 730)} |"]
 
 
 def test_an_eu_west_1_pool_is_priced_from_the_regional_table_with_its_source_and_date() -> None:
@@ -254,13 +272,16 @@ def test_the_api_load_balancer_and_its_public_addresses() -> None:
         (3 * US["public-ipv4-hour"],) * 3)
 
 
-def test_interface_endpoints_are_named_without_a_price() -> None:
+def test_interface_endpoints_are_priced_per_zone() -> None:
     cost = cluster_cost(_settings(network={"natGateways": "none", "endpoints": "create"}))
     [endpoints] = [i for i in cost.items if i.what.startswith("VPC interface endpoints")]
-    assert endpoints.unit is None and endpoints.unpriced == "no price for VPC interface endpoints in the table"
     services = int(endpoints.what.split("(")[1].split()[0])
     assert endpoints.counts == (services * 2,) * 3  # one per service in each of the 2 zones' private subnets
-    assert not cost.complete and "not priced: VPC interface endpoints" in summary_line(cost)
+    assert endpoints.unit == US["vpc-endpoint-az-hour"] == 0.01
+    assert cost.complete and any("privatelink" in s for s in cost.sources)
+    assert "interface endpoints also bill per GB they process (not in the totals: it follows the traffic)" in cost.notes
+    eu = cluster_cost(_settings(region="eu-west-1", network={"natGateways": "none", "endpoints": "create"}))
+    assert _items(eu)[endpoints.what].unpriced == "no price for eu-west-1 in the table"
 
 
 def test_a_type_missing_from_a_known_region_is_named() -> None:
@@ -342,7 +363,8 @@ def test_plan_cost_prints_the_table_the_sources_and_the_image_lines(
     assert f"a month (730 h): {_money(lo * 730)} min, {_money(mid * 730)} desired, {_money(hi * 730)} max" in table
     assert "https://aws.amazon.com/vpc/pricing/" in table and "karpenter-provider-aws v1.15.0" in table
     images = out.split("Node image lines this stack boots")[1]
-    assert f"eu-west-1: builds on g6.xlarge in eu-west-1 ({NO_EU_G6})" in images
+    per_build = (EC2["g6.xlarge"] + 60 * GB_HOUR) * IMAGE_BUILD_HOURS
+    assert f"us-east-1: builds on g6.xlarge in us-east-1 ({_money(per_build)} a build)" in images
     assert f"us-east-1: at most {_money(8 * 60 * US['ebs-snapshot-gb-month'])} a month" in images
     doc = json.loads((tmp_path / "cost.json").read_text())
     assert doc["hourly"] == pytest.approx({"min": lo, "desired": mid, "max": hi})
@@ -352,5 +374,7 @@ def test_plan_cost_prints_the_table_the_sources_and_the_image_lines(
 def test_every_plan_ends_with_its_cost_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--stack", "aws-dev", "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == f"cost: not priced: {NO_EU_M7I}; {NO_EU_PRICE}; {NO_EU_G6} {LIST_HINT}"
+    lo, mid, hi = _expected(STACK_FACTS["aws-dev"])
+    assert lines[-1] == (f"cost: {_money(lo)}/h min, {_money(mid)}/h desired, {_money(hi)}/h max "
+                         f"(On-Demand, us-east-1, {DATES})")
     assert lines[-2].split()[0] == "total"

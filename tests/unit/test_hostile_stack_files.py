@@ -47,9 +47,9 @@ def test_bad_bytes_and_numbers_end_in_one_clean_message(tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize(("body", "where", "line", "column"), [
     # an unclosed flow sequence: the error is at the end of the file, the caret where the list began
-    (HEAD + "    region: [eu-west-1\n", "line 5, column 1", "4 |     region: [eu-west-1", 13),
+    (HEAD + "    region: [eu-north-1\n", "line 5, column 1", "4 |     region: [eu-north-1", 13),
     # a key indented one space less than its siblings
-    (HEAD + "   region: eu-west-1\n", "line 4, column 4", "4 |    region: eu-west-1", 4),
+    (HEAD + "   region: eu-north-1\n", "line 4, column 4", "4 |    region: eu-north-1", 4),
     # a tab where YAML allows only spaces
     (HEAD + "    tags:\n\tteam: ml\n", "line 5, column 1", "5 | \\tteam: ml", 1),
 ])
@@ -100,7 +100,7 @@ def test_anchors_and_aliases_within_reason_still_load(tmp_path: Path, capsys: py
     assert code == 0, out
 
 
-AWS = "config:\n  ck8s-gpu:settings:\n    platform: aws\n    region: eu-west-1\n"
+AWS = "config:\n  ck8s-gpu:settings:\n    platform: aws\n    region: eu-north-1\n"
 
 
 @pytest.mark.parametrize(("body", "path", "fragment"), [
@@ -110,7 +110,7 @@ AWS = "config:\n  ck8s-gpu:settings:\n    platform: aws\n    region: eu-west-1\n
     (HEAD + "    kubernetes: {podCidr: 'fd00:10::/56'}\n", "settings.kubernetes.podCidr", "must be IPv4 on kind"),
     (AWS + "    network: {apiAllowList: [203.0.113.0/24, 198.51.100.0/24, 203.0.113.0/24]}\n",
      "settings.network.apiAllowList[2]", "already allowed by apiAllowList[0]"),
-    (AWS.replace("eu-west-1", "eu-westeros-1"), "settings.region", "no AWS region botocore"),
+    (AWS.replace("eu-north-1", "eu-westeros-1"), "settings.region", "no AWS region botocore"),
     (AWS + "    backup: {region: us-nowhere-2}\n", "settings.backup.region", "no AWS region botocore"),
 ])
 def test_settings_the_plan_would_refuse_later_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -41,7 +41,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("aws-dev", "ap-northeast-1", {"network": {"vpcCidr": "10.21.0.0/16"}}),
     ("aws-prod", "us-east-2", _zones("us-east-2", network={"vpcCidr": "10.41.0.0/16"})),  # backups stay in us-west-2
     ("aws-prod", "eu-central-1", _zones("eu-central-1", network={"vpcCidr": "10.42.0.0/16"},
-                                        backup={"region": "eu-west-1"})),
+                                        backup={"region": "eu-north-1"})),
 ]
 
 
@@ -111,7 +111,7 @@ def test_a_non_regional_difference_is_a_violation() -> None:
 def test_a_region_hard_coded_in_a_component_is_a_violation() -> None:
     """A literal region (instead of settings.region) leaks into the other region's plan."""
     resource = {"urn": "urn:pulumi:s::p::aws:s3/bucket:Bucket::logs", "name": "logs",
-                "inputs": {"region": "eu-west-1", "arn": "arn:aws:s3:eu-west-1:1:x"}}
+                "inputs": {"region": "us-east-1", "arn": "arn:aws:s3:us-east-1:1:x"}}
     a_settings = _template("aws-dev")[1]
     b_settings = _stamped("aws-dev", "us-east-2", {})[1]
     diff = violations([resource], a_settings, [resource], b_settings)
@@ -145,7 +145,7 @@ def test_written_plans_of_two_regions_compare_without_their_settings() -> None:
 
     base_config, _ = _template("aws-prod")
     new_config, _ = _stamped("aws-prod", "eu-central-1", _zones("eu-central-1", network={"vpcCidr": "10.42.0.0/16"},
-                                                                backup={"region": "eu-west-1"}))
+                                                                backup={"region": "eu-north-1"}))
     old = resources_document(plan_config(base_config, "aws-prod", "aws-prod"))
     new = resources_document(plan_config(new_config, "aws-prod-eu-central-1", "stamped"))
     assert scope_of(old).region == "us-east-1" and scope_of(new).vpc_cidr == "10.42.0.0/16"
@@ -153,6 +153,6 @@ def test_written_plans_of_two_regions_compare_without_their_settings() -> None:
     assert diff.empty, "\n".join(format_violations(diff))
     changed = resources_document(plan_config(_stamped("aws-prod", "eu-central-1", _zones(
         "eu-central-1", network={"vpcCidr": "10.42.0.0/16"}, controlPlane={"instanceType": "m7i.4xlarge"},
-        backup={"region": "eu-west-1"}))[0],
+        backup={"region": "eu-north-1"}))[0],
         "aws-prod-eu-central-1", "stamped"))
     assert not document_violations(old, changed).empty  # a bigger control plane is not a regional difference

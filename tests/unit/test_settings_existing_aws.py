@@ -29,7 +29,7 @@ SECTION: dict[str, Any] = {
 
 
 def existing(section: dict[str, Any] | None = SECTION, **extra: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = {"platform": "existing", "environment": "lab", "region": "eu-west-1", "nodePools": [
+    raw: dict[str, Any] = {"platform": "existing", "environment": "lab", "region": "eu-north-1", "nodePools": [
         {"name": "l4", "instanceType": "g6.xlarge", "autoscaling": {"maxSize": 3}}], **extra}
     if section is not None:
         raw["existingAws"] = copy.deepcopy(section)
@@ -50,11 +50,11 @@ def test_an_existing_stack_with_the_section_autoscales() -> None:
 CASES: list[tuple[str, dict[str, Any], set[str], str]] = [
     ("autoscaling on existing without the section", existing(None), {f"{POOL}.autoscaling"},
      "Set settings.existingAws"),
-    ("the section on aws", {"platform": "aws", "environment": "dev", "region": "eu-west-1",
+    ("the section on aws", {"platform": "aws", "environment": "dev", "region": "eu-north-1",
                             "existingAws": SECTION}, {HERE}, "only for platform existing"),
     ("the section on kind", {"platform": "kind", "existingAws": SECTION}, {HERE}, "launches no EC2 instances"),
     ("the section with no autoscaled pool",
-     {"platform": "existing", "region": "eu-west-1", "existingAws": SECTION}, {HERE}, "nothing would read it"),
+     {"platform": "existing", "region": "eu-north-1", "existingAws": SECTION}, {HERE}, "nothing would read it"),
     ("no region", {**existing(), "region": None}, {"settings.region"}, "required with existingAws"),
     ("empty selector lists", with_fields(amiSelectorTerms=[], subnetSelectorTerms=[], securityGroupSelectorTerms=[]),
      {f"{HERE}.amiSelectorTerms", f"{HERE}.subnetSelectorTerms", f"{HERE}.securityGroupSelectorTerms"},
@@ -82,7 +82,7 @@ CASES: list[tuple[str, dict[str, Any], set[str], str]] = [
      {f"{HERE}.userData"}, "--password-stdin"),
     ("empty user data", with_fields(userData="  \n"), {f"{HERE}.userData"}, "never join"),
     ("a reserved autoscaled pool on existing", existing(nodePools=[
-        {"name": "h100", "instanceType": "p5.48xlarge", "availabilityZone": "eu-west-1a",
+        {"name": "h100", "instanceType": "p5.48xlarge", "availabilityZone": "eu-north-1a",
          "capacityReservation": {"id": "cr-0123456789abcdef0"}, "autoscaling": {"maxSize": 2}}]),
      {f"{POOL}.capacityReservation"}, "names no reservation"),
 ]

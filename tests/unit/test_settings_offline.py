@@ -44,10 +44,10 @@ def test_an_offline_stack_that_would_reach_the_internet_is_refused(change: Any, 
 
 @pytest.mark.parametrize(("change", "path", "says"), [
     (lambda r: r["images"].update(mirror="registry.example.com"), "settings.images.mirror", "not an ECR registry host"),
-    (lambda r: r["images"].update(mirror="123456789012.dkr.ecr.us-east-1.amazonaws.com"), "settings.images.mirror",
-     "the cache rules are made in eu-west-1"),
+    (lambda r: r["images"].update(mirror="123456789012.dkr.ecr.eu-north-1.amazonaws.com"), "settings.images.mirror",
+     "the cache rules are made in us-east-1"),
     (lambda r: r["images"]["credentials"].update(
-        {"ghcr.io": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ghcr"}),
+        {"ghcr.io": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ghcr"}),
      "settings.images.credentials.ghcr.io", "ecr-pullthroughcache/"),
 ])
 def test_a_pull_through_cache_ecr_would_refuse_is_refused(change: Any, path: str, says: str) -> None:
@@ -58,7 +58,7 @@ def test_a_pull_through_cache_ecr_would_refuse_is_refused(change: Any, path: str
 
 def test_an_upstream_ecr_cannot_cache_is_not_a_credentials_key() -> None:
     problems = _problems("aws-airgap", lambda r: r["images"]["credentials"].update(
-        {"nvcr.io": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:ecr-pullthroughcache/ngc"}))
+        {"nvcr.io": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/ngc"}))
     assert [p for p, _ in problems] == ["settings.images.credentials.nvcr.io"]
 
 

@@ -11,13 +11,13 @@ from components.aws.tags import default_tags, node_tags
 from components.validate import parse
 from tests.unit.helpers import settings_problems
 
-BASE = {"platform": "aws", "region": "eu-west-1"}
+BASE = {"platform": "aws", "region": "eu-north-1"}
 
 
 @pytest.mark.parametrize("key", [
     "ck8s-gpu/cluster", "ck8s-gpu/role", "ck8s-gpu/pool",  # what the project writes
     "ck8s-gpu/anything", "CK8S-GPU/Cluster", " ck8s-gpu/cluster",  # its namespace, in any case
-    "kubernetes.io/cluster/ck8s-dev-eu-west-1", "kubernetes.io/cluster/other", "Kubernetes.io/Cluster/x",
+    "kubernetes.io/cluster/ck8s-dev-eu-north-1", "kubernetes.io/cluster/other", "Kubernetes.io/Cluster/x",
     "Name",
 ])
 def test_a_reserved_tag_key_is_refused_at_its_path(key: str) -> None:
@@ -42,7 +42,7 @@ def test_today_the_overwritten_keys_are_exactly_the_reserved_ones() -> None:
     assert written and all(reserved_tag(k) for k in written), written
 
 
-@pytest.mark.parametrize(("region", "ok"), [("eu-west-1", True), ("us-gov-west-1", True), ("eu-wast-1", False),
+@pytest.mark.parametrize(("region", "ok"), [("eu-north-1", True), ("us-gov-west-1", True), ("eu-wast-1", False),
                                             ("xx-north-9", False), ("us-east-7", False)])
 def test_the_restore_region_is_a_known_region(region: str, ok: bool) -> None:
     raw = {**BASE, "backup": {"region": "eu-central-1", "restoreFrom": {"clusterName": "ck8s-old", "region": region}}}

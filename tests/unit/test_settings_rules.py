@@ -13,12 +13,12 @@ from tests.unit.helpers import settings_problems
 problems = settings_problems  # every problem the one gate (components.validate) reports
 
 
-AWS = {"platform": "aws", "region": "eu-west-1"}
+AWS = {"platform": "aws", "region": "eu-north-1"}
 
 
 def test_defaults_are_valid_on_every_platform() -> None:
     for platform in ("aws", "kind", "local", "existing"):
-        s = parse_settings({"platform": platform, "region": "eu-west-1"})
+        s = parse_settings({"platform": platform, "region": "eu-north-1"})
         assert s.gpu_stack.allocation == "dra"
         assert s.kubernetes.track == "1.34-classic"
 
@@ -26,7 +26,7 @@ def test_defaults_are_valid_on_every_platform() -> None:
 def test_cluster_name_derives_from_environment_and_region() -> None:
     a = parse_settings({**AWS, "environment": "prod", "production": True})
     b = parse_settings({**AWS, "environment": "prod", "production": True, "region": "us-east-1"})
-    assert a.cluster_name == "ck8s-prod-eu-west-1"
+    assert a.cluster_name == "ck8s-prod-eu-north-1"
     assert a.cluster_name != b.cluster_name
 
 

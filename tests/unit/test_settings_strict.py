@@ -17,7 +17,7 @@ from components.settings.model import MAX_CLUSTER_NODES
 from components.validate import parse
 from tests.unit.helpers import joined_by_path, raised_problems
 
-AWS = {"platform": "aws", "region": "eu-west-1"}
+AWS = {"platform": "aws", "region": "eu-north-1"}
 KIND = {"platform": "kind"}
 
 
@@ -117,7 +117,7 @@ HEAD = "config:\n  ck8s-gpu:settings:\n    platform: kind\n"
     (HEAD + "    gpuStack:\n      addons:\n        kaiScheduler:\n          values: {a: 1, a: 2}\n",
      "settings.gpuStack.addons.kaiScheduler.values.a", "lines 7 and 7"),
     (HEAD + "  ck8s-gpu:settings:\n    platform: aws\n", "settings", "lines 2 and 4"),
-    (HEAD + "  aws:region: eu-west-1\n  aws:region: us-east-1\n", "config.aws:region", "lines 4 and 5"),
+    (HEAD + "  aws:region: eu-north-1\n  aws:region: us-east-1\n", "config.aws:region", "lines 4 and 5"),
     (HEAD + "config: {}\n", "file", "lines 1 and 4"),
 ])
 def test_a_key_given_twice_is_refused_naming_the_path_and_both_lines(

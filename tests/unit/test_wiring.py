@@ -22,9 +22,9 @@ BACKUP = {"backup": {"region": "eu-central-1"}}
 
 def _component(settings: dict[str, Any]) -> PlanRun:
     def program() -> None:
-        c = GpuCluster("demo", GpuClusterArgs(region="eu-west-1", pools=POOLS, settings=settings))
+        c = GpuCluster("demo", GpuClusterArgs(region="eu-north-1", pools=POOLS, settings=settings))
         pulumi.export("backupBucket", c.backup_bucket)
-    return run_program(program, {}, stack="t", project="consumer", region="eu-west-1")
+    return run_program(program, {}, stack="t", project="consumer", region="eu-north-1")
 
 
 def test_gpu_cluster_with_backups_makes_the_backup_target_and_hands_velero_its_credentials() -> None:
@@ -52,13 +52,13 @@ def _types(run: PlanRun) -> Counter[str]:
 
 
 def test_the_program_and_the_component_wire_the_same_resources() -> None:
-    raw = {"platform": "aws", "region": "eu-west-1", "environment": "gpu",
+    raw = {"platform": "aws", "region": "eu-north-1", "environment": "gpu",
            "nodePools": [p.raw() for p in POOLS], **BACKUP}
     settings = parse(raw, "test")
 
     def program() -> None:
         wire(settings, None, Names.program(settings))
-    as_program = run_program(program, {}, stack="t", project="consumer", region="eu-west-1")
+    as_program = run_program(program, {}, stack="t", project="consumer", region="eu-north-1")
     assert _types(as_program) == _types(_component(BACKUP))
 
 

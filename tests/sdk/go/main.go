@@ -21,7 +21,7 @@ func main() {
 			return err
 		}
 		cluster, err := ck8sgpu.NewGpuCluster(ctx, "aws", &ck8sgpu.GpuClusterArgs{
-			Region:        "eu-west-1",
+			Region:        "us-east-1",
 			Pools:         []ck8sgpu.GpuPoolArgs{{Name: "gpu", InstanceType: "g6.xlarge"}},
 			ControlPlanes: ptr(ck8sgpu.ControlPlaneCountThree),
 		})

@@ -13,7 +13,7 @@ const addons = new ck8sgpu.GpuAddons("gpu", {
 });
 
 const cluster = new ck8sgpu.GpuCluster("aws", {
-    region: "eu-west-1",
+    region: "us-east-1",
     pools: [{ name: "gpu", instanceType: "g6.xlarge", minNodes: 1, maxNodes: 3 }],
     controlPlanes: ck8sgpu.ControlPlaneCount.Three,
     tags: { team: "ml" },

@@ -23,7 +23,7 @@ KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {serve
 def settings(platform: str = "aws", **raw: Any) -> Settings:
     doc: dict[str, Any] = {"platform": platform, **raw}
     if platform == "aws":
-        doc.setdefault("region", "eu-west-1")
+        doc.setdefault("region", "eu-north-1")
     return parse_settings(doc)
 
 

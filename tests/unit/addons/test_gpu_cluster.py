@@ -44,7 +44,7 @@ def operator_mode(**raw: Any) -> Settings:
 
 
 def raw_operator_mode(**gpu_stack: Any) -> dict[str, Any]:
-    return {"platform": "aws", "region": "eu-west-1", "nodePools": [HOST_POOL],
+    return {"platform": "aws", "region": "eu-north-1", "nodePools": [HOST_POOL],
             "gpuStack": {**OPERATOR_MODE, **gpu_stack}}
 
 
@@ -126,7 +126,7 @@ def test_a_second_dra_driver_or_no_operator_is_refused() -> None:
 
 def test_a_gpu_cluster_switched_on_by_values_beside_the_chart_is_two_dra_drivers() -> None:
     """The class, not the setting: a values override that deploys the GPUCluster in chart mode."""
-    raw = {"platform": "aws", "region": "eu-west-1",
+    raw = {"platform": "aws", "region": "eu-north-1",
            "gpuStack": {"addons": {"gpuOperator": {"values": {"gpuCluster": {"deployCR": True}}}}}}
     reasons = " ".join(settings_problems(raw).values())
     assert "two DRA drivers would publish the same GPUs as gpu.nvidia.com" in reasons

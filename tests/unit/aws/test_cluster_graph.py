@@ -324,7 +324,7 @@ def test_every_kubernetes_resource_waits_for_the_readiness_gate_and_no_node_for_
 
 def test_every_aws_resource_uses_the_explicit_regional_provider(run: PlanRun) -> None:
     (provider,) = of_type(run, "pulumi:providers:aws")
-    assert provider.inputs["region"] in ("eu-west-1", "us-east-1")
+    assert provider.inputs["region"] in ("eu-north-1", "us-east-1")
     tags = json.loads(provider.inputs["defaultTags"])["tags"]  # provider config arrives as JSON text
     assert tags["ck8s-gpu/cluster"] == provider.name.removesuffix("-aws")
     assert tags["team"] == "ml-platform"
@@ -362,7 +362,7 @@ def test_the_ccm_policy_and_external_cloud_provider_come_with_the_ccm() -> None:
     run = run_cluster(settings_for("aws-dev"))
     policies = of_type(run, "aws:iam/rolePolicy:RolePolicy")
     assert any("CloudControllerManager" in p.raw_inputs["policy"] for p in policies)
-    assert "cloud-provider: external" in user_data_by_name(run)["ck8s-dev-eu-west-1-cp-0"]
+    assert "cloud-provider: external" in user_data_by_name(run)["ck8s-dev-us-east-1-cp-0"]
 
 
 def test_the_cluster_makes_no_release_of_its_own(stack_run: Callable[[str], PlanRun]) -> None:
@@ -424,7 +424,7 @@ def test_kubeconfig_export_is_masked() -> None:
         cluster = AwsCluster(settings.cluster_name, settings, addon_facts(settings))
         pulumi.export("kubeconfig", cluster.kubeconfig)
 
-    assert run_program(program, {}, stack="t", region="eu-west-1").outputs["kubeconfig"] == MASK
+    assert run_program(program, {}, stack="t", region="eu-north-1").outputs["kubeconfig"] == MASK
 
 
 def test_each_control_plane_gate_names_its_node_and_where_its_boot_log_is(run: PlanRun) -> None:

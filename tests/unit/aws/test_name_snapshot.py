@@ -125,7 +125,7 @@ def test_committed_stack_keeps_every_logical_and_physical_name(stack: str) -> No
 
 def test_a_rename_or_a_new_physical_name_is_a_difference() -> None:
     before = _snapshot()["aws-dev"]
-    lb = next(u for u in before["resources"] if u.endswith("::ck8s-dev-eu-west-1-api-nlb"))
+    lb = next(u for u in before["resources"] if u.endswith("::ck8s-dev-us-east-1-api-nlb"))
     renamed = {**before, "resources": {(u + "-x" if u == lb else u): e for u, e in before["resources"].items()}}
     assert differences(before, renamed) == [f"gone (renamed or dropped: add aliases): {lb}"]
     moved = {**before, "resources": {**before["resources"], lb: {**before["resources"][lb], "physical": "other"}}}

@@ -276,13 +276,13 @@ def test_too_long_environment_is_one_clean_settings_error() -> None:
     with pytest.raises(SettingsError) as err:
         settings_for("aws-dev", _with(environment=long))
     assert err.value.problems == [("settings.environment", (
-        f"'{long}' is 54 characters; at most 48 fit in eu-west-1: the cluster name ck8s-<environment>-<region> "
+        f"'{long}' is 54 characters; at most 48 fit in us-east-1: the cluster name ck8s-<environment>-<region> "
         "must be at most 63 characters (a DNS label, as a rebuild's backup.restoreFrom.clusterName must be); "
         "AWS names too long for their limit get a hashed form (docs/adr/0042)"))]
 
 
 # The new maximum: the cluster name is a DNS label (63) = 5 ("ck8s-") + environment + 1 + region.
-@pytest.mark.parametrize(("region", "longest"), [("eu-west-1", 48), ("us-east-1", 48), ("ap-southeast-4", 43)])
+@pytest.mark.parametrize(("region", "longest"), [("eu-north-1", 47), ("us-east-1", 48), ("ap-southeast-4", 43)])
 def test_longest_environment_that_fits_is_accepted(region: str, longest: int) -> None:
     settings = settings_for("aws-dev", _with(environment="e" * longest, region=region))
     assert len(settings.cluster_name) == 63
@@ -303,7 +303,7 @@ def test_pool_derived_names_are_reported_under_the_pool(monkeypatch: pytest.Monk
     with pytest.raises(SettingsError) as err:
         settings_for("aws-dev", change)
     assert {p for p, _ in err.value.problems} == {"settings.nodePools[0].name"}
-    assert f"{lt} 'ck8s-dev-eu-west-1-pool-{'p' * 20}-lt'" in err.value.message
+    assert f"{lt} 'ck8s-dev-us-east-1-pool-{'p' * 20}-lt'" in err.value.message
 
 
 def test_tags_count_as_merged_onto_a_node() -> None:
@@ -327,7 +327,7 @@ def _recorded(token: str, name: str, inputs: dict[str, Any] | None = None, provi
 
 def test_backstop_reports_what_the_inventory_misses() -> None:
     resources = [
-        _recorded("aws:lb/targetGroup:TargetGroup", "ck8s-dev-eu-west-1-extra-tg"),  # autonamed, 27 > 24
+        _recorded("aws:lb/targetGroup:TargetGroup", "ck8s-dev-us-east-1-extra-tg"),  # autonamed, 27 > 24
         _recorded("aws:s3/bucket:Bucket", "b", {"bucket": "Bad_Bucket"}),
         _recorded("aws:cloudwatch/logGroup:LogGroup", "logs"),  # named, but no rule: must be added
         _recorded("aws:iam/role:Role", "r", {"name": "<computed>"}),  # unknown: not judged
@@ -335,7 +335,7 @@ def test_backstop_reports_what_the_inventory_misses() -> None:
     ]
     problems = recorded_problems(resources)
     paths = [p for p, _ in problems]
-    assert paths == ["resource aws:lb/targetGroup:TargetGroup 'ck8s-dev-eu-west-1-extra-tg'",
+    assert paths == ["resource aws:lb/targetGroup:TargetGroup 'ck8s-dev-us-east-1-extra-tg'",
                      "resource aws:s3/bucket:Bucket 'b'", "resource aws:cloudwatch/logGroup:LogGroup 'logs'"]
     assert "plus 7 random chars is longer than maximum length 32" in problems[0][1]
     assert "NAME_RULES" in problems[2][1]
@@ -365,13 +365,13 @@ def test_backstop_merges_provider_default_tags() -> None:
 
 def test_plan_fails_on_a_recorded_problem(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backstop is wired into the offline plan: a resource the inventory does not know fails it."""
-    extra = _recorded("aws:lb/targetGroup:TargetGroup", "ck8s-dev-eu-west-1-extra-tg")
+    extra = _recorded("aws:lb/targetGroup:TargetGroup", "ck8s-dev-us-east-1-extra-tg")
     monkeypatch.setattr(plan_run, "run_program", lambda *a, **k: PlanRun(resources=[extra], outputs={}))
     config, _ = template("aws-dev")
     with pytest.raises(SettingsError) as err:
         plan_run.plan_config(config, "aws-dev", "stacks/Pulumi.aws-dev.yaml")
     assert err.value.source == "stacks/Pulumi.aws-dev.yaml"
-    assert err.value.problems[0][0] == "resource aws:lb/targetGroup:TargetGroup 'ck8s-dev-eu-west-1-extra-tg'"
+    assert err.value.problems[0][0] == "resource aws:lb/targetGroup:TargetGroup 'ck8s-dev-us-east-1-extra-tg'"
 
 
 def test_api_load_balancer_names_are_explicit_and_deleted_before_replace(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -505,7 +505,7 @@ def test_distinct_environments_give_distinct_names() -> None:
 
 def test_short_names_are_unchanged() -> None:
     """Every name that fits is exactly what it was before hashing existed (the readable f-string)."""
-    for env, region in (("dev", "eu-west-1"), ("e" * 13, "us-east-1"), ("e" * 8, TIGHTEST)):
+    for env, region in (("dev", "eu-north-1"), ("e" * 13, "us-east-1"), ("e" * 8, TIGHTEST)):
         cluster = f"ck8s-{env}-{region}"
         assert api_lb_name(cluster) == f"{cluster}-api"
         assert mint_document_name(cluster) == f"{cluster}-mint-worker-token"

@@ -10,7 +10,7 @@ from components.aws.registry import PREFIX, UPSTREAMS, cache_rules, mirror_pull_
 from tests.fakes.aws_iam import Request, allowed
 from tests.unit.aws.conftest import of_type, run_cluster, settings_for
 
-ECR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 RULE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
 
 
@@ -52,9 +52,9 @@ def _request(action: str, resource: str) -> Request:
 def test_node_roles_pull_only_the_mirror_folders_and_fill_only_the_cache() -> None:
     s = settings_for("aws-airgap")
     mirror = mirror_pull_statements(s)
-    policies = [worker_policy(Scope("aws", "eu-west-1", "123456789012", s.cluster_name), "mint", mirror),
-                control_plane_policy(["arn:aws:secretsmanager:eu-west-1:123456789012:secret:x"], True, mirror)]
-    repo = "arn:aws:ecr:eu-west-1:123456789012:repository/"
+    policies = [worker_policy(Scope("aws", "us-east-1", "123456789012", s.cluster_name), "mint", mirror),
+                control_plane_policy(["arn:aws:secretsmanager:us-east-1:123456789012:secret:x"], True, mirror)]
+    repo = "arn:aws:ecr:us-east-1:123456789012:repository/"
     for policy in policies:
         assert allowed([policy], _request("ecr:GetAuthorizationToken", "*"))
         assert allowed([policy], _request("ecr:BatchGetImage", repo + "nvcr.io/nvidia/gpu-operator"))
@@ -64,7 +64,7 @@ def test_node_roles_pull_only_the_mirror_folders_and_fill_only_the_cache() -> No
         assert not allowed([policy], _request("ecr:PutImage", repo + "nvcr.io/nvidia/gpu-operator"))
         assert not allowed([policy], _request("ecr:BatchImportUpstreamImage", repo + "nvcr.io/nvidia/gpu-operator"))
         assert not allowed([policy], _request(
-            "ecr:BatchGetImage", "arn:aws:ecr:eu-west-1:210987654321:repository/nvcr.io/nvidia/gpu-operator"))
+            "ecr:BatchGetImage", "arn:aws:ecr:us-east-1:210987654321:repository/nvcr.io/nvidia/gpu-operator"))
 
 
 def test_no_ecr_mirror_no_statement_and_another_region_or_a_prefix_scopes_them() -> None:
@@ -73,14 +73,14 @@ def test_no_ecr_mirror_no_statement_and_another_region_or_a_prefix_scopes_them()
     assert mirror_pull_statements(settings_for("aws-dev")) == []
     plain = settings_for("aws-dev", lambda r: r.update(images={"mirror": "harbor.internal:8443/mirror"}))
     assert mirror_pull_statements(plain) == []
-    other = "123456789012.dkr.ecr.us-east-1.amazonaws.com/platform"
+    other = "123456789012.dkr.ecr.eu-north-1.amazonaws.com/platform"
     policy = {"Version": "2012-10-17", "Statement": mirror_pull_statements(
         settings_for("aws-dev", lambda r: r.update(images={"mirror": other})))}
-    repo = "arn:aws:ecr:us-east-1:123456789012:repository/"
+    repo = "arn:aws:ecr:eu-north-1:123456789012:repository/"
     assert allowed([policy], _request("ecr:BatchGetImage", repo + "platform/nvcr.io/nvidia/gpu-operator"))
     assert not allowed([policy], _request("ecr:BatchGetImage", repo + "nvcr.io/nvidia/gpu-operator"))
     assert not allowed([policy], _request(
-        "ecr:BatchGetImage", "arn:aws:ecr:eu-west-1:123456789012:repository/platform/nvcr.io/nvidia/gpu-operator"))
+        "ecr:BatchGetImage", "arn:aws:ecr:us-east-1:123456789012:repository/platform/nvcr.io/nvidia/gpu-operator"))
 
 
 def test_the_airgap_plan_has_no_nat_and_reaches_aws_and_its_mirror_through_endpoints() -> None:
@@ -92,6 +92,6 @@ def test_the_airgap_plan_has_no_nat_and_reaches_aws_and_its_mirror_through_endpo
     assert "aws:ec2/natGateway:NatGateway" not in types and "aws:ec2/eip:Eip" not in types
     private_default = [r for r in plan.resources if r.type == "aws:ec2/route:Route" and "-private-" in r.name]
     assert private_default == []
-    services = sorted(r.inputs["serviceName"].rsplit(".eu-west-1.", 1)[1] for r in plan.resources
+    services = sorted(r.inputs["serviceName"].rsplit(".us-east-1.", 1)[1] for r in plan.resources
                       if r.type == "aws:ec2/vpcEndpoint:VpcEndpoint")
     assert {"ecr.api", "ecr.dkr", "s3", "ssm", "secretsmanager"} <= set(services)

@@ -63,7 +63,7 @@ def test_the_ssm_agent_channels_and_the_ccm_apis_are_in_the_table() -> None:
 
 
 @pytest.mark.parametrize(("region", "partition"), [
-    ("eu-west-1", "aws"), ("il-central-1", "aws"), ("us-gov-west-1", "aws-us-gov"), ("cn-north-1", "aws-cn"),
+    ("us-east-1", "aws"), ("il-central-1", "aws"), ("us-gov-west-1", "aws-us-gov"), ("cn-north-1", "aws-cn"),
     ("cn-northwest-1", "aws-cn"), ("us-iso-east-1", "aws-iso"), ("us-isob-east-1", "aws-iso-b"),
 ])
 def test_partition_of_a_region(region: str, partition: str) -> None:
@@ -71,7 +71,7 @@ def test_partition_of_a_region(region: str, partition: str) -> None:
 
 
 def test_service_names_per_partition() -> None:
-    assert service_name("eu-west-1", BY_SERVICE["ssm"]) == "com.amazonaws.eu-west-1.ssm"
+    assert service_name("us-east-1", BY_SERVICE["ssm"]) == "com.amazonaws.us-east-1.ssm"
     assert service_name("us-gov-west-1", BY_SERVICE["ec2"]) == "com.amazonaws.us-gov-west-1.ec2"
     # aws-cn: ec2 takes the cn. prefix, the SSM family, Secrets Manager and S3 do not.
     assert service_name("cn-north-1", BY_SERVICE["ec2"]) == "cn.com.amazonaws.cn-north-1.ec2"
@@ -154,7 +154,7 @@ def test_the_natless_vpc_has_no_nat_and_no_default_route_from_its_private_subnet
     run = _cluster_run("aws-dev")
     assert of_type(run, "aws:ec2/natGateway:NatGateway") == [] and of_type(run, "aws:ec2/eip:Eip") == []
     routes = of_type(run, "aws:ec2/route:Route")
-    assert [r.name for r in routes] == ["ck8s-dev-eu-west-1-network-public-default"]  # the public subnets' IGW
+    assert [r.name for r in routes] == ["ck8s-dev-us-east-1-network-public-default"]  # the public subnets' IGW
     # With NAT (the committed stack) every private route table has its default route.
     with_nat = run_cluster(settings_for("aws-dev"), "aws-dev")
     assert len(of_type(with_nat, "aws:ec2/route:Route")) == 1 + 2
@@ -163,7 +163,7 @@ def test_the_natless_vpc_has_no_nat_and_no_default_route_from_its_private_subnet
 def test_the_natless_vpc_gets_every_endpoint_in_its_private_subnets_with_private_dns() -> None:
     run = _cluster_run("aws-dev")
     made = {r.inputs["serviceName"]: r for r in of_type(run, ENDPOINT)}
-    assert sorted(made) == sorted(f"com.amazonaws.eu-west-1.{e.service}" for e in GENERAL)
+    assert sorted(made) == sorted(f"com.amazonaws.us-east-1.{e.service}" for e in GENERAL)
     private = sorted(r.urn for r in of_type(run, "aws:ec2/subnet:Subnet") if "-private-" in r.name)
     tables = sorted(r.urn for r in of_type(run, "aws:ec2/routeTable:RouteTable") if "-private-" in r.name)
     groups = {r.name: r.urn for r in of_type(run, "aws:ec2/securityGroup:SecurityGroup")}
@@ -175,24 +175,24 @@ def test_the_natless_vpc_gets_every_endpoint_in_its_private_subnets_with_private
         else:
             assert r.inputs["vpcEndpointType"] == "Interface" and r.inputs["privateDnsEnabled"] is True
             assert len(r.inputs["subnetIds"]) == 2 and set(private) <= set(r.dependencies)  # one per AZ
-            assert groups["ck8s-dev-eu-west-1-sg-endpoints"] in r.dependencies
+            assert groups["ck8s-dev-us-east-1-sg-endpoints"] in r.dependencies
             assert len(r.inputs["securityGroupIds"]) == 1
     (ingress,) = [r for r in of_type(run, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
-                  if r.name.startswith("ck8s-dev-eu-west-1-sg-endpoints-")]
+                  if r.name.startswith("ck8s-dev-us-east-1-sg-endpoints-")]
     assert (ingress.inputs["fromPort"], ingress.inputs["toPort"], ingress.inputs["ipProtocol"]) == (443, 443, "tcp")
     assert ingress.inputs["cidrIpv4"] not in ("0.0.0.0/0",)
     vpc = next(r for r in of_type(run, "aws:ec2/vpc:Vpc"))
     assert ingress.inputs["cidrIpv4"] == vpc.inputs["cidrBlock"] == "10.20.0.0/16"
     assert of_type(run, "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule") and not [
         r for r in of_type(run, "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
-        if r.name.startswith("ck8s-dev-eu-west-1-sg-endpoints-")]
+        if r.name.startswith("ck8s-dev-us-east-1-sg-endpoints-")]
 
 
 def test_an_existing_vpc_gets_interface_endpoints_but_no_gateway_on_route_tables_it_does_not_own() -> None:
     run = _cluster_run("aws-dev", existing=True)
     made = {r.inputs["serviceName"]: r for r in of_type(run, ENDPOINT)}
-    assert "com.amazonaws.eu-west-1.s3" not in made
-    assert sorted(made) == sorted(f"com.amazonaws.eu-west-1.{e.service}" for e in GENERAL if e.kind == "Interface")
+    assert "com.amazonaws.us-east-1.s3" not in made
+    assert sorted(made) == sorted(f"com.amazonaws.us-east-1.{e.service}" for e in GENERAL if e.kind == "Interface")
     for r in made.values():
         assert r.inputs["subnetIds"] == ["subnet-0a1b2c3d4e5f60718", "subnet-0a1b2c3d4e5f60719"]
         assert r.inputs["vpcId"] == "vpc-0123456789abcdef0"
@@ -241,13 +241,13 @@ def test_an_ecr_mirror_in_the_region_adds_the_registry_and_token_endpoints() -> 
     """Amazon ECR User Guide, vpc-endpoints.html: a pull needs ecr.dkr, ecr.api and the S3 gateway."""
     def mirrored(raw: dict[str, Any]) -> None:
         _natless(raw)
-        raw["images"]["mirror"] = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+        raw["images"]["mirror"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
     planned = [e.service for e, _ in endpoints.planned_endpoints(settings_for("aws-dev", mirrored), existing_vpc=False)]
     assert {"ecr.api", "ecr.dkr", "s3"} <= set(planned)
 
     def elsewhere(raw: dict[str, Any]) -> None:  # another Region's ECR is not reached through this VPC's endpoints
         _natless(raw)
-        raw["images"]["mirror"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+        raw["images"]["mirror"] = "123456789012.dkr.ecr.eu-north-1.amazonaws.com"
     elsewhere_settings = settings_for("aws-dev", elsewhere)
     planned = [e.service for e, _ in endpoints.planned_endpoints(elsewhere_settings, existing_vpc=False)]
     assert "ecr.dkr" not in planned and "ecr.api" not in planned

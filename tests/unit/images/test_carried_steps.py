@@ -20,7 +20,7 @@ PIN = {"kubernetes": {"track": "1.34-classic", "snap": {"version": "v1.34.4", "r
 IMAGES = (ImageRef("nvcr.io", "nvidia/gpu-operator", "v26.7.0", "test"),
           ImageRef("docker.io", "library/ubuntu", "24.04", "test", digest="sha256:" + "a" * 64))
 FEATURE = "ghcr.io/canonical/k8s-snap/pause:3.10"
-MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+MIRROR = "123456789012.dkr.ecr.eu-north-1.amazonaws.com"
 
 # snapd 2.77 cmd/snap/cmd_download.go: --channel with --revision is refused; files are
 # <name>_<revision>.snap/.assert in --target-directory. Revision 11 stands for "what the channel has".
@@ -86,7 +86,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def test_the_pinned_revision_is_downloaded_by_revision_alone_and_snapd_then_bases_come_first(
         tmp_path: Path, env: dict[str, str]) -> None:
-    steps = _steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))
+    steps = _steps(parse_image_settings({"region": "eu-north-1", **PIN}, "t"))
     download = steps["build.DownloadSnaps"]
     commands = download["inputs"]["commands"]
     assert "snap download k8s --revision=5325 --target-directory=/var/lib/ck8s-gpu/snaps" in commands
@@ -125,7 +125,7 @@ def test_an_image_without_snapd_fails_the_build(tmp_path: Path, env: dict[str, s
                                                message: str) -> None:
     """Issue 45: a node without the snapd snap fetches it before k8s (snapd 2.77 handlers_prereq.go
     installPrereqs), so an image that cannot install it offline fails here, not at boot."""
-    steps = _steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))
+    steps = _steps(parse_image_settings({"region": "eu-north-1", **PIN}, "t"))
     assert _run(steps["build.DownloadSnaps"], tmp_path, env).returncode == 0
     break_(tmp_path / "root")
     check = _run(steps["validate.SnapsCarried"], tmp_path, env)
@@ -135,14 +135,14 @@ def test_an_image_without_snapd_fails_the_build(tmp_path: Path, env: dict[str, s
 def test_a_snapd_file_of_another_type_fails_the_build(tmp_path: Path, env: dict[str, str]) -> None:
     unsquashfs = Path(env["PATH"].split(":")[0]) / "unsquashfs"
     unsquashfs.write_text(unsquashfs.read_text().replace("type: snapd", "type: app"))
-    run = _run(_steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))["build.DownloadSnaps"],
+    run = _run(_steps(parse_image_settings({"region": "eu-north-1", **PIN}, "t"))["build.DownloadSnaps"],
                tmp_path, env)
     assert run.returncode == 1 and "snapd_11.snap: not of type snapd" in run.stderr
 
 
 def test_a_revision_of_another_version_fails_the_build(tmp_path: Path, env: dict[str, str]) -> None:
     other = {"kubernetes": {"snap": {"version": "v1.34.5", "revision": 5400}}}
-    run = _run(_steps(parse_image_settings({"region": "eu-west-1", **other}, "t"))["build.DownloadSnaps"],
+    run = _run(_steps(parse_image_settings({"region": "eu-north-1", **other}, "t"))["build.DownloadSnaps"],
                tmp_path, env)
     assert run.returncode == 1 and "k8s revision 5400 is v1.34.4, the pin says v1.34.5" in run.stderr
 
@@ -150,7 +150,7 @@ def test_a_revision_of_another_version_fails_the_build(tmp_path: Path, env: dict
 @pytest.mark.parametrize("mirror", [None, MIRROR])
 def test_every_image_is_exported_by_digest_with_its_name_and_locked(tmp_path: Path, env: dict[str, str],
                                                                    mirror: str | None) -> None:
-    settings = parse_image_settings({"region": "eu-west-1", "architecture": "arm64", "role": "control-plane",
+    settings = parse_image_settings({"region": "eu-north-1", "architecture": "arm64", "role": "control-plane",
                                      "kubernetes": {"snap": {"version": "v1.34.4", "revision": 5328}},
                                      **({"mirror": mirror} if mirror else {})}, "t")
     steps = _steps(settings)
@@ -177,7 +177,7 @@ def test_every_image_is_exported_by_digest_with_its_name_and_locked(tmp_path: Pa
 
 
 def test_regctl_runs_only_with_the_pinned_sha256(tmp_path: Path, env: dict[str, str]) -> None:
-    step = _steps(parse_image_settings({"region": "eu-west-1", **PIN}, "t"))["build.InstallRegctl"]
+    step = _steps(parse_image_settings({"region": "eu-north-1", **PIN}, "t"))["build.InstallRegctl"]
     commands = step["inputs"]["commands"]
     assert pins.REGCTL.url.format(arch="amd64") in " ".join(commands)
     assert any(pins.REGCTL.sha256["amd64"] in c and "sha256sum --check" in c for c in commands)

@@ -25,9 +25,9 @@ from tests.helpers.golden import assert_golden
 from tests.unit.aws.tools import shellcheck
 
 PIN = {"kubernetes": {"track": "1.34-classic", "snap": {"version": "v1.34.4", "revision": 5325}}}
-DEFAULT = parse_image_settings({"region": "eu-west-1", **PIN}, "test")
-CONTROL_PLANE = parse_image_settings({"region": "eu-west-1", "role": "control-plane", **PIN}, "test")
-MIRRORED = parse_image_settings({"region": "eu-west-1", "mirror": "123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+DEFAULT = parse_image_settings({"region": "eu-north-1", **PIN}, "test")
+CONTROL_PLANE = parse_image_settings({"region": "eu-north-1", "role": "control-plane", **PIN}, "test")
+MIRRORED = parse_image_settings({"region": "eu-north-1", "mirror": "123456789012.dkr.ecr.eu-north-1.amazonaws.com",
                                  **PIN}, "test")
 
 
@@ -71,7 +71,7 @@ def test_packages_are_ubuntus_signed_modules_for_the_aws_kernel_and_the_same_bra
     assert packages(DEFAULT).all == (
         "linux-modules-nvidia-595-server-open-aws", "nvidia-headless-no-dkms-595-server-open",
         "nvidia-utils-595-server", "nvidia-fabricmanager-595")
-    proprietary = parse_image_settings({"region": "eu-west-1", "kernelModules": "proprietary",
+    proprietary = parse_image_settings({"region": "eu-north-1", "kernelModules": "proprietary",
                                         "driverBranch": "580", **PIN}, "t")
     assert packages(proprietary).all == (
         "linux-modules-nvidia-580-server-aws", "nvidia-headless-no-dkms-580-server",
@@ -139,7 +139,7 @@ def test_efa_software_is_installed_signed_and_checked_only_when_asked() -> None:
     assert EFA_KEY_FINGERPRINT == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"  # efa-start-nccl.html
     assert script.index("--verify") < script.index("./efa_installer.sh")  # verified before it runs
     assert "--skip-kmod" in script  # the kernel's signed efa module: no DKMS on nodes
-    off = component_document(parse_image_settings({"region": "eu-west-1", "efa": False, **PIN}, "t"))
+    off = component_document(parse_image_settings({"region": "eu-north-1", "efa": False, **PIN}, "t"))
     assert _step(off, "InstallEfaSoftware") is None and _step(off, "EfaSoftwareInstalled") is None
     assert "EFA" not in off["description"]
 
@@ -244,7 +244,7 @@ def test_the_toolkit_check_wants_the_pinned_version_and_its_binaries(tmp_path: P
 @pytest.mark.parametrize(("mode", "line"), [("full-passthrough", "FABRIC_MODE=0"),
                                             ("shared-nvswitch", "FABRIC_MODE=1")])
 def test_fabric_manager_gets_the_mode_the_image_settings_name(tmp_path: Path, mode: str, line: str) -> None:
-    s = parse_image_settings({"region": "eu-west-1", **PIN, "fabricManagerMode": mode}, "test")
+    s = parse_image_settings({"region": "eu-north-1", **PIN, "fabricManagerMode": mode}, "test")
     step = _step(component_document(s), "FabricManagerOnlyOnNvswitch")
     cfg = tmp_path / "fabricmanager.cfg"
     script = "\n".join(step["inputs"]["commands"]).replace(FM_CONFIG, str(cfg))  # type: ignore[index]
@@ -268,6 +268,6 @@ def test_a_control_plane_image_has_no_fabric_manager_to_set() -> None:
     from components.settings.load import SettingsError
 
     with pytest.raises(SettingsError) as err:
-        parse_image_settings({"region": "eu-west-1", **PIN, "role": "control-plane",
+        parse_image_settings({"region": "eu-north-1", **PIN, "role": "control-plane",
                               "fabricManagerMode": "shared-nvswitch"}, "test")
     assert "image.fabricManagerMode" in str(err.value)

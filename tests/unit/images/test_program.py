@@ -23,14 +23,14 @@ from tests.helpers.registrations import resources_only, watch_registrations
 
 PROGRAM = PROJECT_DIR / "images" / "__main__.py"
 STACKS = sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml"))
-GPU_STACK = PROJECT_DIR / "images" / "Pulumi.eu-west-1.yaml"
+GPU_STACK = PROJECT_DIR / "images" / "Pulumi.us-east-1.yaml"
 
 
 def _config(path: Path) -> dict[str, Any]:
     return dict(yaml.safe_load(path.read_text())["config"])
 
 
-def _run(config: dict[str, Any], stack: str = "eu-west-1") -> PlanRun:
+def _run(config: dict[str, Any], stack: str = "us-east-1") -> PlanRun:
     return run_program(lambda: runpy.run_path(str(PROGRAM), run_name="__main__"), config, stack=stack,
                        project="ck8s-gpu-images", region=str(config.get("ck8s-gpu-images:image", {}).get("region", "")))
 
@@ -42,8 +42,8 @@ def _one(run: PlanRun, token: str) -> Recorded:
 
 
 def test_there_are_committed_image_stacks_for_both_roles() -> None:
-    assert [p.name for p in STACKS] == ["Pulumi.eu-west-1-airgap-control-plane.yaml", "Pulumi.eu-west-1-airgap.yaml",
-                                        "Pulumi.eu-west-1-control-plane.yaml", "Pulumi.eu-west-1.yaml"]
+    assert [p.name for p in STACKS] == ["Pulumi.us-east-1-airgap-control-plane.yaml", "Pulumi.us-east-1-airgap.yaml",
+                                        "Pulumi.us-east-1-control-plane.yaml", "Pulumi.us-east-1.yaml"]
     roles = {image_settings_from_config(_config(p), str(p)).role for p in STACKS}
     assert roles == {"gpu-node", "control-plane"}
 
@@ -176,7 +176,7 @@ def test_manual_rebuild_has_no_schedule_and_no_first_build_when_asked() -> None:
 def test_bad_settings_register_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     recorded = watch_registrations(monkeypatch)
     with pytest.raises(pulumi.RunError) as err:
-        _run({"ck8s-gpu-images:image": {"region": "eu-west-1", "driverBranch": "470", "subnetId": "subnet-x"}})
+        _run({"ck8s-gpu-images:image": {"region": "eu-north-1", "driverBranch": "470", "subnetId": "subnet-x"}})
     assert "image.kubernetes.snap" in str(err.value)
     message = str(err.value)
     assert "image.driverBranch" in message and "image.subnetId" in message and "Traceback" not in message

@@ -151,7 +151,7 @@ def test_aws_dispatches_lazily_to_the_aws_cluster(monkeypatch: pytest.MonkeyPatc
 
     fake.AwsCluster = AwsCluster  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "components.aws.cluster", fake)
-    s = parse_settings({"platform": "aws", "region": "eu-west-1"})
+    s = parse_settings({"platform": "aws", "region": "eu-north-1"})
     assert isinstance(make_cluster("prod", s), AwsCluster)
     # the platform is told what the add-on set needs of it (it never imports the add-ons)
     assert made == [("prod", s, AddonFacts(cloud_controller_manager=True, backup_target=False))]

@@ -14,7 +14,7 @@ from components.validate import parse as parse_settings
 
 def facts(**settings: Any) -> StackFacts:
     """Facts from real settings (defaults from the model), e.g. facts(environment="prod", production=True)."""
-    return StackFacts.from_settings(parse_settings({"platform": "aws", "region": "eu-west-1", **settings}))
+    return StackFacts.from_settings(parse_settings({"platform": "aws", "region": "eu-north-1", **settings}))
 
 
 def violations(policy: ResourceValidationPolicy, resource_type: str, props: dict[str, Any], **kw: Any) -> list[str]:

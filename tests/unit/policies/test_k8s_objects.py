@@ -31,7 +31,7 @@ def program() -> None:
 
 
 def test_raw_objects_of_a_recorded_program_are_judged() -> None:
-    run = run_program(program, {}, stack="objects-test", region="eu-west-1")
+    run = run_program(program, {}, stack="objects-test", region="eu-north-1")
     result = evaluate(from_records(run.resources, run.outputs, "objects-test"), facts())
     seen = {(f.policy, f.urn.rsplit("::", 1)[-1]) for f in result.mandatory}
     assert {

@@ -218,7 +218,7 @@ def test_commands_run_through_a_chroot_for_debug_pods() -> None:
 
 def test_expectations_from_stack_settings() -> None:
     settings = parse_settings({
-        "platform": "aws", "region": "eu-west-1", "kubernetes": {"track": "1.32-classic"},
+        "platform": "aws", "region": "eu-north-1", "kubernetes": {"track": "1.32-classic"},
         "gpuStack": {"allocation": "device-plugin"}, "nodePools": [{"name": "l4", "instanceType": "g6.12xlarge"}],
     })
     exp = checks.expectations_for(settings, "l4")

@@ -37,7 +37,7 @@ def program() -> None:
 
 
 def test_policies_over_a_recorded_program() -> None:
-    run = run_program(program, {}, stack="offline-test", region="eu-west-1")
+    run = run_program(program, {}, stack="offline-test", region="eu-north-1")
     prod = facts(environment="prod", production=True, controlPlane={"count": 3}, network={"azCount": 3},
                  backup={"region": "us-west-2"}, protection={"protect": True, "retainOnDelete": True})
     result = evaluate(from_records(run.resources, run.outputs, "offline-test"), prod)

@@ -66,7 +66,7 @@ def _real_pack_args(props: dict[str, Any]) -> ResourceValidationArgs:
 
 def test_real_pack_reads_settings_from_the_engines_config(monkeypatch: pytest.MonkeyPatch) -> None:
     world_api = {"ipProtocol": "tcp", "fromPort": 6443, "toPort": 6443, "cidrIpv4": "0.0.0.0/0"}
-    settings = {"platform": "aws", "region": "eu-west-1", "network": {"apiAllowList": ["0.0.0.0/0"]}}
+    settings = {"platform": "aws", "region": "eu-north-1", "network": {"apiAllowList": ["0.0.0.0/0"]}}
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"ck8s-gpu:settings": json.dumps(settings)}))
     facts = facts_from_config_env()
     assert facts is not None and facts.api_allow_list == ("0.0.0.0/0",) and not facts.prod

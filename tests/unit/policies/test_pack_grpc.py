@@ -21,7 +21,7 @@ from components import policies
 
 PACK_DIR = Path(__file__).resolve().parents[3] / "policy"
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
-SETTINGS = {"platform": "aws", "region": "eu-west-1", "environment": "prod", "production": True,
+SETTINGS = {"platform": "aws", "region": "eu-north-1", "environment": "prod", "production": True,
             "network": {"apiAllowList": ["0.0.0.0/0"]}}
 
 

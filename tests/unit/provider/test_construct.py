@@ -69,7 +69,7 @@ def test_simulated_gpus_get_the_local_cluster() -> None:
 
 def test_gpu_cluster_builds_an_aws_cluster() -> None:
     run = construct("ck8s-gpu:index:GpuCluster", {
-        "region": "eu-west-1", "controlPlanes": 3.0, "pools": [{"name": "gpu", "instanceType": "g6.xlarge"}]})
+        "region": "eu-north-1", "controlPlanes": 3.0, "pools": [{"name": "gpu", "instanceType": "g6.xlarge"}]})
     types = [r.type for r in run.resources]
     assert "ck8s-gpu:index:AwsCluster" in types and "aws:autoscaling/group:Group" in types
 

@@ -37,7 +37,7 @@ RELEASE = "gpu-smoke-test"
 RUN = "ab12cd34"
 DRIVER = "gpu.nvidia.com"
 API = "resource.k8s.io/v1"
-NODES = ("ip-10-0-1-17.eu-west-1.compute.internal", "ip-10-0-2-33.eu-west-1.compute.internal")
+NODES = ("ip-10-0-1-17.eu-north-1.compute.internal", "ip-10-0-2-33.eu-north-1.compute.internal")
 TS = "2026-11-29T21:30:0{}Z"
 
 

@@ -12,14 +12,14 @@ from components.validate import parse as parse_settings
 
 AWS: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "nodePools": [{"name": "l4", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 2, "maxSize": 3}],
     "smokeTest": {"gpus": 2},
 }
 
 AWS_ALL_CASES: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "gpuStack": {"migStrategy": "mixed"},
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1,
                    "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
@@ -35,7 +35,7 @@ AWS_ALL_CASES: dict[str, Any] = {
 # Two pools cut by their MIG layouts (nodePools[].mig): the MIG case asks each for each of its profiles.
 AWS_MIG_POOLS: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "nodePools": [
         {"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1,
          "mig": {"config": "all-balanced"}},
@@ -45,7 +45,7 @@ AWS_MIG_POOLS: dict[str, Any] = {
 }
 AWS_MIG_ONLY: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "gpuStack": {"migStrategy": "single"},
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
     "smokeTest": {"wholeGpu": False, "migProfile": "1g.10gb"},
@@ -54,7 +54,7 @@ AWS_MIG_ONLY: dict[str, Any] = {
 # Two pods on one named claim, shared through MPS (the GpuConfig with every option).
 AWS_MPS: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "nodePools": [{"name": "l4", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
     "smokeTest": {"sharedNamedClaim": True, "sharing": "mps", "mpsActiveThreadPercentage": 50,
                   "mpsPinnedMemoryLimitMiB": 1024},
@@ -63,17 +63,17 @@ AWS_MPS: dict[str, Any] = {
 # The allReduce case on two p5.48xlarge nodes with EFA (one zone: EFA's default needs it).
 AWS_ALL_REDUCE: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
-    "network": {"availabilityZones": ["eu-west-1a", "eu-west-1b"]},
+    "region": "eu-north-1",
+    "network": {"availabilityZones": ["eu-north-1a", "eu-north-1b"]},
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 2, "desiredSize": 2, "maxSize": 2,
-                   "availabilityZone": "eu-west-1a"}],
+                   "availabilityZone": "eu-north-1a"}],
     "smokeTest": {"allReduce": {"enabled": True}},
 }
 
 # nvlinkGroup (4 GPUs of one Fabric Manager partition) and gpuHealth on one p5.48xlarge pool.
 AWS_NVLINK_GROUP: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "gpuStack": {"nvlinkPartitions": True, "gpuHealth": True},
     "kubernetes": {"track": "1.35-classic"},
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],

@@ -157,7 +157,7 @@ def test_an_unallocated_claim_fails_with_the_scheduler_s_reason() -> None:
 
 AWS_TWO: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1},
                   {"name": "l4", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
     "smokeTest": {"firstAvailable": {"enabled": True, "preferredPool": "h100", "fallbackPool": "l4"}},

@@ -28,7 +28,7 @@ PARTITIONS = {8: lambda i: 0, 4: lambda i: 1 + i // 4, 2: lambda i: 3 + i // 2, 
 
 P5: dict[str, Any] = {
     "platform": "aws",
-    "region": "eu-west-1",
+    "region": "eu-north-1",
     "gpuStack": {"nvlinkPartitions": True},
     "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}],
     "smokeTest": {"gpus": 2, "nvlinkGroup": {"enabled": True, "gpus": 4}},

@@ -243,7 +243,7 @@ def test_the_named_claim_case_runs_both_pods_on_one_allocation() -> None:
     report, _ = smoke(cluster, plan)
     assert statuses(report)["case-named-claim"] == "passed", message(report, "case-named-claim")
     assert message(report, "case-named-claim").startswith(
-        f"claim gpu-smoke-test-shared-named-{plan.run_id} on ip-10-0-1-17.eu-west-1.compute.internal/gpu-0")
+        f"claim gpu-smoke-test-shared-named-{plan.run_id} on ip-10-0-1-17.eu-north-1.compute.internal/gpu-0")
     # The allocation carries the GpuConfig, but the fake runs no MPS daemon: no pipe in the containers.
     assert statuses(report)["gpu-sharing"] == "failed"
     assert "got no MPS pipe directory (CUDA_MPS_PIPE_DIRECTORY unset)" in message(report, "gpu-sharing")

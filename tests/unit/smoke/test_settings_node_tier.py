@@ -44,7 +44,7 @@ def test_a_kubelet_pool_must_be_a_local_pool_of_the_stack() -> None:
     p = problems({**LOCAL, "local": {"kubeletPools": ["kubelet", "nope", "kubelet"]}})
     assert "'nope' is not a node pool (gpu, kubelet)" in p["settings.local.kubeletPools[1]"][0]
     assert "listed twice" in p["settings.local.kubeletPools[2]"][0]
-    aws = problems({"platform": "aws", "region": "eu-west-1", "local": {"kubeletPools": ["gpu"]}})
+    aws = problems({"platform": "aws", "region": "eu-north-1", "local": {"kubeletPools": ["gpu"]}})
     assert "only the local platform runs kubelet nodes" in aws["settings.local.kubeletPools"][0]
 
 
@@ -65,7 +65,7 @@ def test_the_smoke_pool_alone_must_hold_the_gpus_asked_for() -> None:
 
 
 def test_an_aws_pool_is_selected_by_the_pool_tag_label() -> None:
-    s = parse({"platform": "aws", "region": "eu-west-1", "smokeTest": {"pool": "gpu", "scheduler": "default"}})
+    s = parse({"platform": "aws", "region": "eu-north-1", "smokeTest": {"pool": "gpu", "scheduler": "default"}})
     plan = smoke_plan(s, cluster_facts(s), pins.image("smoke-test"))
     assert plan.values["nodeSelector"] == {POOL_TAG: "gpu"}
 

@@ -18,10 +18,10 @@ from components.validate import parse as parse_settings
 from tests.unit.helpers import listed_by_path, raised_problems
 from tests.unit.smoke import settings_fixtures as sf
 
-AWS_MIG = {"platform": "aws", "region": "eu-west-1", "gpuStack": {"migStrategy": "mixed"},
+AWS_MIG = {"platform": "aws", "region": "eu-north-1", "gpuStack": {"migStrategy": "mixed"},
            "nodePools": [{"name": "h100", "instanceType": "p5.48xlarge", "minSize": 1, "desiredSize": 1,
                           "maxSize": 1}]}
-AWS_L4 = {"platform": "aws", "region": "eu-west-1",
+AWS_L4 = {"platform": "aws", "region": "eu-north-1",
           "nodePools": [{"name": "l4", "instanceType": "g6.12xlarge", "minSize": 1, "desiredSize": 1, "maxSize": 1}]}
 
 

@@ -78,7 +78,7 @@ def test_backup_region_from_override_or_flag() -> None:
 def test_the_templates_own_region_and_non_aws_templates_are_refused() -> None:
     config, settings = template("aws-dev")
     with pytest.raises(SettingsError, match="template's own region"):
-        derive("aws-dev", config, settings, "eu-west-1")
+        derive("aws-dev", config, settings, "us-east-1")
     kind_config, kind_settings = template("kind")
     with pytest.raises(SettingsError, match="only aws stacks"):
         derive("kind", kind_config, kind_settings, "eu-west-1")
@@ -95,7 +95,7 @@ def test_an_existing_vpc_must_be_replaced_per_region() -> None:
     from components.validate import from_config as settings_from_config
 
     settings = settings_from_config(config, "dev", offline=True)
-    with pytest.raises(SettingsError, match="exists only in eu-west-1"):
+    with pytest.raises(SettingsError, match="exists only in us-east-1"):
         derive("aws-dev", config, settings, "us-east-2")
     s = derive("aws-dev", config, settings, "us-east-2", {"network": {"existing": None}})
     assert s.settings.network.existing is None
@@ -116,7 +116,7 @@ def test_a_pool_ami_id_must_be_replaced_per_region_and_a_parameter_path_carries_
     pool = settings.node_pools[0].name
     with pytest.raises(SettingsError) as err:
         derive("aws-dev", config, settings, "us-east-2")
-    assert f"pool '{pool}': the template's image ami-0123456789abcdef0 exists only in eu-west-1" in str(err.value)
+    assert f"pool '{pool}': the template's image ami-0123456789abcdef0 exists only in us-east-1" in str(err.value)
     own = {"nodePools": [{"name": pool, "ami": "ami-0fedcba9876543210"}]}
     assert derive("aws-dev", config, settings, "us-east-2", own).settings.node_pools[0].ami == "ami-0fedcba9876543210"
     path = "/ml-platform/images/ubuntu-24.04-nvidia-595/ami-id"

@@ -24,8 +24,8 @@ def test_plan_prints_the_steps_and_changes_nothing(capsys: pytest.CaptureFixture
     before = (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text()
     assert main(["upgrade", "--stack", "aws-dev", "--to", "1.35-classic", "--plan"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("upgrade ck8s-dev-eu-west-1: 1.34-classic -> 1.35-classic (5 steps)")
-    assert "control plane ck8s-dev-eu-west-1-cp-0" in out and "pool l4 [l4-node-1]" in out
+    assert out.startswith("upgrade ck8s-dev-us-east-1: 1.34-classic -> 1.35-classic (5 steps)")
+    assert "control plane ck8s-dev-us-east-1-cp-0" in out and "pool l4 [l4-node-1]" in out
     assert (ROOT / "stacks/Pulumi.aws-dev.yaml").read_text() == before
 
 
