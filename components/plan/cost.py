@@ -10,7 +10,10 @@ Every line item has a count at the pools' minimum, desired and maximum sizes (an
 per hour, or the reason it has none: a Region or type missing from the tables ("no price for <region>
 in the table"), a size AWS's price list has no On-Demand price for in the Region ("<type> has no
 On-Demand price in <region> in AWS's price list of <date>"), spot ("variable"), a Capacity Block
-("priced at purchase"). Totals add the priced items only, and every summary says what was left out.
+("priced at purchase"). An On-Demand Capacity Reservation whose size the settings declare
+(`capacityReservation.instanceCount`) adds a line of the reserved instances the pool does not run
+(instanceCount less the pool's count at each size, never below 0) at the On-Demand rate: AWS bills them,
+running or not. Totals add the priced items only, and every summary says what was left out.
 A month is 730 hours (tables/prices.py).
 """
 
@@ -210,13 +213,26 @@ def _pool(p: _Pricer, pool: NodePoolSettings) -> Iterable[LineItem]:
     else:
         unit, why = p.ec2(pool.instance_type)
         note = ""
+        unused: Counts | None = None
         if reservation is not None:
             p.fact(prices.CAPACITY_RESERVATION_BILLING)
             held = reservation.id or reservation.resource_group_arn
-            note = (f"On-Demand Capacity Reservation {held}: billed at the On-Demand rate for every reserved "
-                    "instance, running or not; its size is not in the settings (`ck8s-gpu preflight` reads it), "
-                    "so unused reserved instances are not in the totals")
+            size = reservation.instance_count
+            if size is None:
+                note = (f"On-Demand Capacity Reservation {held}: billed at the On-Demand rate for every reserved "
+                        "instance, running or not; its size is not in the settings (declare "
+                        "capacityReservation.instanceCount; `ck8s-gpu preflight` reads it), so unused reserved "
+                        "instances are not in the totals")
+            else:
+                lo, mid, hi = (max(0, size - n) for n in counts)
+                unused = (lo, mid, hi)
+                note = (f"On-Demand Capacity Reservation {held} of {size} instance(s) (instanceCount): billed at the "
+                        "On-Demand rate for every reserved instance, running or not; "
+                        + ("the ones the pool does not run are their own line" if any(unused)
+                           else "the pool runs every one at each size"))
         yield LineItem(what, counts, unit, why, note)
+        if unused is not None and any(unused):
+            yield LineItem(f"pool {pool.name} reserved, not running ({held})", unused, unit, why)
     yield _volume(p, f"pool {pool.name}", pool.root_volume_gib, counts)
 
 

@@ -18,7 +18,9 @@ The rules and where AWS states them (read 2026-12):
   dedicated tenancy, so Tenancy must be `default`;
 - `targeted` and `open` reservations both take the pool's instances: the launch template targets
   the reservation explicitly (components/aws/launch.py);
-- AvailableInstanceCount: "the number of instances that can be launched" into it;
+- AvailableInstanceCount: "the number of instances that can be launched" into it; TotalInstanceCount:
+  "the total number of instances for which the Capacity Reservation reserves capacity", what a
+  pool's `capacityReservation.instanceCount` declares;
 - EC2 terminates instances still running in a Capacity Block 30 minutes before its EndDate (EC2
   Auto Scaling User Guide, launch-template-capacity-blocks.html, "Operational guidelines").
 """
@@ -125,6 +127,19 @@ def _window(r: Reservation, pool: NodePoolSettings, subject: str, now: datetime 
                       f": extend it or name a longer one")
 
 
+def _declared_size(r: Reservation, pool: NodePoolSettings, subject: str) -> Iterator[Finding]:
+    """`instanceCount` against AWS's TotalInstanceCount: validate() holds the pool's maxSize to the
+    declared count and `plan --cost` prices an On-Demand reservation's unused instances from it, so a
+    count AWS does not have misleads both."""
+    cr = pool.capacity_reservation
+    assert cr is not None
+    if cr.instance_count is not None and cr.instance_count != r.total:
+        yield Finding("reservation-mismatch", "warning", f"{subject}.instanceCount",
+                      f"instanceCount {cr.instance_count} is not the size of {r.id}: AWS's TotalInstanceCount is "
+                      f"{r.total} (what validate holds {pool.max_nodes_key} to and `plan --cost` prices the "
+                      f"unused part from): set instanceCount: {r.total}")
+
+
 def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now: datetime | None) -> Iterator[Finding]:
     cr = pool.capacity_reservation
     assert cr is not None
@@ -140,6 +155,7 @@ def _one(pool: NodePoolSettings, path: str, found: tuple[Reservation, ...], now:
         yield from state
         if any(f.severity == "error" for f in state):
             return  # an expired or failed reservation has nothing to count
+        yield from _declared_size(r, pool, subject)
         start, most = pool.start_size_key, pool.max_nodes_key
         if r.available < pool.start_size:
             yield Finding("reservation-too-small", "error", f"{subject}.id",

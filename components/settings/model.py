@@ -217,6 +217,13 @@ class CapacityReservationSettings(_Model):
     # A Capacity Block's end (ISO 8601, UTC). An autoscaled block pool needs both dates: the
     # autoscaler launches into the block only between them (components/settings/rules/autoscaling.py).
     ends_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z$")
+    # How many instances the reservation `id` holds: AWS's TotalInstanceCount (botocore ec2
+    # 2016-11-15 CapacityReservation; CreateCapacityReservation InstanceCount, "Valid range: 1 - 1000",
+    # grown by ModifyCapacityReservation beyond; a Capacity Block's is its offering's InstanceCount,
+    # fixed at purchase). The pool's maxSize may not exceed it (components/settings/rules/pools.py);
+    # `plan --cost` prices an On-Demand reservation's unused instances from it; `ck8s-gpu preflight`
+    # compares it with AWS's. null: not declared. At most a cluster's worth (MAX_CLUSTER_NODES).
+    instance_count: int | None = Field(default=None, ge=1, le=5000)
 
     @property
     def capacity_block(self) -> bool:

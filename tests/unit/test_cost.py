@@ -68,13 +68,18 @@ class StackFacts:
     nlb_addresses: int  # public IPv4 addresses of an internet-facing API load balancer (one a zone)
     endpoint_zones: int  # interface endpoints x private subnets
     region: str = "us-east-1"
+    # (index in `nodes`, the pool's capacityReservation.instanceCount): an On-Demand Capacity Reservation
+    # bills every reserved instance, so those the pool does not run at a size are billed beside it.
+    reserved: tuple[tuple[int, int], ...] = ()
 
 
 STACK_FACTS = {
     # controlPlane: count 3 (rootVolumeGiB: the default, 100); pool l40s (root: the default, 200); pool h100,
-    # rootVolumeGiB 500; natGateways per-az over azCount 3; apiLoadBalancer internal.
+    # rootVolumeGiB 500, on an On-Demand Capacity Reservation of instanceCount 4; natGateways per-az over
+    # azCount 3; apiLoadBalancer internal.
     "aws-prod": StackFacts((("m7i.2xlarge", 3, 3, 3, 100), ("g6e.12xlarge", 2, 2, 8, 200),
-                            ("p5.48xlarge", 2, 2, 4, 500)), nats=3, nlb_addresses=0, endpoint_zones=0),
+                            ("p5.48xlarge", 2, 2, 4, 500)), nats=3, nlb_addresses=0, endpoint_zones=0,
+                           reserved=((2, 4),)),
     # one control plane; pool l4 1/1/3; natGateways: the default, single; internet-facing over the default 2 zones.
     "aws-dev": StackFacts((("m7i.xlarge", 1, 1, 1, 100), ("g6.xlarge", 1, 1, 3, 200)),
                           nats=1, nlb_addresses=2, endpoint_zones=0),
@@ -93,6 +98,7 @@ def _expected(facts: StackFacts) -> tuple[float, float, float]:
     out = []
     for at in (1, 2, 3):
         nodes = sum(n[at] * (EC2[n[0]] + n[4] * GB_HOUR) for n in facts.nodes)
+        nodes += sum(max(0, count - facts.nodes[i][at]) * EC2[facts.nodes[i][0]] for i, count in facts.reserved)
         out.append(nodes + facts.nats * (US["nat-gateway-hour"] + US["public-ipv4-hour"]) + US["nlb-hour"]
                    + facts.nlb_addresses * US["public-ipv4-hour"] + facts.endpoint_zones * US["vpc-endpoint-az-hour"])
     return out[0], out[1], out[2]
@@ -116,6 +122,9 @@ def test_the_stack_file_says_what_the_expected_numbers_count(stack: str) -> None
         (p.instance_type, *((p.autoscaling.min_size,) * 2 if p.autoscaling else (p.min_size, p.desired_size)),
          p.autoscaling.max_size if p.autoscaling else p.max_size, p.root_volume_gib) for p in s.node_pools]
     assert tuple(nodes) == facts.nodes
+    assert tuple((i + 1, p.capacity_reservation.instance_count) for i, p in enumerate(s.node_pools)
+                 if p.capacity_reservation is not None and p.capacity_reservation.instance_count is not None
+                 ) == facts.reserved
     assert s.region == facts.region
     assert {"single": 1, "per-az": s.network.az_count, "none": 0}[s.network.nat_gateways] == facts.nats
     assert (s.network.az_count if cp.api_load_balancer == "internet-facing" else 0) == facts.nlb_addresses
@@ -134,8 +143,11 @@ def test_every_committed_stack_costs_what_the_table_says(stack: str) -> None:
 
 
 def test_prod_costs_what_it_cost_when_the_table_was_read() -> None:
-    # $132.63/h at the minimum and desired sizes, $305.91/h at the maximum (EC2 prices of 2026-07-20).
-    assert [round(x, 2) for x in _prod_expected()] == [132.63, 132.63, 305.91]
+    # $242.71/h at the minimum and desired sizes, $305.91/h at the maximum (EC2 prices of 2026-07-20): the
+    # $132.63/h the nodes and network cost, plus the 2 of the h100 pool's 4 reserved p5.48xlarge it does not
+    # run at 2 nodes (2 x $55.04); at maxSize 4 it runs all of them.
+    assert [round(x, 2) for x in _prod_expected()] == [242.71, 242.71, 305.91]
+    assert round(2 * EC2["p5.48xlarge"], 2) == 110.08
 
 
 @pytest.mark.parametrize("stack", sorted(STACK_FACTS))

@@ -59,6 +59,34 @@ def _pools(s: Settings) -> Iterator[Problem]:
             yield (f"{path}.instanceType",
                    f"'{p.instance_type}' is not in the GPU instance-type table; declare its GPUs under "
                    f"{path}.gpu (count, productName, memoryGiB)")
+        if s.platform == "aws":  # elsewhere a reservation is refused whole (components/aws/launch_rules.py)
+            yield from _reservation_size(path, p)
+
+
+def _reservation_size(path: str, p: NodePoolSettings) -> Iterator[Problem]:
+    """`capacityReservation.instanceCount`, the reservation's declared size (AWS's TotalInstanceCount),
+    against the pool. The launch template targets the reservation by id (components/aws/launch.py), and
+    a launch into a specified Capacity Reservation that lacks room for it fails rather than falling back
+    to On-Demand (EC2 User Guide, capacity-reservations-launch.html, "Specify Capacity Reservation"); a
+    Capacity Block launches nowhere else either: a pool larger than its reservation has nodes that never
+    launch. The count is one reservation's: a resource group's members each have their own."""
+    cr = p.capacity_reservation
+    if cr is None or cr.instance_count is None:
+        return
+    here = f"{path}.capacityReservation.instanceCount"
+    if cr.id is None:
+        if cr.resource_group_arn is not None:
+            yield (here, "is the size of one reservation (AWS's TotalInstanceCount), and a resource group's "
+                         "members each have their own: declare it with capacityReservation.id only, or remove it")
+        return
+    if p.max_nodes > cr.instance_count:
+        enlarge = ("buy a block that holds them or target several blocks with resourceGroupArn" if cr.capacity_block
+                   else f"enlarge the reservation (aws ec2 modify-capacity-reservation --capacity-reservation-id "
+                        f"{cr.id} --instance-count {p.max_nodes}) and set instanceCount: {p.max_nodes}")
+        beyond = p.max_nodes - cr.instance_count
+        yield (here, f"{cr.id} holds {cr.instance_count} instance(s), but the pool grows to {p.max_nodes_key} "
+                     f"{p.max_nodes}: a launch into a reservation without room fails, so {beyond} node(s) could "
+                     f"never launch; lower {p.max_nodes_key} to {cr.instance_count}, or {enlarge}")
 
 
 def _pool_labels_and_taints(path: str, p: NodePoolSettings) -> Iterator[Problem]:

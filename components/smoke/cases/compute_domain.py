@@ -26,6 +26,7 @@ from ...facts.nodes import pool_label
 from ...settings.facts import compute_domains_on, provided_pools
 from ...settings.model import NodePoolSettings, Settings
 from ...settings.problems import ROOT, Problem
+from ...settings.rules.queues import smoke_quota_problems
 from ...settings.rules.smoke import SIMULATED_GPUS
 from ...tables.instance_types import nvlink_domain
 from ..checks.base import Check
@@ -122,6 +123,9 @@ def problems(s: Settings) -> Iterator[Problem]:
     if s.platform == "local" and pool.name not in s.local.kubelet_pools:
         yield (where, f"pool '{pool.name}' is no kubelet pool (local.kubeletPools: "
                       f"{', '.join(s.local.kubelet_pools)}): KWOK nodes prepare no claim and run no container")
+    if s.smoke_test.scheduler == "kai":  # one GPU on each of `nodes` nodes, held at once
+        yield from smoke_quota_problems(s, c.nodes, "smokeTest.computeDomain (one GPU on each of its nodes)",
+                                        "smokeTest.computeDomain.nodes")
     if pool.desired_size < c.nodes:
         i = s.node_pools.index(pool)
         yield (f"{path}.nodes", f"needs {c.nodes} nodes of pool '{pool.name}', which has {pool.desired_size} at its "
