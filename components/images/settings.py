@@ -17,7 +17,7 @@ from ..settings.limits import offering_problem
 from ..settings.load import SettingsError, pydantic_reason
 from ..settings.model import MIRROR, _Model
 from ..settings.problems import Problem, cut, field_path
-from ..settings.rules.cluster import region_problem
+from ..settings.rules.cluster import image_track, region_problem, snap_revision_problem
 from ..settings.rules.pools import PATH_ARCH, SSM_PATH, SSM_PATH_MAX
 from ..tables import pins
 from ..tables.instance_types import gpu_facts
@@ -41,12 +41,6 @@ CONTROL_PLANE_BUILD_INSTANCE = {"amd64": "m7i.large", "arm64": "m7g.large"}
 GPU_NODE_BUILD_INSTANCE = "g6.xlarge"
 # The root volume carries the snaps and every preloaded image tar (components/images/preload_steps.py).
 ROOT_VOLUME_GIB = {"gpu-node": 60, "control-plane": 40}
-# The k8s snap's revisions per architecture for a version, as the store lists them: a revision is
-# per architecture, so an amd64 number in an arm64 line downloads nothing (`snap download` asks
-# the store for that revision of the build host's architecture: snapd 2.77
-# store/tooling/tooling.go NewToolingStore, UBUNTU_STORE_ARCH). Source: canonical/k8s-operator#947,
-# `snapcraft status k8s` 2026-06-05: 1.34-classic stable v1.34.4 amd64 5325, arm64 5328.
-KNOWN_SNAP_REVISIONS: dict[tuple[str, str], int] = {("v1.34.4", "amd64"): 5325, ("v1.34.4", "arm64"): 5328}
 KEEP_IMAGES_MAX = 1000
 
 
@@ -282,13 +276,12 @@ def _snap_rules(s: ImageSettings) -> Iterator[Problem]:
     if track is not None and pin.version.split(".")[:2] != track.kubernetes.split(".")[:2]:
         yield (f"{where}.snap.version", f"{pin.version} is not in track {s.track} "
                f"(Kubernetes {'.'.join(track.kubernetes.split('.')[:2])})")
-    mine = KNOWN_SNAP_REVISIONS.get((pin.version, s.architecture))
-    other = next((arch for (version, arch), rev in KNOWN_SNAP_REVISIONS.items()
-                  if version == pin.version and arch != s.architecture and rev == pin.revision), None)
-    if other is not None:
-        yield (f"{where}.snap.revision", f"{pin.revision} is the {other} revision of k8s {pin.version}; "
-               f"this image is {s.architecture}" + (f" ({mine})" if mine else "")
-               + ": a revision is per architecture")
+    if why := snap_revision_problem(pin.version, s.architecture, pin.revision):
+        yield f"{where}.snap.revision", why
+    named = image_track(s.parameter)
+    if named is not None and named != s.track:
+        yield (f"{ROOT}.parameterName", f"'{cut(s.parameter)}' names track {named}; this line carries "
+               f"{s.track}'s snap: clusters would boot it as {named}'s")
 
 
 def parse_image_settings(raw: Any, source: str) -> ImageSettings:

@@ -92,6 +92,14 @@ SNAP_TRACKS: dict[str, SnapTrack] = {
     )
 }
 DEFAULT_TRACK = "1.34-classic"
+# The k8s snap's revisions per architecture for a version, as the store lists them: a revision is
+# per architecture, so an amd64 number in an arm64 line downloads nothing (`snap download` asks
+# the store for that revision of the build host's architecture: snapd 2.77
+# store/tooling/tooling.go NewToolingStore, UBUNTU_STORE_ARCH). Source: canonical/k8s-operator#947,
+# `snapcraft status k8s` 2026-06-05: 1.34-classic stable v1.34.4 amd64 5325, arm64 5328. A version
+# absent here is not judged; a revision listed here for another version is refused (settings and
+# image lines alike: components/settings/rules/cluster.py, components/images/settings.py).
+KNOWN_SNAP_REVISIONS: dict[tuple[str, str], int] = {("v1.34.4", "amd64"): 5325, ("v1.34.4", "arm64"): 5328}
 
 CHARTS: dict[str, ChartPin] = {
     "gpu-operator": ChartPin("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.7.0"),

@@ -92,6 +92,19 @@ def _kubernetes(s: Settings) -> Iterator[Problem]:
         if not FEATURE_GATE.match(gate):
             yield f"{ROOT}.kubernetes.featureGates[{i}]", f"'{gate}' is not Name=true|false"
     yield from _snap_pin(s)
+    yield from _image_tracks(s)
+
+
+def _image_tracks(s: Settings) -> Iterator[Problem]:
+    """An image line carries one track's snap and images: a stack on another track refuses it."""
+    for where, ami in [(f"{ROOT}.controlPlane.ami", s.control_plane.ami)] + [
+            (f"{ROOT}.nodePools[{i}].ami", p.ami) for i, p in enumerate(s.node_pools)]:
+        named = image_track(ami)
+        if named is not None and named != s.kubernetes.track:
+            yield (where, f"'{cut(ami or '')}' names an image line built for track {named} (its k8s snap and "
+                   f"images), the stack runs {s.kubernetes.track}: build that track's images (images/Pulumi.*.yaml "
+                   f"with kubernetes.track {s.kubernetes.track} and its snap pin; docs/images.md) and name their "
+                   "parameter, or keep the track")
 
 
 def _snap_pin(s: Settings) -> Iterator[Problem]:
@@ -106,6 +119,9 @@ def _snap_pin(s: Settings) -> Iterator[Problem]:
     if not s.kubernetes.hold_snap_refresh:
         yield (f"{ROOT}.kubernetes.holdSnapRefresh", "must stay true with kubernetes.snap: snapd refreshes a "
                "revision installed with --revision to the channel's (snapd cmd_snap_op.go, install help)")
+    for cpu, revision in sorted(pin.revisions.items()):
+        if why := snap_revision_problem(pin.version, cpu, revision):
+            yield f"{ROOT}.kubernetes.snap.revisions.{cpu}", why
     if s.platform != "aws":
         return
     used: dict[str, str] = {}
@@ -119,6 +135,32 @@ def _snap_pin(s: Settings) -> Iterator[Problem]:
         if arch not in pin.revisions:
             yield (f"{ROOT}.kubernetes.snap.revisions.{arch}", f"missing: {where} is {arch}; its nodes would "
                    "install whatever the channel serves (`snap list k8s` on such a node shows its Rev)")
+
+
+# The image program's control-plane parameter ends in k8s-<track> (components/images/settings.py
+# control_plane_parameter_name): an image line's snap and images are that track's.
+IMAGE_TRACK_LEVEL = re.compile(r"^k8s-(\d+\.\d+-[a-z]+)$")
+
+
+def image_track(ami: str | None) -> str | None:
+    """The track an SSM parameter path's last level names (`.../k8s-1.34-classic`), or None."""
+    if not ami or not ami.startswith("/"):
+        return None
+    m = IMAGE_TRACK_LEVEL.match(ami.rstrip("/").rsplit("/", 1)[-1])
+    return m.group(1) if m else None
+
+
+def snap_revision_problem(version: str, arch: str, revision: int) -> str | None:
+    """Why `revision` cannot be k8s `version`'s for `arch`: the store lists it as another version's or
+    another architecture's (pins.KNOWN_SNAP_REVISIONS). A revision the table does not know is not judged."""
+    for (v, a), rev in sorted(pins.KNOWN_SNAP_REVISIONS.items()):
+        if rev == revision and (v, a) != (version, arch):
+            mine = pins.KNOWN_SNAP_REVISIONS.get((version, arch))
+            return (f"{revision} is the {a} revision of k8s {v}, not {version}'s {arch} one"
+                    + (f" ({mine})" if mine else "") + ": a revision is one version on one architecture "
+                    "(`snapcraft status k8s`; components/tables/pins.py KNOWN_SNAP_REVISIONS); set the version's "
+                    "own revisions with it")
+    return None
 
 
 def _features(s: Settings) -> Iterator[Problem]:

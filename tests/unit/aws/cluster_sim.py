@@ -37,6 +37,7 @@ def with_track(track: str) -> Any:
         if kube.get("track", track) != track:
             kube.pop("snap", None)
             raw.get("images", {}).pop("preloaded", None)
+            on_track_images(raw, kube.get("track", ""), track)
         kube["track"] = track
 
     return change
@@ -96,6 +97,15 @@ class SimCluster:
 
         revision = pin.revisions.get(arch) if pin else None  # type: ignore[call-overload]
         return media(inst, k8s=(str(revision or 1), pin.version if pin else "v0.0.0"))
+
+
+def on_track_images(raw: dict[str, Any], old: str, track: str) -> None:
+    """An image line named for a track (`.../k8s-<track>`, the control planes') is that track's: a stack
+    moved to another track names that one's line (settings refuse the old one: rules/cluster.py)."""
+    for holder in [raw.get("controlPlane") or {}, *(raw.get("nodePools") or [])]:
+        ami = holder.get("ami")
+        if isinstance(ami, str) and old and ami.endswith(f"/k8s-{old}"):
+            holder["ami"] = ami.removesuffix(old) + track
 
 
 def from_the_store(raw: dict[str, Any]) -> None:

@@ -61,7 +61,9 @@ def test_a_revision_is_per_architecture() -> None:
     """canonical/k8s-operator#947: v1.34.4 is 5325 on amd64 and 5328 on arm64."""
     problems = _problems({"region": "eu-north-1", "role": "control-plane", "architecture": "arm64", **PIN})
     assert problems["image.kubernetes.snap.revision"] == (
-        "5325 is the amd64 revision of k8s v1.34.4; this image is arm64 (5328): a revision is per architecture")
+        "5325 is the amd64 revision of k8s v1.34.4, not v1.34.4's arm64 one (5328): a revision is one version on "
+        "one architecture (`snapcraft status k8s`; components/tables/pins.py KNOWN_SNAP_REVISIONS); set the "
+        "version's own revisions with it")
     assert "image.kubernetes.snap.revision" in _problems({"region": "eu-north-1", **ARM_PIN})
     unknown = {"kubernetes": {"snap": {"version": "v1.34.9", "revision": 5999}}}  # not in the table: not judged
     assert parse_image_settings({"region": "eu-north-1", **unknown}, "t").snap.revision == 5999

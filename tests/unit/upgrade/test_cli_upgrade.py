@@ -15,7 +15,7 @@ from components.cli.main import main
 from components.settings.load import SETTINGS_KEY
 from components.upgrade import resources, skew
 from tests.unit.addons.helpers import ancestors
-from tests.unit.aws.cluster_sim import from_the_store
+from tests.unit.aws.cluster_sim import from_the_store, on_track_images
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -199,6 +199,7 @@ def test_a_track_change_runs_the_smoke_test_again_after_the_upgrade() -> None:
         # unpinned at both tracks: the committed pin (v1.34.4) is refused on 1.35, and a pinned
         # stack's track moves only with its pin, so the track is the one difference
         from_the_store(raw[SETTINGS_KEY])
+        on_track_images(raw[SETTINGS_KEY], raw[SETTINGS_KEY]["kubernetes"]["track"], track)
         raw[SETTINGS_KEY]["kubernetes"]["track"] = track
         plan = plan_config(raw, "aws-dev", "test")
         [run] = [r for r in plan.resources if r.type == "pulumi-python:dynamic/ck8s-gpu:SmokeRun"]
