@@ -68,3 +68,22 @@ def test_the_refusal_quoted_for_a_pinned_stack_is_the_clis(capsys: pytest.Captur
     quoted = " ".join(" ".join(line[2:] for line in RUNBOOK.read_text().splitlines()
                                if line.startswith("> ")).split())
     assert said == quoted, (said, quoted)
+
+
+def test_the_worked_examples_numbers_are_the_models() -> None:
+    """The runbook's step 3 and its node counts are aws-prod's `upgrade --plan`: they fail when they part."""
+    import math
+    from pathlib import Path
+
+    from components.upgrade.steps import upgrade_steps
+    from components.validate import load_stack
+
+    prod = load_stack(Path(PROJECT_DIR / "stacks" / "Pulumi.aws-prod.yaml"))
+    steps = upgrade_steps(prod, "1.34-classic", "1.35-classic")
+    low = round(sum(s.seconds[0] for s in steps) / 60)
+    high = math.ceil(sum(s.seconds[1] for s in steps) / 60)
+    text = RUNBOOK.read_text()
+    assert f"| 3 | run the upgrade | {low}-{high} min (+ bounded waits) |" in text
+    assert f"### 3. Run the upgrade ({low}-{high} min)" in text
+    pools = " and ".join(f"`{p.name}` x{p.desired_size}" for p in prod.node_pools)
+    assert f"({prod.control_plane.count} control planes, pools {pools})" in " ".join(text.split())
