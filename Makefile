@@ -61,7 +61,7 @@ layers: $(STAMP)               ## the layer contract (docs/architecture.md, Laye
 	$(BIN)/python scripts/layers.py
 
 bench: $(STAMP)
-	$(BIN)/python scripts/bench_plan.py --write docs/benchmarks.md
+	$(BIN)/python scripts/bench_plan.py --write docs/benchmarks.md && $(BIN)/python scripts/bench_stamp.py --write docs/benchmarks.md
 
 docs: $(STAMP)
 	$(BIN)/python -m components.addons.docs

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from .outputs import output_problem
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 ONLY_HELP = "comma-separated requirement ids (default: every requirement of the checklist)"
 
@@ -87,6 +89,8 @@ def _args_problems(args: argparse.Namespace, known: set[str]) -> tuple[list[str]
                         f"{', '.join(f'1.{m}' for m in sorted(cl.CHECKLISTS))}")
     if args.timeout < 10:
         problems.append(f"--timeout {args.timeout}: at least 10 seconds")
+    if (why := output_problem(args.out, folder=True)) is not None:  # before the cluster is touched
+        problems.append(f"--out {args.out}: {why}")
     if args.sign_key is not None and not args.sign_key.is_file():
         problems.append(f"--sign-key {args.sign_key}: no such file")
     if args.prometheus_url is not None:
@@ -108,10 +112,11 @@ def _stack_settings(args: argparse.Namespace, problems: list[str]) -> Any:
 
     if args.stack is None:
         return None
+    stack = args.stack.absolute()  # the file really read, as `plan` names it
     try:
-        return settings_from_config(read_stack_file(args.stack), str(args.stack), offline=True)
+        return settings_from_config(read_stack_file(stack), str(stack), offline=True)
     except SettingsError as exc:
-        problems.append(f"--stack {args.stack}: {exc.message}")
+        problems.append(f"--stack: {exc.message}")
         return None
 
 

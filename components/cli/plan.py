@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..settings.load import SettingsError
+from .outputs import output_problem
 
 if TYPE_CHECKING:
     from ..settings.model import Settings
@@ -22,7 +23,8 @@ def register(sub: Any) -> None:
                     "resources.json, the rendered manifests and user-data; --diff compares with an earlier "
                     "resources.json; --timeline prints the modeled time to the first GPU job; --cost prints what the "
                     "stack costs an hour (every plan ends with its one-line total). Exit 0: planned; "
-                    "2: bad settings (every bad field named) or a bad argument.")
+                    "2: bad settings (every bad field named) or a bad argument (an --out folder that cannot be "
+                    "written: refused before planning).")
     p.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
     p.add_argument("--stacks-dir", type=Path, default=None, help="folder of stack files (default: stacks/)")
     p.add_argument("--out", type=Path, default=None, help="write resources.json, manifests, user-data here")
@@ -33,6 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--cost", action="store_true",
                    help="USD an hour at the pools' minimum, desired and maximum sizes, line by line, from the "
                         "sourced price tables (docs/cost.md), and the node image lines it boots; cost.json in --out")
+    p.add_argument("--images-dir", type=Path, default=None,
+                   help="folder of the node image stacks (images/Pulumi.*.yaml) the stack's pools may boot; the lines "
+                        "it boots must carry its track and snap pin (default: the checkout's images/)")
     p.set_defaults(func=run)
 
 
@@ -52,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"ck8s-gpu plan: --diff {args.diff}: not a resources.json ({exc})", file=sys.stderr)
             return 2
+    if args.out is not None and (why := output_problem(args.out, folder=True)) is not None:
+        print(f"ck8s-gpu plan: --out {args.out}: {why}", file=sys.stderr)  # before planning, nothing written
+        return 2
     import pulumi
 
     try:
@@ -72,6 +80,14 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     path = stack_file(args.stack, args.stacks_dir)
+    from ..images.agreement import agreement_problems
+
+    lines, _unread = committed_image_lines(args.images_dir)
+    disagree = agreement_problems(plan.settings, lines)
+    if disagree:  # a node would boot a snap or images of another pin (docs/adr/0059)
+        print(f"ck8s-gpu plan: {path}: the node image lines it boots carry another Kubernetes than it pins:\n"
+              + "\n".join(f"  {where}: {why}" for where, why in disagree), file=sys.stderr)
+        return 2
     config = read_stack_file(path)
     if plan.settings.traits.needs_kubeconfig and KUBECONFIG_KEY not in config:
         print(f"note: config.{KUBECONFIG_KEY} is not set: `pulumi up` needs it "
@@ -86,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary_line(cost))
     if args.cost:
         print("\n" + "\n".join(table_lines(cost)))
-        print("\n" + "\n".join(image_lines(plan.settings)))
+        print("\n" + "\n".join(image_lines(plan.settings, args.images_dir)))
     if args.out is not None:
         written = artifacts.write(plan, args.out)
         if args.cost:
@@ -115,28 +131,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def image_lines(settings: Settings) -> list[str]:
+def committed_image_lines(images_dir: Path | None = None) -> tuple[list[tuple[str, Any]], list[str]]:
+    """Every image line of images/ (name, ImageSettings), and a line for each file that does not read."""
+    from ..images.settings import image_settings_from_config
+    from ..settings.load import read_stack_file
+    from ..tables.paths import PROJECT_DIR
+
+    lines: list[tuple[str, Any]] = []
+    unread: list[str] = []
+    for path in sorted((images_dir or PROJECT_DIR / "images").glob("Pulumi.*.yaml")):
+        try:
+            lines.append((path.stem.removeprefix("Pulumi."), image_settings_from_config(read_stack_file(path),
+                                                                                         str(path))))
+        except SettingsError as exc:
+            unread.append(f"{path.name}: not read: {exc.message}")
+    return lines, unread
+
+
+def image_lines(settings: Settings, images_dir: Path | None = None) -> list[str]:
     """The node image lines (images/Pulumi.*.yaml) whose parameter a pool or the control planes name
     and that publish in the stack's region: each one's cost per build and per month. Paid once per
     line, whichever clusters boot it, so never in a cluster's totals."""
-    from ..images.settings import image_settings_from_config
     from ..plan.cost import image_line_cost
-    from ..settings.load import read_stack_file
-    from ..tables.paths import PROJECT_DIR
 
     named = {a for a in (settings.control_plane.ami, *(p.ami for p in settings.node_pools)) if a}
     head = ("Node image lines this stack boots (images/; paid once per line, shared by every cluster that boots "
             "it, so not in the totals above):")
-    out: list[str] = []
+    lines, out = committed_image_lines(images_dir)
     sources: dict[str, None] = {}
-    for path in sorted((PROJECT_DIR / "images").glob("Pulumi.*.yaml")):
-        try:
-            image = image_settings_from_config(read_stack_file(path), str(path))
-        except SettingsError as exc:
-            out.append(f"{path.name}: not read: {exc.message}")
-            continue
+    for name, image in lines:
         if image.parameter in named and settings.region in image.regions:
-            line = image_line_cost(path.stem.removeprefix("Pulumi."), image.region, image.regions,
+            line = image_line_cost(name, image.region, image.regions,
                                    image.build_instance, image.root_volume, image.rebuild, image.keep_images)
             out += line.lines()
             sources.update(dict.fromkeys(line.sources))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.atomic import write_text_atomic
+from .outputs import output_problem
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -21,7 +22,7 @@ def register(sub: Any) -> None:
         description="Derive the replacement of a lost region's stack in another region (as `stamp --restore` "
                     "would: same settings, this region's overrides, Velero reading the old backups), plan both "
                     "offline and list what differs. Writes nothing unless --out is given. Exit 0: planned; 2: "
-                    "bad settings or arguments.")
+                    "bad settings or arguments (an --out folder that cannot be written: refused before planning).")
     p.add_argument("--from", dest="source", required=True, help="the stack to replace (stacks/Pulumi.<stack>.yaml)")
     p.add_argument("--to", dest="region", required=True, help="the region to rebuild in")
     p.add_argument("--backup-region", default=None,
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from ..stamping.parity import format_violations, violations
     from ..tables.paths import PROJECT_DIR
 
+    if args.out is not None and (why := output_problem(args.out, folder=True)) is not None:
+        print(f"ck8s-gpu rebuild-plan: --out {args.out}: {why}", file=sys.stderr)  # before planning
+        return EXIT_USAGE
     stacks_dir: Path = args.stacks_dir or PROJECT_DIR / "stacks"
     overrides_path = args.overrides or overrides_file(args.source, stacks_dir)
     try:

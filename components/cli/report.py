@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..runtime.atomic import write_text_atomic
+from .outputs import output_problem
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
@@ -73,6 +74,8 @@ def _problems(args: argparse.Namespace) -> tuple[list[str], dict[str, float]]:
         problems.append("--kubeconfig or --prometheus-url: give the cluster, its Prometheus, or both")
     if "--since" in got and "--step" in got and got["--step"] > got["--since"]:
         problems.append(f"--step {args.step} is longer than the window (--since {args.since})")
+    if args.out is not None and (why := output_problem(args.out, folder=False)) is not None:
+        problems.append(f"--out {args.out}: {why}")
     return problems, got
 
 
@@ -83,6 +86,7 @@ def _pool_gpus(stack: Path | None) -> dict[str, int]:
     from ..settings.load import read_stack_file
     from ..validate import from_config
 
+    stack = stack.absolute()  # the file really read, as `plan` names it
     settings = from_config(read_stack_file(stack), str(stack), offline=True)
     return {p.name: f.count for p in settings.node_pools if (f := pool_gpus(p)) is not None}
 

@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from ..runtime.atomic import write_text_atomic
+from .outputs import output_problem
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 CLI_RELEASE = "smoke-cli"
@@ -73,8 +74,9 @@ def _settings(args: argparse.Namespace) -> tuple[Any, bool]:
     from ..validate import from_config as settings_from_config
 
     if args.stack is not None:
+        stack = args.stack.absolute()  # the file really read, as `plan` names it
         try:
-            settings = settings_from_config(read_stack_file(args.stack), str(args.stack), offline=True)
+            settings = settings_from_config(read_stack_file(stack), str(stack), offline=True)
         except SettingsError as exc:
             raise _Usage(exc.message) from None
     else:
@@ -156,6 +158,8 @@ def _execute(args: argparse.Namespace, connect: Callable[[str, str | None], Any]
     from ..tables import pins
 
     settings, from_stack = _settings(args)
+    if args.report is not None and (why := output_problem(args.report, folder=False)) is not None:
+        raise _Usage(f"--report {args.report}: {why}")  # before anything is created in the cluster
     try:
         text = args.kubeconfig.read_text()
     except OSError as exc:

@@ -4,7 +4,8 @@
 
 Stack files are written into stacks/ (Pulumi.<template>-<region>.yaml) for review, then every
 region is planned offline, previewed or deployed (pre-flight first) with at most --parallel at a
-time. Exit 0 when every region succeeded, 1 when any failed, 2 when nothing could start.
+time. Exit 0 when every region succeeded, 1 when any failed, 2 when nothing could start (bad
+settings or arguments, an --out folder that cannot be written: nothing is written then).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def register(sub: Any) -> None:
                     "the per-region overrides (docs/stamping.md), validating every region before any file is "
                     "written, then plan them offline (--offline), preview them (--preview, the default), deploy "
                     "them (--up) or only report stale files (--check). Files are written atomically; Ctrl-C exits "
-                    "130. Exit 0: every region succeeded; 1: some region failed; 2: bad settings or arguments.")
+                    "130. Exit 0: every region succeeded; 1: some region failed; 2: bad settings or arguments, or "
+                    "an --out folder that cannot be written (nothing is written then).")
     p.add_argument("--template", required=True, help="template stack: stacks/Pulumi.<template>.yaml")
     p.add_argument("--regions", required=True, help="comma-separated AWS regions, e.g. us-west-2,eu-central-1")
     mode = p.add_mutually_exclusive_group()
@@ -96,12 +98,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"{f.action:9}  {f.path}")
         return 1 if any(f.action != "unchanged" for f in files) else 0
 
+    if args.out is not None and args.mode == "offline":
+        from ..stamping.offline import out_problem
+
+        if (why := out_problem(args.out)) is not None:  # before any stack file or plan is written
+            print(f"ck8s-gpu stamp: --out {args.out}: cannot write the plans there: {why}", file=sys.stderr)
+            return EXIT_USAGE
+
     backend = None
     if args.mode in ("preview", "up"):
         from ..stamping.backend import AutomationBackend, BackendUnavailable
 
         try:  # before writing anything: a backend that cannot run these stacks stops here
             backend = AutomationBackend(PROJECT_DIR, stacks_dir)
+            # A missing Pulumi CLI or backend login shows at its first call: make it here, not after the writes.
+            backend.existing_stacks()
         except BackendUnavailable as exc:
             print(f"ck8s-gpu stamp: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -105,7 +105,10 @@ def write(plan: Plan, out: Path) -> list[Path]:
                 put(f"manifests/{name}.yaml", _dump_all(rendered))
         elif (obj := kubernetes_object(r)) is not None:
             objects.append(obj)
-    if objects:
+    if objects:  # registration order follows the program's async outputs: sorted, so two plans diff clean
+        objects.sort(key=lambda o: (str(o.get("apiVersion")), str(o.get("kind")),
+                                    str((o.get("metadata") or {}).get("namespace") or ""),
+                                    str((o.get("metadata") or {}).get("name") or "")))
         put("manifests/objects.yaml", _dump_all(objects))
     if on_existing_aws(plan.settings):
         # Nothing here attaches it: the user's control-plane role must carry it (docs/autoscaling.md).

@@ -1,20 +1,29 @@
-"""`stamp --offline`: the offline plan of every stamped region, each in a fresh process.
+"""`stamp --offline`: the offline plan of every stamped region, in warm worker processes.
 
-The mock engine keeps per-process state (ADR 0002), so regions are planned in a spawn-context
-process pool, one task per child; no Pulumi CLI, no credentials, no network.
+The SDK keeps global state (ADR 0002): one plan per process at a time. Regions are planned in a
+spawn-context pool of `--parallel` long-lived workers. Each worker imports the planning modules
+once (its initializer) and then plans region after region: every run starts from fresh SDK runtime
+state (components/plan/mockengine.py run_program: a new event loop, root stack, mocks, config, RPC
+and output registries). tests/unit/stamping/test_offline_workers.py holds every region's plan from
+a reused worker equal, file for file, to its plan in a fresh process. A fresh interpreter per
+region cost about 2.5 s of imports each (docs/benchmarks.md). No Pulumi CLI, no credentials, no
+network.
 """
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
+import os
 import signal
+import tempfile
 import threading
 import time
 from concurrent.futures import InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .derive import StampedStack
 from .summary import RegionResult
@@ -28,27 +37,96 @@ class _Job:
     out: str | None
 
 
-def _plan(job: _Job) -> tuple[bool, int, dict[str, int], str]:
-    """Runs in the child: (ok, resource count, counts per type, error)."""
+class _Outcome(NamedTuple):
+    ok: bool
+    resources: int  # how many the program registered
+    counts: dict[str, int]  # per type
+    error: str
+    pid: int  # the worker that planned it
+
+
+def _plan(job: _Job) -> _Outcome:
+    """Runs in a worker, one region after another."""
+    try:
+        return _plan_region(job)
+    finally:
+        _release_event_loop()
+
+
+def _plan_region(job: _Job) -> _Outcome:
     from ..plan import artifacts
     from ..plan.run import plan_config
     from ..settings.load import SettingsError
 
+    pid = os.getpid()
     try:
         plan = plan_config(job.config, job.stack, f"stamp {job.stack}")
     except SettingsError as exc:
-        return False, 0, {}, exc.message
+        return _Outcome(False, 0, {}, exc.message, pid)
     except Exception as exc:  # the program itself failed: report it for this region only
-        return False, 0, {}, f"{type(exc).__name__}: {exc}"
+        return _Outcome(False, 0, {}, f"{type(exc).__name__}: {exc}", pid)
     if job.out is not None:
-        artifacts.write(plan, Path(job.out) / job.stack)
-    return True, len(plan.resources), dict(artifacts.resources_document(plan)["counts"]), ""
+        try:
+            artifacts.write(plan, Path(job.out) / job.stack)
+        except OSError as exc:  # each file is written whole (runtime/atomic.py); the region fails
+            where = f"{exc.filename}: " if exc.filename else ""
+            return _Outcome(False, 0, {}, f"plan not written: {where}{exc.strerror or exc}", pid)
+    return _Outcome(True, len(plan.resources), dict(artifacts.resources_document(plan)["counts"]), "", pid)
+
+
+def _release_event_loop() -> None:
+    """run_program (components/plan/mockengine.py) gives each run a new event loop and leaves it
+    open, with the loop's default executor (6 threads on 2 cores) and the event loop each of those
+    threads makes for itself (pulumi/runtime/mocks.py RegisterResource: _ensure_event_loop). In a
+    worker planning region after region that kept 21 file descriptors and 6 threads a plan: 1,024
+    descriptors, a common limit, after about 48 plans. Closing the loop shuts its executor down;
+    the threads end, and their loops are closed when the garbage collector frees them."""
+    policy = asyncio.get_event_loop_policy()
+    try:
+        loop = policy.get_event_loop()
+    except RuntimeError:  # none since the last release (the plan stopped before its run)
+        return
+    if not loop.is_running():
+        loop.close()
+    policy.set_event_loop(None)
 
 
 def _ignore_sigint() -> None:
     """Workers leave Ctrl-C to the parent, which stops them all (a worker that took it would die
     mid-task and leave the pool waiting for a result that never comes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start_worker() -> None:
+    """A worker's initializer: Ctrl-C left to the parent, then the modules every plan needs imported
+    once for all the regions this worker plans. The provider modules the program reaches lazily
+    (pulumi_aws's submodules) are imported by the worker's first plan, also once."""
+    _ignore_sigint()
+    from .. import validate, wiring  # noqa: F401  (the program's own imports: __main__.py)
+    from ..aws import cluster  # noqa: F401  (stamped stacks are AWS clusters)
+    from ..plan import artifacts, run  # noqa: F401
+    from ..runtime import plain_errors  # noqa: F401
+    from ..runtime.checkout_alias import alias_checkout_name
+
+    alias_checkout_name()  # `components.*` in __main__.py: these same modules (ADR 0044)
+
+
+def out_problem(out: Path) -> str | None:
+    """Why the plans cannot be written under `out` (None: they can), found before any file is
+    written: the nearest folder on the path that exists takes a probe folder, removed at once (a
+    permission check alone would pass for root on a read-only file system)."""
+    path = out.absolute()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    try:
+        probe = tempfile.mkdtemp(prefix=".ck8s-gpu-probe-", dir=existing)
+    except OSError as exc:
+        return f"{existing}: {exc.strerror or exc}"
+    os.rmdir(probe)
+    return None
 
 
 def _without_cancel_race(hook: Any) -> Any:
@@ -62,25 +140,18 @@ def _without_cancel_race(hook: Any) -> Any:
     return excepthook
 
 
-def plan_regions(
-    stamped: list[StampedStack],
-    *,
-    parallel: int,
-    file_actions: dict[str, str],
-    out: Path | None = None,
-) -> list[RegionResult]:
-    jobs = [_Job(s.stack, s.region, s.config, str(out) if out else None) for s in stamped]
-    start = time.monotonic()
+def _run_jobs(jobs: list[_Job], parallel: int) -> list[_Outcome]:
     context = multiprocessing.get_context("spawn")
     # ProcessPoolExecutor, not multiprocessing.Pool: a worker that dies (OOM, a crash) fails the
-    # batch with BrokenProcessPool instead of leaving map() waiting for ever.
-    pool = ProcessPoolExecutor(max_workers=parallel, mp_context=context, max_tasks_per_child=1,
-                               initializer=_ignore_sigint)
+    # batch with BrokenProcessPool instead of leaving map() waiting for ever. No max_tasks_per_child:
+    # a worker plans region after region, so the pool never spawns a replacement once it is full.
+    pool = ProcessPoolExecutor(max_workers=min(parallel, len(jobs)) or 1, mp_context=context,
+                               initializer=_start_worker)
     # A terminal's Ctrl-C reaches the whole process group. The initializer runs only once a worker
     # has started, and one caught earlier, still importing, died printing a traceback. So SIGINT is
-    # blocked while the workers and the executor's manager thread (which spawns the replacements
-    # max_tasks_per_child asks for) come into being: both inherit the mask, a spawned worker keeps
-    # it across exec, and only this thread unblocks it again, to take Ctrl-C for all of them.
+    # blocked while the workers and the executor's manager thread come into being (a spawn pool
+    # starts both in submit(), in this thread): both inherit the mask, a spawned worker keeps it
+    # across exec, and only this thread unblocks it again, to take Ctrl-C for all of them.
     try:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
@@ -90,7 +161,7 @@ def plan_regions(
         outcomes = [f.result() for f in futures]
     except BrokenProcessPool as exc:  # a worker was killed: every region of the batch is reported failed
         why = f"a planning worker died ({exc}); out of memory? re-run with --parallel 1"
-        outcomes = [(False, 0, {}, why) for _ in jobs]
+        outcomes = [_Outcome(False, 0, {}, why, 0) for _ in jobs]
     except BaseException:  # Ctrl-C (or anything else): stop every worker now, then let it propagate
         threading.excepthook = _without_cancel_race(threading.excepthook)
         for worker in multiprocessing.active_children():
@@ -107,13 +178,26 @@ def plan_regions(
             manager.join(timeout=20)
         raise
     pool.shutdown()
+    return outcomes
+
+
+def plan_regions(
+    stamped: list[StampedStack],
+    *,
+    parallel: int,
+    file_actions: dict[str, str],
+    out: Path | None = None,
+) -> list[RegionResult]:
+    jobs = [_Job(s.stack, s.region, s.config, str(out) if out else None) for s in stamped]
+    start = time.monotonic()
+    outcomes = _run_jobs(jobs, parallel)
     elapsed = time.monotonic() - start
     return [
         RegionResult(
             region=s.region, stack=s.stack, mode="offline", new_stack=False,
-            file_action=file_actions.get(s.stack, "-"), ok=ok,
+            file_action=file_actions.get(s.stack, "-"), ok=o.ok,
             # Wall time of the whole batch: plans overlap, per-plan time would mislead.
-            seconds=elapsed, changes={"create": count} if ok else {}, error=error,
+            seconds=elapsed, changes={"create": o.resources} if o.ok else {}, error=o.error,
         )
-        for s, (ok, count, _types, error) in zip(stamped, outcomes, strict=True)
+        for s, o in zip(stamped, outcomes, strict=True)
     ]

@@ -99,7 +99,7 @@ def test_an_output_folder_that_cannot_be_made(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     run = run_cli("plan", "--stack", "aws-dev", "--out", str(blocker / "plan"))
-    assert run.returncode == cli.EXIT_FAILED
+    assert run.returncode == cli.EXIT_BAD_INPUT  # refused before planning (test_cli_abuse.py: every command)
     assert str(blocker) in one_line(run.stderr)
 
 
@@ -112,3 +112,50 @@ def test_no_aws_credentials_for_a_command_that_asks_aws() -> None:
     # its --plan says what it can without AWS (issue 46): both procedures, no error
     run = run_cli("replace-node", "--stack", "aws-dev", *node, "--plan", env=NO_AWS)
     assert run.returncode == 0 and run.stdout.startswith("offline: no AWS credentials"), run.stderr
+
+
+def _interrupted_mid_resource() -> None:
+    """A program stopped by Ctrl-C between making a resource's outputs and registering it: an
+    output that nothing will ever resolve is left for the SDK to wait on."""
+    import asyncio
+
+    import pulumi
+
+    loop = asyncio.get_event_loop()
+    known: asyncio.Future[bool] = loop.create_future()
+    known.set_result(True)
+    pulumi.Output(set(), loop.create_future(), known)
+    raise KeyboardInterrupt
+
+
+def test_a_program_interrupted_mid_resource_ends_its_run_at_once() -> None:
+    """Ctrl-C in `plan`'s root cause, in process and without timing (test_cli_abuse.py sends real
+    ones): the SDK's run_pulumi_func keeps the program's KeyboardInterrupt while it waits for every
+    output (pulumi/runtime/stack.py); unwrapped, this run waits for ever (components/plan/run.py
+    interruptible)."""
+    import asyncio
+    import threading
+
+    from components.plan.mockengine import run_program
+    from components.plan.run import interruptible
+
+    raised: list[BaseException] = []
+
+    def plan() -> None:
+        try:
+            run_program(interruptible(_interrupted_mid_resource), {}, stack="interrupted")
+        except BaseException as exc:  # the one under test, kept for the main thread
+            raised.append(exc)
+        # the run's loop, in this thread: what the run abandoned is cancelled, as asyncio.run does
+        loop = asyncio.get_event_loop()
+        abandoned = asyncio.all_tasks(loop)
+        for task in abandoned:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*abandoned, return_exceptions=True))
+        loop.close()
+
+    thread = threading.Thread(target=plan, daemon=True)  # a run that hangs is left behind, not waited for
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the interrupted run still waits for its outputs"
+    assert [type(e) for e in raised] == [KeyboardInterrupt]
