@@ -33,6 +33,15 @@ def register(sub: Any) -> None:
                     help="the track the cluster runs now (default: the stack's kubernetesTrack output, else the "
                          "stack file)")
     up.add_argument("--plan", action="store_true", help="print the steps, nodes and durations; change nothing")
+    up.add_argument("--repin", metavar="VERSION", default=None,
+                    help="a pinned stack (kubernetes.snap): move its track, snap pin and the node image lines it boots "
+                         "to --to at this k8s version, offline, and say what to build; then run `upgrade` again "
+                         "without --repin to roll the nodes (docs/runbooks/upgrade.md, ADR 0059)")
+    up.add_argument("--revision", action="append", default=[], metavar="ARCH=REV",
+                    help="with --repin: the version's snap revision for one architecture (`snapcraft status k8s`), "
+                         "once per architecture the stack pins, e.g. --revision amd64=6101 --revision arm64=6104")
+    up.add_argument("--images-dir", type=Path, default=None,
+                    help="with --repin: the folder of node image stacks (default: the checkout's images/)")
     up.set_defaults(func=run_upgrade)
 
     rep = sub.add_parser(
@@ -102,6 +111,67 @@ def _aws_stack(command: str, args: argparse.Namespace) -> tuple[Any, Path] | Non
     return settings, path
 
 
+def _revisions(given: list[str]) -> tuple[dict[str, int], list[str]]:
+    out: dict[str, int] = {}
+    bad: list[str] = []
+    for item in given:
+        arch, _, rev = item.partition("=")
+        if arch not in ("amd64", "arm64") or not rev.isdigit() or int(rev) < 1 or arch in out:
+            bad.append(item)
+        else:
+            out[arch] = int(rev)
+    return out, bad
+
+
+def _repin(args: argparse.Namespace, settings: Any, path: Path) -> int:
+    """`upgrade --repin`: the stack file and new image lines for the next track, nothing deployed."""
+    from ..images.repin import ImageLine, repin
+    from ..images.settings import image_settings_from_config
+    from ..runtime.atomic import write_text_atomic
+    from ..settings.load import read_stack_file
+    from ..tables.paths import PROJECT_DIR
+    from ..upgrade.stackfile import StackFileError
+    from ..validate import from_config
+
+    revisions, bad = _revisions(args.revision)
+    if bad or not revisions:
+        print(f"ck8s-gpu upgrade: --revision: {', '.join(bad) or 'none given'}: give ARCH=REV (ARCH amd64 or arm64, "
+              "REV a positive number), once per architecture", file=sys.stderr)
+        return 2
+    images_dir: Path = args.images_dir or PROJECT_DIR / "images"
+    lines: list[ImageLine] = []
+    try:
+        for image in sorted(images_dir.glob("Pulumi.*.yaml")):
+            lines.append(ImageLine(image.stem.removeprefix("Pulumi."), image.read_text(),
+                                   image_settings_from_config(read_stack_file(image), str(image))))
+        moved = repin(path.read_text(), settings, lines, args.to, args.repin, revisions)
+        # the moved stack must pass every rule before a file is written (its track's version, the images)
+        import yaml
+
+        from_config(yaml.safe_load(moved.stack_text)["config"], f"{path} (moved to {args.to})", offline=True)
+    except (StackFileError, SettingsError) as exc:
+        why = exc.message if isinstance(exc, SettingsError) else f"{path}: {exc}"
+        print(f"ck8s-gpu upgrade --repin: {why}\nnothing written", file=sys.stderr)
+        return 2
+    targets = [(images_dir / f"Pulumi.{name}.yaml", text) for name, text in moved.new_lines]
+    clash = [t for t, text in targets if t.exists() and t.read_text() != text]
+    if clash:
+        print(f"ck8s-gpu upgrade --repin: {', '.join(map(str, clash))} exists with other content: move it away or "
+              "remove it first; nothing written", file=sys.stderr)
+        return 2
+    for target, text in targets:  # the lines first: a stack file never names a line that is not there
+        write_text_atomic(target, text)
+        print(f"wrote {target}")
+    write_text_atomic(path, moved.stack_text)
+    print(f"wrote {path}:")
+    print("\n".join(f"  {change}" for change in moved.changes))
+    print("\nBuild the new image lines, control planes first (each about half an hour; docs/images.md):")
+    print("\n".join(f"  pulumi stack select -C images --create {name} && pulumi up -C images -s {name}"
+                    for name in moved.rebuild))
+    print(f"then roll the nodes: ck8s-gpu upgrade --stack {args.stack} --to {args.to}")
+    return 0
+
+
 def run_upgrade(args: argparse.Namespace) -> int:
     from ..upgrade import stackfile, steps
 
@@ -109,12 +179,22 @@ def run_upgrade(args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     settings, path = loaded
+    if args.repin is not None:
+        if args.plan:
+            print("ck8s-gpu upgrade: --repin writes the stack and image files; --plan changes nothing: give one",
+                  file=sys.stderr)
+            return 2
+        return _repin(args, settings, path)
+    if args.revision or args.images_dir is not None:
+        print("ck8s-gpu upgrade: --revision and --images-dir go with --repin", file=sys.stderr)
+        return 2
     pin = settings.kubernetes.snap
     if pin is not None and not args.plan and args.to != settings.kubernetes.track:
         # Writing the track alone would leave a pin of the old track (refused by settings, ADR 0039).
-        print(f"ck8s-gpu upgrade: settings.kubernetes.snap: pinned to {pin.version}; on a pinned stack set "
-              f"kubernetes.track: {args.to} and kubernetes.snap (the new track's version and revisions) together "
-              "in the stack file, then run `pulumi up` (docs/runbooks/upgrade.md)", file=sys.stderr)
+        print(f"ck8s-gpu upgrade: settings.kubernetes.snap: pinned to {pin.version}; on a pinned stack the track "
+              f"moves with the pin and the node images: the same command with --repin VERSION and --revision "
+              "ARCH=REV for each architecture writes them and says what to build; then run this command again "
+              "(docs/runbooks/upgrade.md)", file=sys.stderr)
         return 2
     stack = None if args.plan else _automation_stack(args.stack)  # selected once: read, then `up`
     deployed = args.deployed or (_deployed_track(stack) if stack else None) or settings.kubernetes.track
@@ -131,9 +211,19 @@ def run_upgrade(args: argparse.Namespace) -> int:
     if args.plan:
         return 0
     try:
-        stackfile.write_atomic(path, stackfile.with_track(path.read_text(), args.to))
+        text = stackfile.with_track(path.read_text(), args.to)
+        if settings.kubernetes.track != args.to:  # the file on the new track must pass every rule first
+            import yaml
+
+            from ..validate import from_config
+
+            from_config(yaml.safe_load(text)["config"], f"{path} (on {args.to})", offline=True)
+        stackfile.write_atomic(path, text)
     except stackfile.StackFileError as exc:
         print(f"ck8s-gpu upgrade: {path}: {exc}", file=sys.stderr)
+        return 2
+    except SettingsError as exc:
+        print(f"ck8s-gpu upgrade: {exc.message}\nnothing written", file=sys.stderr)
         return 2
     print(f"\n{path}: kubernetes.track = {args.to}; running pulumi up (resume: run this command again)")
     try:

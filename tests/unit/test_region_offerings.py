@@ -15,6 +15,7 @@ import pytest
 from components.images.settings import parse_image_settings
 from components.settings.limits import offering_problem
 from components.settings.load import SettingsError
+from components.settings.rules.cluster import known_regions, region_problem
 from components.stamping.derive import derive
 from components.tables import ec2_regional_prices as regional
 from components.validate import parse
@@ -107,3 +108,16 @@ def test_stamping_a_template_into_a_region_without_its_types_is_refused_naming_t
     assert derive("aws-prod", config, settings, "eu-central-1",
                   zoned("eu-central-1", {"backup": {"region": "eu-west-2"}})).settings.region == (
         "eu-central-1")
+
+
+@pytest.mark.parametrize("region", sorted(known_regions()))
+def test_every_region_botocore_knows_is_a_region(region: str) -> None:
+    assert region_problem(region) is None  # eusc-de-east-1 included: its prefix has four letters
+
+
+@pytest.mark.parametrize(("region", "words"), [
+    ("eu-west-9", "no AWS region botocore"), ("EU-WEST-1", "not an AWS region name"),
+    ("us-east-1a", "not an AWS region name"), ("eusc-de-east-9", "not an AWS region name"),
+])
+def test_a_region_botocore_does_not_know_is_refused(region: str, words: str) -> None:
+    assert words in (region_problem(region) or "")

@@ -32,7 +32,10 @@ def known_regions() -> frozenset[str]:
 
 
 def region_problem(region: str) -> str | None:
-    """Why `region` cannot be a region to deploy to (None: it can)."""
+    """Why `region` cannot be a region to deploy to (None: it can). Every region botocore knows is one,
+    whatever its shape (eusc-de-east-1, the European Sovereign Cloud, has a four-letter prefix)."""
+    if region in known_regions():
+        return None
     if not REGION.match(region):
         return f"'{cut(region)}' is not an AWS region name (like eu-west-1)"
     if region not in known_regions():

@@ -127,7 +127,7 @@ def test_the_ccm_release_adopts_the_one_the_aws_cluster_made_before(aws: PlanRun
     ccm = by_name(aws)["gpu-aws-cloud-controller-manager"]
     old = previous_urn(settings("aws"), "test", "ck8s-gpu")
     assert old.endswith("::ck8s-gpu:index:AwsCluster$ck8s-gpu:index:AwsCloudControllerManager"
-                        "$kubernetes:helm.sh/v3:Release::ck8s-dev-eu-west-1-ccm-release")
+                        "$kubernetes:helm.sh/v3:Release::ck8s-dev-eu-north-1-ccm-release")
     assert ccm.aliases == [old], ccm.aliases
 
 

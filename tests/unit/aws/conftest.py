@@ -26,9 +26,17 @@ def stack_raw(stack: str) -> dict[str, Any]:
 
 
 def settings_for(stack: str, change: Callable[[dict[str, Any]], None] | None = None) -> Settings:
+    """A committed stack changed by `change`; a variant on another track names that track's image line
+    (cluster_sim.on_track_images), as a real move would (settings refuse the old one)."""
+    from tests.unit.aws.cluster_sim import on_track_images
+
     raw = stack_raw(stack)
+    before = str((raw.get("kubernetes") or {}).get("track", ""))
     if change is not None:
         change(raw)
+    after = str((raw.get("kubernetes") or {}).get("track", before))
+    if after != before:
+        on_track_images(raw, before, after)
     return parse_settings(raw, f"{stack} (test variant)")
 
 

@@ -134,8 +134,27 @@ def _stacks(tmp_path: Path) -> Path:
     committed aws-dev is pinned, which `upgrade` refuses (the last test here)."""
     doc = yaml.safe_load((ROOT / "stacks/Pulumi.aws-dev.yaml").read_text())
     from_the_store(doc["config"][SETTINGS_KEY])
+    # control planes on Canonical's AMI: an image line named for 1.34 would be refused on 1.35 (below)
+    doc["config"][SETTINGS_KEY]["controlPlane"].pop("ami")
     (tmp_path / "Pulumi.aws-dev.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return tmp_path
+
+
+def test_an_unpinned_stack_booting_the_old_tracks_image_is_refused_before_anything_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from components.cli import upgrade as cli
+
+    stack = _Stack("1.34-classic", None)
+    monkeypatch.setattr(cli, "_automation_stack", lambda _name: stack)
+    doc = yaml.safe_load((ROOT / "stacks/Pulumi.aws-dev.yaml").read_text())
+    from_the_store(doc["config"][SETTINGS_KEY])  # keeps controlPlane.ami .../k8s-1.34-classic
+    path = tmp_path / "Pulumi.aws-dev.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    before = path.read_text()
+    assert main(["upgrade", "--stack", "aws-dev", "--to", "1.35-classic", "--stacks-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "settings.controlPlane.ami" in err and "built for track 1.34-classic" in err and "nothing written" in err
+    assert path.read_text() == before and stack.ups == 0
 
 
 @pytest.mark.parametrize(("fail", "code"), [(None, 0), (KeyboardInterrupt(), 130), (RuntimeError("error: boom"), 1)])

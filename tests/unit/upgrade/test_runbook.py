@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +51,8 @@ def test_every_other_command_is_one_the_runbook_declares() -> None:
 
 
 def test_the_upgrade_and_resume_use_the_same_command() -> None:
-    found = [c for c in commands(RUNBOOK) if c.startswith("ck8s-gpu upgrade") and "--plan" not in c]
+    found = [c for c in commands(RUNBOOK) if c.startswith("ck8s-gpu upgrade") and "--plan" not in c
+             and "--repin" not in c]  # --repin moves the files; the roll and its resume are one command
     assert len(set(found)) == 1 and len(found) >= 2, found
 
 
@@ -87,3 +89,48 @@ def test_the_worked_examples_numbers_are_the_models() -> None:
     assert f"### 3. Run the upgrade ({low}-{high} min)" in text
     pools = " and ".join(f"`{p.name}` x{p.desired_size}" for p in prod.node_pools)
     assert f"({prod.control_plane.count} control planes, pools {pools})" in " ".join(text.split())
+
+
+def test_the_pinned_worked_example_runs_on_the_committed_stack(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The runbook's three commands on copies of aws-prod and images/ (issue 46: the example runs):
+    --repin moves the files and names the lines to build, the moved stack plans offline with its new
+    lines, and `upgrade --plan` from the deployed 1.34 shows the roll. Revisions are made up."""
+    import shutil
+
+    from components.cli.main import main
+
+    stacks, images = tmp_path / "stacks", tmp_path / "images"
+    stacks.mkdir()
+    shutil.copy(PROJECT_DIR / "stacks" / "Pulumi.aws-prod.yaml", stacks)
+    shutil.copytree(PROJECT_DIR / "images", images)
+    [line] = [c for c in commands(RUNBOOK) if "--repin" in c]
+    argv = shlex.split(line.replace("<rev>", "6101", 1).replace("<rev>", "6104"))[1:]
+    assert main([*argv, "--stacks-dir", str(stacks), "--images-dir", str(images)]) == 0
+    out = capsys.readouterr().out
+    assert "pulumi up -C images -s us-east-1-control-plane-k8s-1.35-classic" in out
+    assert out.index("control-plane-k8s-1.35-classic") < out.index("-s us-east-1-k8s-1.35-classic")
+    assert (images / "Pulumi.us-east-1-k8s-1.35-classic.yaml").exists()
+    assert main(["plan", "--stack", "aws-prod", "--stacks-dir", str(stacks), "--images-dir", str(images),
+                 "--quiet"]) == 0
+    assert main(["upgrade", "--stack", "aws-prod", "--to", "1.35-classic", "--from", "1.34-classic", "--plan",
+                 "--stacks-dir", str(stacks)]) == 0
+    assert "1.34-classic -> 1.35-classic" in capsys.readouterr().out
+    # the old lines still serve 1.34: the committed stack plans against the copied folder too
+    assert main(["plan", "--stack", "aws-dev", "--images-dir", str(images), "--quiet"]) == 0
+
+
+def test_a_stack_whose_image_lines_carry_another_pin_does_not_plan(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from components.cli.main import main
+
+    images = tmp_path / "images"
+    shutil.copytree(PROJECT_DIR / "images", images)
+    line = images / "Pulumi.us-east-1.yaml"
+    line.write_text(line.read_text().replace("revision: 5325", "revision: 5324"))
+    assert main(["plan", "--stack", "aws-dev", "--images-dir", str(images), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "settings.nodePools[0].ami: names image line us-east-1" in err
+    assert "amd64 revision 5324 (the stack pins 5325)" in err
