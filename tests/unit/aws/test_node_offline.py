@@ -22,7 +22,7 @@ from tests.unit.aws.node_media import PAUSE, media
 pytestmark = pytest.mark.slow
 
 FAILED = "CK8S-GPU-BOOT-FAILED"
-MIRROR = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
+MIRROR = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 @pytest.fixture
 def airgap(tmp_path: Path) -> Iterator[SimCluster]:
     s = simulate(tmp_path / "w", "aws-airgap")
@@ -54,7 +54,7 @@ def test_the_airgap_stack_renders_its_offline_env() -> None:
     env = ud.supply_env(ud.cluster_boot(airgap := settings_for("aws-airgap"), "arn:x", "doc", addon_facts(airgap)))
     assert env == {"CK8S_SNAP_SOURCE": "image", "CK8S_IMAGES_PRELOADED": "1", "CK8S_REGISTRY_MIRROR": MIRROR,
                    "CK8S_MIRROR_UPSTREAMS": "docker.io ghcr.io nvcr.io public.ecr.aws quay.io registry.k8s.io",
-                   "CK8S_MIRROR_AUTH": "ecr", "CK8S_MIRROR_REGION": "eu-west-1", "CK8S_OFFLINE": "1"}
+                   "CK8S_MIRROR_AUTH": "ecr", "CK8S_MIRROR_REGION": "us-east-1", "CK8S_OFFLINE": "1"}
 
 
 def test_a_control_plane_and_a_gpu_worker_boot_offline_and_touch_no_internet(airgap: SimCluster) -> None:

@@ -129,16 +129,10 @@ def test_an_out_folder_that_cannot_be_written_exits_2_naming_it_and_writes_nothi
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no stack file, no plan, no probe
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a folder without write permission")
-def test_a_read_only_out_folder_is_named_with_the_reason(tmp_path: Path) -> None:
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        assert offline.out_problem(locked / "plans") == f"{locked}: Permission denied"
-        assert list(locked.iterdir()) == []
-    finally:
-        locked.chmod(0o755)
+def test_a_folder_even_root_cannot_write_into_is_named_with_the_reason() -> None:
+    # A permission bit does not stop root (CI runs as root); procfs refuses every new entry to anyone.
+    why = offline.out_problem(Path("/proc/ck8s-gpu-plans/plans"))
+    assert why is not None and why.startswith("/proc") and not Path("/proc/ck8s-gpu-plans").exists()
 
 
 def test_a_writable_out_passes_and_the_probe_leaves_nothing(tmp_path: Path) -> None:
