@@ -99,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
         return 1 if any(f.action != "unchanged" for f in files) else 0
 
     if args.out is not None and args.mode == "offline":
-        from ..stamping.offline import out_problem
+        from .outputs import output_problem
 
-        if (why := out_problem(args.out)) is not None:  # before any stack file or plan is written
+        if (why := output_problem(args.out, folder=True)) is not None:  # before any stack file or plan is written
             print(f"ck8s-gpu stamp: --out {args.out}: cannot write the plans there: {why}", file=sys.stderr)
             return EXIT_USAGE
 

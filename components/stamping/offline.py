@@ -16,7 +16,6 @@ import asyncio
 import multiprocessing
 import os
 import signal
-import tempfile
 import threading
 import time
 from concurrent.futures import InvalidStateError, ProcessPoolExecutor
@@ -109,24 +108,6 @@ def _start_worker() -> None:
     from ..runtime.checkout_alias import alias_checkout_name
 
     alias_checkout_name()  # `components.*` in __main__.py: these same modules (ADR 0044)
-
-
-def out_problem(out: Path) -> str | None:
-    """Why the plans cannot be written under `out` (None: they can), found before any file is
-    written: the nearest folder on the path that exists takes a probe folder, removed at once (a
-    permission check alone would pass for root on a read-only file system)."""
-    path = out.absolute()
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        return f"{existing} is not a folder"
-    try:
-        probe = tempfile.mkdtemp(prefix=".ck8s-gpu-probe-", dir=existing)
-    except OSError as exc:
-        return f"{existing}: {exc.strerror or exc}"
-    os.rmdir(probe)
-    return None
 
 
 def _without_cancel_race(hook: Any) -> Any:

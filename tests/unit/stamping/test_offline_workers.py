@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.cli.outputs import output_problem
 from components.plan.run import PROJECT_DIR
 from components.stamping import offline
 from components.stamping.derive import derive_all
@@ -131,11 +132,11 @@ def test_an_out_folder_that_cannot_be_written_exits_2_naming_it_and_writes_nothi
 
 def test_a_folder_even_root_cannot_write_into_is_named_with_the_reason() -> None:
     # A permission bit does not stop root (CI runs as root); procfs refuses every new entry to anyone.
-    why = offline.out_problem(Path("/proc/ck8s-gpu-plans/plans"))
+    why = output_problem(Path("/proc/ck8s-gpu-plans/plans"), folder=True)
     assert why is not None and why.startswith("/proc") and not Path("/proc/ck8s-gpu-plans").exists()
 
 
 def test_a_writable_out_passes_and_the_probe_leaves_nothing(tmp_path: Path) -> None:
-    assert offline.out_problem(tmp_path / "new" / "plans") is None
-    assert offline.out_problem(tmp_path) is None
+    assert output_problem(tmp_path / "new" / "plans", folder=True) is None
+    assert output_problem(tmp_path, folder=True) is None
     assert list(tmp_path.iterdir()) == []  # not even the folders --out names: the plans make them
