@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     path = stack_file(args.stack, args.stacks_dir)
     from ..images.agreement import agreement_problems
 
-    lines, _unread = committed_image_lines(args.images_dir)
+    lines, unread = committed_image_lines(args.images_dir)  # read once: the check here, --cost below
     disagree = agreement_problems(plan.settings, lines)
     if disagree:  # a node would boot a snap or images of another pin (docs/adr/0059)
         print(f"ck8s-gpu plan: {path}: the node image lines it boots carry another Kubernetes than it pins:\n"
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary_line(cost))
     if args.cost:
         print("\n" + "\n".join(table_lines(cost)))
-        print("\n" + "\n".join(image_lines(plan.settings, args.images_dir)))
+        print("\n" + "\n".join(image_lines(plan.settings, lines, unread)))
     if args.out is not None:
         written = artifacts.write(plan, args.out)
         if args.cost:
@@ -148,7 +148,7 @@ def committed_image_lines(images_dir: Path | None = None) -> tuple[list[tuple[st
     return lines, unread
 
 
-def image_lines(settings: Settings, images_dir: Path | None = None) -> list[str]:
+def image_lines(settings: Settings, lines: list[tuple[str, Any]], unread: list[str]) -> list[str]:
     """The node image lines (images/Pulumi.*.yaml) whose parameter a pool or the control planes name
     and that publish in the stack's region: each one's cost per build and per month. Paid once per
     line, whichever clusters boot it, so never in a cluster's totals."""
@@ -157,7 +157,7 @@ def image_lines(settings: Settings, images_dir: Path | None = None) -> list[str]
     named = {a for a in (settings.control_plane.ami, *(p.ami for p in settings.node_pools)) if a}
     head = ("Node image lines this stack boots (images/; paid once per line, shared by every cluster that boots "
             "it, so not in the totals above):")
-    lines, out = committed_image_lines(images_dir)
+    out = list(unread)
     sources: dict[str, None] = {}
     for name, image in lines:
         if image.parameter in named and settings.region in image.regions:

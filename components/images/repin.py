@@ -54,9 +54,8 @@ def line_name(name: str, track: str) -> str:
 
 
 def new_parameter(line: ImageSettings, track: str) -> str:
-    """The parameter a line's new-track copy publishes under: one naming the track."""
-    if line.role == "control-plane" and line.parameter_name is None:
-        return line.parameter.rsplit("/", 1)[0] + f"/k8s-{track}"  # control_plane_parameter_name's form
+    """The parameter a line's new-track copy publishes under: one naming the track (the control-plane
+    default, `.../k8s-<track>`, already does: its last level is replaced)."""
     if image_track(line.parameter) is not None:
         return line.parameter.rsplit("/", 1)[0] + f"/k8s-{track}"
     return f"{line.parameter}/k8s-{track}"

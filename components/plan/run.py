@@ -121,7 +121,7 @@ class _ThreadLoops:
     """The threads a run's RPCs go to (the SDK sends each to the loop's default executor,
     pulumi/runtime/resource.py), with event loops made and closed here: the SDK's mock monitor
     makes one in each thread it runs in (pulumi/runtime/mocks.py RegisterResource ->
-    _ensure_event_loop) and never closes it. See _close_run_loop for what an unclosed loop did."""
+    _ensure_event_loop) and never closes it. See close_run_loop for what an unclosed loop did."""
 
     def __init__(self) -> None:
         self.loops: list[asyncio.AbstractEventLoop] = []
@@ -138,7 +138,7 @@ class _ThreadLoops:
             loop.close()
 
 
-def _close_run_loop() -> None:
+def close_run_loop() -> None:
     """Close the event loop run_program made current for its run (its result is plain data by now).
 
     Left open, the garbage collector closes it at interpreter exit, in no set order with its own
@@ -179,7 +179,7 @@ def plan_config(config: dict[str, Any], stack: str, source: str) -> Plan:
         threads.close()
     # Only a run that ended: a failed one's loop holds the tasks it abandoned, and closing it would
     # report each ("Task was destroyed but it is pending!"); the next run_program replaces it.
-    _close_run_loop()
+    close_run_loop()
     # The mock engine never runs pulumi-aws's Check: apply its naming and AWS's rules to what was registered.
     problems = recorded_problems(run.resources)
     if problems:

@@ -12,7 +12,6 @@ network.
 
 from __future__ import annotations
 
-import asyncio
 import multiprocessing
 import os
 import signal
@@ -46,10 +45,15 @@ class _Outcome(NamedTuple):
 
 def _plan(job: _Job) -> _Outcome:
     """Runs in a worker, one region after another."""
+    from ..plan.run import close_run_loop
+
     try:
         return _plan_region(job)
     finally:
-        _release_event_loop()
+        # plan_config closes a finished run's loop and its RPC threads' loops; a run that failed
+        # leaves its loop current, and a worker planning region after region must not keep it open
+        # (21 descriptors a plan before those closes: tests/unit/stamping/test_offline_workers.py).
+        close_run_loop()
 
 
 def _plan_region(job: _Job) -> _Outcome:
@@ -71,23 +75,6 @@ def _plan_region(job: _Job) -> _Outcome:
             where = f"{exc.filename}: " if exc.filename else ""
             return _Outcome(False, 0, {}, f"plan not written: {where}{exc.strerror or exc}", pid)
     return _Outcome(True, len(plan.resources), dict(artifacts.resources_document(plan)["counts"]), "", pid)
-
-
-def _release_event_loop() -> None:
-    """run_program (components/plan/mockengine.py) gives each run a new event loop and leaves it
-    open, with the loop's default executor (6 threads on 2 cores) and the event loop each of those
-    threads makes for itself (pulumi/runtime/mocks.py RegisterResource: _ensure_event_loop). In a
-    worker planning region after region that kept 21 file descriptors and 6 threads a plan: 1,024
-    descriptors, a common limit, after about 48 plans. Closing the loop shuts its executor down;
-    the threads end, and their loops are closed when the garbage collector frees them."""
-    policy = asyncio.get_event_loop_policy()
-    try:
-        loop = policy.get_event_loop()
-    except RuntimeError:  # none since the last release (the plan stopped before its run)
-        return
-    if not loop.is_running():
-        loop.close()
-    policy.set_event_loop(None)
 
 
 def _ignore_sigint() -> None:
