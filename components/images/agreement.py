@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..settings.facts import ami_fields
 from ..settings.model import Settings
-from ..settings.problems import ROOT, Problem
+from ..settings.problems import Problem
 from .settings import ImageSettings
 
 
@@ -19,9 +20,7 @@ def booted_lines(settings: Settings, lines: Iterable[tuple[str, ImageSettings]]
                  ) -> list[tuple[str, str, ImageSettings]]:
     """(field path, line name, line) for each image line a pool or the control planes name by its
     parameter, published in the stack's region."""
-    named = [(f"{ROOT}.controlPlane.ami", settings.control_plane.ami)] + [
-        (f"{ROOT}.nodePools[{i}].ami", p.ami) for i, p in enumerate(settings.node_pools)]
-    return [(where, name, line) for name, line in lines for where, ami in named
+    return [(where, name, line) for name, line in lines for where, ami in ami_fields(settings)
             if ami is not None and ami == line.parameter and settings.region in line.regions]
 
 

@@ -6,6 +6,13 @@ from typing import Any
 
 from ..tables.instance_types import GpuFacts, gpu_facts, network_layer, network_topology_layers, nvlink_domain
 from .model import AWS_TOPOLOGY_LEVELS, NodePoolSettings, Settings, TopologyLevelSettings
+from .problems import ROOT
+
+
+def ami_fields(s: Settings) -> list[tuple[str, str | None]]:
+    """Each image setting with its field path: the control planes', then every pool's."""
+    return [(f"{ROOT}.controlPlane.ami", s.control_plane.ami)] + [
+        (f"{ROOT}.nodePools[{i}].ami", p.ami) for i, p in enumerate(s.node_pools)]
 
 
 def pool_gpus(pool: NodePoolSettings) -> GpuFacts | None:

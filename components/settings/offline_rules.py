@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .facts import ami_fields
 from .model import Settings
 from .problems import ROOT, Problem, cut
 from .rules.pools import ami_problems
@@ -143,9 +144,7 @@ def _offline(s: Settings) -> Iterator[Problem]:
     if s.backup is not None:
         yield (f"{ROOT}.backup", "backups go to another Region's bucket, which an offline VPC cannot reach "
                                  "(an S3 gateway endpoint serves its own Region only)")
-    amis = [(f"{ROOT}.controlPlane.ami", s.control_plane.ami)] + [
-        (f"{ROOT}.nodePools[{i}].ami", p.ami) for i, p in enumerate(s.node_pools)]
-    for where, ami in amis:
+    for where, ami in ami_fields(s):
         if ami is not None and ami.startswith("/") and not ami.startswith(IMAGE_PROGRAM_PREFIX):
             yield (where, f"'{cut(ami)}' is not an image of the image program ({IMAGE_PROGRAM_PREFIX}...): "
                           "offline nodes need the snap and the images in it")

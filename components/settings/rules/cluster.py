@@ -8,6 +8,7 @@ from functools import cache
 
 from ...tables import pins
 from ...tables.instance_types import arch_for_instance_type
+from ..facts import ami_fields
 from ..model import PRODUCTION_NAMES, Settings
 from ..problems import ROOT, Problem, cut
 
@@ -100,8 +101,7 @@ def _kubernetes(s: Settings) -> Iterator[Problem]:
 
 def _image_tracks(s: Settings) -> Iterator[Problem]:
     """An image line carries one track's snap and images: a stack on another track refuses it."""
-    for where, ami in [(f"{ROOT}.controlPlane.ami", s.control_plane.ami)] + [
-            (f"{ROOT}.nodePools[{i}].ami", p.ami) for i, p in enumerate(s.node_pools)]:
+    for where, ami in ami_fields(s):
         named = image_track(ami)
         if named is not None and named != s.kubernetes.track:
             yield (where, f"'{cut(ami or '')}' names an image line built for track {named} (its k8s snap and "
