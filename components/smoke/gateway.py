@@ -15,8 +15,20 @@ from typing import Any, Protocol
 from ..kube.errors import KubeError as KubeError
 from ..kube.errors import KubeUnreachable as KubeUnreachable
 from ..kube.errors import call_failure
+from ..kube.wait import backoff_delays
 
 Obj = dict[str, Any]
+
+# How often a wait asks: its first look this soon, then each pause doubles up to the run's poll.
+# Most hops (a pod scheduled, started, its Job complete, a route accepted) settle within a second
+# or two, and a flat 2 s poll put up to 2 s on every wait of every case; a long wait still asks no
+# more often than the poll.
+FIRST_POLL_SECONDS = 0.25
+
+
+def poll_pauses(poll: float) -> Iterator[float]:
+    """The pauses of one wait: FIRST_POLL_SECONDS, doubling, at most `poll` (kube/wait.py's backoff)."""
+    return backoff_delays(min(FIRST_POLL_SECONDS, poll), cap=poll)
 
 # kind -> (plural, namespaced). Only what the smoke test touches.
 KINDS: dict[str, tuple[str, bool]] = {

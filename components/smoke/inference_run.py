@@ -21,7 +21,7 @@ from ..kube.gateway_api import gateway_problems, route_problems
 from .cases import inference as case
 from .collect import ClaimRecorder
 from .expectations import CASE_LABEL, RUN_LABEL, InferenceExpectation
-from .gateway import Gateway, KubeError, Obj, proxy_path
+from .gateway import Gateway, KubeError, Obj, poll_pauses, proxy_path
 from .snapshot import condition, events_for, name, pod_claim_name, start_failure
 
 BACKEND_LABEL = "ck8s-gpu.io/smoke-backend"
@@ -98,13 +98,13 @@ class InferencePhase:
         return min(self.t.deadline, self.t.monotonic() + seconds)
 
     def _wait(self, seconds: float, probe: Callable[[], bool]) -> bool:
-        until = self._until(seconds)
+        until, pauses = self._until(seconds), poll_pauses(self.t.poll)
         while True:
             if probe():
                 return True
             if self.t.monotonic() >= until:
                 return False
-            self.t.sleep(self.t.poll)
+            self.t.sleep(next(pauses))
 
     # --- replicas --------------------------------------------------------------------------------
 

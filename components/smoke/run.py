@@ -26,7 +26,7 @@ from .expectations import (
     CaseExpectation,
     Expectations,
 )
-from .gateway import Gateway, KubeError, Obj
+from .gateway import Gateway, KubeError, Obj, poll_pauses
 from .inference_run import InferencePhase, Timing
 from .snapshot import FINISHED_PHASES, condition, events_for, name, slice_devices, start_failure
 from .verifier import leftover_claims, verify
@@ -171,13 +171,14 @@ class Runner:
         self.progress(Progress(round(self.clock.monotonic() - self.t0, 1), hop, message))
 
     def _wait(self, what: str, until: float, probe: Callable[[], bool]) -> bool:
+        pauses = poll_pauses(self.poll)
         while True:
             if probe():
                 return True
             if self.clock.monotonic() >= until:
                 self.say("timeout", f"gave up waiting for {what}")
                 return False
-            self.clock.sleep(self.poll)
+            self.clock.sleep(next(pauses))
 
     def wait_for_slices(self) -> None:
         if self.exp.pools is None:

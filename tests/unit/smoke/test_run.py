@@ -315,3 +315,38 @@ def test_a_spec_recorded_before_stuck_seconds_existed_reads_the_default() -> Non
     spec = sf.plan(sf.AWS).spec()
     spec.pop("stuckSeconds")
     assert RunSpec.from_dict(spec).stuck_seconds == 120
+
+
+class PausesClock(FakeClock):
+    """FakeClock that keeps each pause."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        super().__init__(cluster)
+        self.pauses: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        super().sleep(seconds)
+
+
+def test_a_wait_looks_again_soon_then_backs_off_to_the_poll() -> None:
+    """A hop that settles in a moment is seen in a moment; one that takes long is asked no more often
+    than every `poll_seconds` (here a Job whose pods never start, for the run's whole 60 s)."""
+    cluster = FakeCluster(gpus_per_node=4, schedulable=False)
+    plan = sf.plan(sf.AWS, stuckSeconds=5, timeoutSeconds=60)
+    deploy(cluster, plan)
+    clock = PausesClock(cluster)
+    run_smoke(cluster, RunSpec.from_dict(plan.spec()), clock=clock, poll_seconds=2.0)
+    assert clock.pauses[:5] == [0.25, 0.5, 1.0, 2.0, 2.0], clock.pauses[:5]
+    assert max(clock.pauses) == 2.0
+    waited = [p for p in clock.pauses if p >= 0.25]  # the claim-release loops pause 0.2 s apiece
+    assert len(waited) <= 60 / 2 + 4, len(waited)
+
+
+def test_the_first_look_is_never_later_than_a_short_poll() -> None:
+    cluster = FakeCluster(gpus_per_node=4, schedulable=False)
+    plan = sf.plan(sf.AWS, stuckSeconds=5, timeoutSeconds=60)
+    deploy(cluster, plan)
+    clock = PausesClock(cluster)
+    run_smoke(cluster, RunSpec.from_dict(plan.spec()), clock=clock, poll_seconds=0.1)
+    assert set(clock.pauses) == {0.1}
