@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from components.aws.userdata import decoded_files
-from tests.fakes.k8s_snap import world
+from tests.fakes.k8s_snap import forkserver, world
 from tests.fakes.k8s_snap.k8sd_server import Supervisor
 from tests.fakes.k8s_snap.main import shim
 
@@ -92,10 +92,14 @@ class Fleet:
     def __init__(self, directory: Path, region: str) -> None:
         self.dir = directory
         self.region = region
+        forkserver.ensure_started()  # the shims written from here on call through it
         directory.mkdir(parents=True, exist_ok=True)
         with world.locked(directory) as state:
             state.update(world.empty())
-        self.net = f"127.{random.randint(64, 250)}.{random.randint(0, 250)}"
+        # From the OS, not the global `random`: xdist workers may share its seed (fleets on one net
+        # across two workers collide on every k8sd address).
+        pick = random.SystemRandom()
+        self.net = f"127.{pick.randint(64, 250)}.{pick.randint(0, 250)}"
         self.instances: dict[str, Instance] = {}
         self.supervisor = Supervisor(directory)
         self.supervisor.start()

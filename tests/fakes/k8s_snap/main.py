@@ -23,10 +23,14 @@ from tests.fakes.k8s_snap import network, snapd, tracks, world
 def shim(path: Path, tool: str, instance: str, world_dir: str, region: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     repo = Path(__file__).resolve().parents[3]
+    # With the fork server running (forkserver.py), the call goes to it through the client.
+    server = os.environ.get("FAKE_FORKSERVER")
+    run = (f"FAKE_FORKSERVER='{server}' exec '{sys.executable}' -S '{repo}/tests/fakes/k8s_snap/client.py'"
+           if server else f"exec '{sys.executable}' -m tests.fakes.k8s_snap.main")
     path.write_text(
         "#!/bin/sh\n"
         f"FAKE_WORLD='{world_dir}' FAKE_INSTANCE='{instance}' FAKE_REGION='{region}' "
-        f"PYTHONPATH='{repo}' exec '{sys.executable}' -m tests.fakes.k8s_snap.main {tool} \"$@\"\n"
+        f"PYTHONPATH='{repo}' {run} {tool} \"$@\"\n"
     )
     path.chmod(0o755)
 
