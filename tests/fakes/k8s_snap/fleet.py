@@ -96,8 +96,9 @@ class Fleet:
         directory.mkdir(parents=True, exist_ok=True)
         with world.locked(directory) as state:
             state.update(world.empty())
-        # From the OS, not the global `random`: xdist workers may share its seed (fleets on one net
-        # across two workers collide on every k8sd address).
+        # From the OS, not the global `random`: with the fork server, the rollout scenarios under
+        # `-n 2` had fleets of both xdist workers on one net (k8sd "Address already in use" at
+        # addresses the other worker held); draws from the OS cannot repeat across processes.
         pick = random.SystemRandom()
         self.net = f"127.{pick.randint(64, 250)}.{pick.randint(0, 250)}"
         self.instances: dict[str, Instance] = {}
