@@ -14,12 +14,16 @@ import socket
 import struct
 import sys
 
+# The wire format, which forkserver.py imports from here: a request is HEADER (its length) and
+# JSON, with the caller's stdin, stdout and stderr beside it; the answers are STATUS-packed, the
+# call's pid and then its exit status, SIGNALLED + N when it died by signal N.
 HEADER = struct.Struct("!I")
 STATUS = struct.Struct("!i")
-SIGNALLED = 256  # forkserver.SIGNALLED: importing it would import what this file avoids
+SIGNALLED = 256
 
 
-def _exact(sock: socket.socket, size: int) -> bytes:
+def exact(sock: socket.socket, size: int) -> bytes:
+    """`size` bytes, or fewer when the peer closed first."""
     data = b""
     while len(data) < size:
         more = sock.recv(size - len(data))
@@ -41,7 +45,7 @@ def main() -> None:
     sent = sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
     if sent < len(data):
         sock.sendall(data[sent:])  # a large environment: the rest, after the descriptors went
-    raw = _exact(sock, STATUS.size)
+    raw = exact(sock, STATUS.size)
     if len(raw) < STATUS.size:
         sys.exit(1)
     (pid,) = STATUS.unpack(raw)
@@ -54,7 +58,7 @@ def main() -> None:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, forward)
-    raw = _exact(sock, STATUS.size)
+    raw = exact(sock, STATUS.size)
     if len(raw) == STATUS.size:
         (status,) = STATUS.unpack(raw)
         if status < SIGNALLED:

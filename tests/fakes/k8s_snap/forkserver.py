@@ -24,7 +24,6 @@ import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -33,12 +32,11 @@ import time
 import traceback
 from pathlib import Path
 
+# The wire format lives in the client, which imports only the standard library.
+from tests.fakes.k8s_snap.client import HEADER, SIGNALLED, STATUS, exact
+
 ENV = "FAKE_FORKSERVER"  # the socket's path, on the shim's command line and in the test process
 DISABLE_ENV = "CK8S_FAKE_NO_FORKSERVER"
-# An exit status at or above this says the call died by signal (status - SIGNALLED).
-SIGNALLED = 256
-HEADER = struct.Struct("!I")
-STATUS = struct.Struct("!i")
 
 _server: subprocess.Popen[bytes] | None = None
 
@@ -83,18 +81,12 @@ def stop() -> None:
 
 def _read_request(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
     data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 3)
-    while len(data) < HEADER.size:
-        more = conn.recv(1 << 16)
-        if not more:
-            raise EOFError("client gone")
-        data += more
+    data += exact(conn, HEADER.size - len(data))
     (size,) = HEADER.unpack_from(data)
     body = data[HEADER.size:]
-    while len(body) < size:
-        more = conn.recv(size - len(body))
-        if not more:
-            raise EOFError("client gone")
-        body += more
+    body += exact(conn, size - len(body))
+    if len(body) < size:
+        raise EOFError("client gone")
     return json.loads(body), list(fds)
 
 
